@@ -1,0 +1,31 @@
+# Silk: every set-up step a fresh machine needs lives here or in package.json.
+# `make run` serves the example project on 127.0.0.1:6969 (or $SILK_PORT); `make test` runs every test.
+
+SILK_PORT ?= 6969
+SILK_DATA ?= data
+
+.PHONY: install build run test bench clean
+
+# npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
+# registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
+# locked versions, so fall back to it.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+	touch $@
+
+install: node_modules/.installed
+
+build: install
+	npm run build
+
+run: build
+	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
+
+test: build
+	node scripts/run-tests.mjs
+
+bench: build
+	npx tsx bench/graph.ts
+
+clean:
+	rm -rf dist node_modules protocol/helixql/generated

@@ -1,0 +1,277 @@
+/**
+ * The coordinator: takes a decoded plan and runs it as one transaction across the partitions.
+ *
+ * - One partition: the whole plan goes to that partition as one `execute` message and runs in one LMDB
+ *   transaction there (the fast path, and the only path of a default single-partition database).
+ * - Several partitions: the coordinator executes the plan itself over a scatter/gather reader (one batched message
+ *   per partition per step), collects the writes, splits them into one mutation list per owning partition (the
+ *   sub-plans), and commits them by two-phase commit when more than one partition is touched.
+ *
+ * Architecture invariant: in-process, invocations on a multi-partition database are serialized by a
+ * readers/writer lock, so a reader never sees part of a multi-partition transaction and every invocation is
+ * serializable. The cluster issue replaces the lock with per-record locks held from prepare to apply.
+ */
+import { randomBytes } from "node:crypto";
+import { SilkError } from "../protocol/errors.js";
+import type { PartitionReplyBody } from "../protocol/messages.js";
+import {
+  mutationOwner,
+  type AdjacencyEntry,
+  type Direction,
+  type EndpointKind,
+  type Mutation,
+  type RecordKind,
+  type StoredRecord,
+} from "../protocol/records.js";
+import type { Schema } from "../protocol/schema.js";
+import type { Plan } from "../protocol/tree.js";
+import { executePlan, type QueryResult } from "../node/executor.js";
+import { TxnView, type BaseReader, type IdSource } from "../node/txn-view.js";
+import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
+import type { DecisionLog } from "./decision-log.js";
+import type { PartitionMap } from "./partition-map.js";
+import type { Transport } from "./transport.js";
+
+/** The points of two-phase commit at which a fault-injection hook can stop the process (crash tests). */
+export type CommitPhase = "prepared_first" | "prepared_all" | "decided" | "committed_first" | "committed_all";
+
+export interface CoordinatorOptions {
+  readonly transport: Transport;
+  readonly map: PartitionMap;
+  readonly decisions: DecisionLog;
+  readonly schema: Schema | undefined;
+  readonly writable: boolean;
+  readonly now: () => Date;
+  readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+}
+
+function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
+  if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
+  return body as Extract<PartitionReplyBody, { type: T }>;
+}
+
+/** Committed reads across every partition: each request is split by owner and sent as one message per partition. */
+class ScatterReader implements BaseReader {
+  constructor(
+    private readonly transport: Transport,
+    private readonly map: PartitionMap,
+  ) {}
+
+  private group(ids: readonly bigint[]): Map<number, number[]> {
+    const groups = new Map<number, number[]>();
+    ids.forEach((id, i) => {
+      const partition = this.map.partitionOf(id);
+      const list = groups.get(partition);
+      if (list) list.push(i);
+      else groups.set(partition, [i]);
+    });
+    return groups;
+  }
+
+  async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
+    const result: (StoredRecord | undefined)[] = new Array(ids.length);
+    await Promise.all(
+      [...this.group(ids)].map(async ([partition, indexes]) => {
+        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) });
+        expect(reply, "records").records.forEach((record, j) => (result[indexes[j]] = record));
+      }),
+    );
+    return result;
+  }
+
+  async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
+    const result: AdjacencyEntry[][] = new Array(owners.length);
+    await Promise.all(
+      [...this.group(owners)].map(async ([partition, indexes]) => {
+        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label });
+        expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
+      }),
+    );
+    return result;
+  }
+
+  private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
+    const replies = await Promise.all(this.map.ranges.map((range) => this.transport.request(range.index, request)));
+    // Partitions own ascending ID ranges, so concatenating in partition order keeps ID order.
+    return replies.flatMap((reply) => expect(reply, "ids").ids);
+  }
+
+  idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
+    return this.everyPartition({ type: "read_label", kind, label });
+  }
+
+  allIds(kind: RecordKind): Promise<bigint[]> {
+    return this.everyPartition({ type: "read_all", kind });
+  }
+}
+
+/** New records go round-robin over partitions; an edge goes to its source's partition. */
+class RemoteIdSource implements IdSource {
+  private next = 0;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly map: PartitionMap,
+  ) {}
+
+  async allocate(_kind: RecordKind, near?: bigint): Promise<bigint> {
+    const partition = near !== undefined ? this.map.partitionOf(near) : this.next++ % this.map.count;
+    return expect(await this.transport.request(partition, { type: "allocate_ids", count: 1 }), "id").id;
+  }
+
+  /** Reserves a block of IDs on one partition (bulk import). */
+  async allocateBlock(partition: number, count: number): Promise<bigint> {
+    return expect(await this.transport.request(partition, { type: "allocate_ids", count }), "id").id;
+  }
+}
+
+/** A readers/writer lock: many readers, or one writer. */
+class ReadWriteLock {
+  private readers = 0;
+  private writer = false;
+  private waiting: { write: boolean; resume: () => void }[] = [];
+
+  async acquire(write: boolean): Promise<() => void> {
+    if (this.canEnter(write) && this.waiting.length === 0) this.enter(write);
+    else await new Promise<void>((resume) => this.waiting.push({ write, resume }));
+    return () => this.release(write);
+  }
+
+  private canEnter(write: boolean): boolean {
+    return write ? !this.writer && this.readers === 0 : !this.writer;
+  }
+
+  private enter(write: boolean): void {
+    if (write) this.writer = true;
+    else this.readers += 1;
+  }
+
+  private release(write: boolean): void {
+    if (write) this.writer = false;
+    else this.readers -= 1;
+    while (this.waiting.length > 0 && this.canEnter(this.waiting[0].write)) {
+      const next = this.waiting.shift()!;
+      this.enter(next.write);
+      next.resume();
+    }
+  }
+}
+
+export class Coordinator {
+  private readonly lock = new ReadWriteLock();
+  private transactionCounter = 0;
+  private readonly transactionPrefix = randomBytes(6).toString("hex");
+
+  constructor(private readonly options: CoordinatorOptions) {}
+
+  async run(plan: Plan): Promise<QueryResult> {
+    const { transport, map } = this.options;
+    if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    if (map.count === 1) return expect(await transport.request(0, { type: "execute", plan }), "result").result;
+    const release = await this.lock.acquire(plan.requestType === "write");
+    try {
+      const view = new TxnView(new ScatterReader(transport, map), new RemoteIdSource(transport, map));
+      const result = await executePlan(plan, {
+        view,
+        schema: this.options.schema,
+        now: this.options.now,
+        writable: plan.requestType === "write",
+      });
+      if (view.hasWrites) await this.commit(view.mutations());
+      return result;
+    } finally {
+      release();
+    }
+  }
+
+  /** Writes a bulk-import batch as one transaction (see bulk-import.ts). */
+  async importBatch(batch: ImportBatch): Promise<ImportResult> {
+    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    const { transport, map, schema, now } = this.options;
+    const release = await this.lock.acquire(true);
+    try {
+      const reader = new ScatterReader(transport, map);
+      const ids = new RemoteIdSource(transport, map);
+      return await importBatch(batch, {
+        map,
+        schema,
+        now,
+        allocateBlock: (partition, count) => ids.allocateBlock(partition, count),
+        lookupEndpoints: async (endpointIds) => {
+          const nodes = await reader.records("node", endpointIds);
+          const vectors = await reader.records("vector", endpointIds);
+          return endpointIds.map((_, i) => {
+            const record = nodes[i] ?? vectors[i];
+            return record === undefined ? undefined : { label: record.label, kind: record.kind as EndpointKind };
+          });
+        },
+        commit: (mutations) => this.commit(mutations),
+      });
+    } finally {
+      release();
+    }
+  }
+
+  /** Splits mutations by owning partition and commits them: directly for one partition, by 2PC for several. */
+  private async commit(mutations: Mutation[]): Promise<void> {
+    const { transport, map, decisions } = this.options;
+    const byPartition = new Map<number, Mutation[]>();
+    for (const mutation of mutations) {
+      const partition = map.partitionOf(mutationOwner(mutation));
+      const list = byPartition.get(partition);
+      if (list) list.push(mutation);
+      else byPartition.set(partition, [mutation]);
+    }
+    const participants = [...byPartition.keys()].sort((a, b) => a - b);
+    if (participants.length === 1) {
+      await transport.request(participants[0], { type: "apply", mutations: byPartition.get(participants[0])! });
+      return;
+    }
+    const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
+    const hook = this.options.onCommitPhase ?? (() => undefined);
+    const prepared: number[] = [];
+    try {
+      for (const partition of participants) {
+        await transport.request(partition, { type: "prepare", txid, mutations: byPartition.get(partition)! });
+        prepared.push(partition);
+        if (prepared.length === 1) hook("prepared_first", txid);
+      }
+    } catch (cause) {
+      await Promise.all(prepared.map((partition) => transport.request(partition, { type: "abort", txid })));
+      throw cause;
+    }
+    hook("prepared_all", txid);
+    decisions.recordCommit(txid, participants);
+    hook("decided", txid);
+    let committed = 0;
+    for (const partition of participants) {
+      await transport.request(partition, { type: "commit", txid });
+      committed += 1;
+      if (committed === 1) hook("committed_first", txid);
+    }
+    hook("committed_all", txid);
+    decisions.forget(txid);
+  }
+
+  /**
+   * Resolves transactions left in doubt by a crash: every prepared intent commits if its decision is in the log and
+   * aborts otherwise; then decisions whose participants have all applied are forgotten. Runs before the database
+   * serves anything.
+   */
+  async recover(): Promise<{ committed: number; aborted: number }> {
+    const { transport, map, decisions } = this.options;
+    let committed = 0;
+    let aborted = 0;
+    for (const range of map.ranges) {
+      const { txids } = expect(await transport.request(range.index, { type: "pending_intents" }), "intents");
+      for (const txid of txids) {
+        const commit = decisions.isCommitted(txid);
+        await transport.request(range.index, { type: commit ? "commit" : "abort", txid });
+        if (commit) committed += 1;
+        else aborted += 1;
+      }
+    }
+    for (const txid of decisions.all()) decisions.forget(txid);
+    return { committed, aborted };
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * The embedded runtime: the whole engine (coordinator, partition actors, in-process transport) inside the
+ * application's process. `open()` checks its options strictly: storage, mode and cache are fixed for the life of
+ * the handle, and gateway headers or routing options are refused (they belong to the hosted gateway).
+ *
+ * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
+ * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SilkError } from "../protocol/errors.js";
+import { parseSchema, type Schema, type SchemaSource } from "../protocol/schema.js";
+import { decodeRequest } from "../protocol/tree.js";
+import type { QueryResult } from "../node/executor.js";
+import { PartitionActor } from "../node/partition-actor.js";
+import { PartitionStore } from "../node/partition-store.js";
+import type { ImportBatch, ImportResult } from "./bulk-import.js";
+import { Coordinator, type CommitPhase } from "./coordinator.js";
+import { DecisionLog } from "./decision-log.js";
+import { PartitionMap } from "./partition-map.js";
+import { InProcessTransport } from "./transport.js";
+import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
+
+export type Storage = "memory" | { readonly disk: string };
+
+export interface OpenOptions {
+  readonly storage: Storage;
+  /** Default "writer". A read-only handle refuses every write with `read_only`. */
+  readonly mode?: "writer" | "readonly";
+  /** Fixed at open. `mapSizeBytes` is LMDB's initial map size per partition (it grows by itself when needed). */
+  readonly cache?: { readonly mapSizeBytes?: number };
+  /** HelixQL schema text (or files). Without one the database is schemaless: any label, any properties. */
+  readonly schema?: string | SchemaSource | readonly SchemaSource[];
+  /** Partition actors (default 1). Fixed when the database is created; reopening must give the same number. */
+  readonly partitions?: number;
+}
+
+/** Internal options for tests and tools: a clock and fault injection. Not part of the public API. */
+export interface InternalOpenOptions {
+  readonly now?: () => Date;
+  readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+}
+
+const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions"]);
+/** Options of the hosted gateway that an embedded handle must refuse, by name, with a clear message. */
+const GATEWAY_OPTION_KEYS = new Set([
+  "headers", "apiKey", "api_key", "authorization", "databaseId", "database_id", "tenantId", "tenant_id",
+  "routing", "route", "replica", "readReplica", "staleness", "maxStalenessMs", "region", "warm", "requireWriter",
+]);
+const MANIFEST = "silk.json";
+const FORMAT_VERSION = 1;
+
+interface Manifest {
+  readonly format: number;
+  readonly partitions: number;
+}
+
+function checkOptions(options: OpenOptions): void {
+  if (typeof options !== "object" || options === null) throw new SilkError("invalid_option", "open() takes an options object");
+  for (const key of Object.keys(options)) {
+    if (GATEWAY_OPTION_KEYS.has(key)) {
+      throw new SilkError("invalid_option", `${key} is a gateway header or routing option; the embedded runtime does not take it`);
+    }
+    if (!OPTION_KEYS.has(key)) throw new SilkError("invalid_option", `unknown option ${JSON.stringify(key)}`);
+  }
+  const { storage, mode, cache } = options;
+  if (storage !== "memory" && !(typeof storage === "object" && storage !== null && typeof storage.disk === "string" && storage.disk !== "")) {
+    throw new SilkError("invalid_option", 'storage must be "memory" or { disk: "<directory>" }');
+  }
+  if (mode !== undefined && mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
+  if (mode === "readonly" && storage === "memory") throw new SilkError("invalid_option", "a memory database cannot be opened read-only: it starts empty");
+  if (cache !== undefined) {
+    for (const key of Object.keys(cache)) if (key !== "mapSizeBytes") throw new SilkError("invalid_option", `unknown cache option ${JSON.stringify(key)}`);
+    const size = cache.mapSizeBytes;
+    if (size !== undefined && (!Number.isSafeInteger(size) || size < 1 << 20)) throw new SilkError("invalid_option", "cache.mapSizeBytes must be an integer of at least 1 MiB");
+  }
+}
+
+function loadSchema(schema: OpenOptions["schema"]): Schema | undefined {
+  if (schema === undefined) return undefined;
+  if (typeof schema === "string") return parseSchema({ file: "<schema>", text: schema });
+  return parseSchema(Array.isArray(schema) ? [...schema] : [schema as SchemaSource]);
+}
+
+function readManifest(directory: string, partitions: number | undefined, create: boolean): Manifest {
+  const path = join(directory, MANIFEST);
+  if (existsSync(path)) {
+    const manifest = JSON.parse(readFileSync(path, "utf8")) as Manifest;
+    if (manifest.format !== FORMAT_VERSION) throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}; this Silk reads ${FORMAT_VERSION}`);
+    if (partitions !== undefined && partitions !== manifest.partitions) {
+      throw new SilkError("invalid_option", `${directory} was created with ${manifest.partitions} partitions, not ${partitions}`);
+    }
+    return manifest;
+  }
+  if (!create) throw new SilkError("invalid_option", `${directory} holds no Silk database`);
+  const manifest: Manifest = { format: FORMAT_VERSION, partitions: partitions ?? 1 };
+  new PartitionMap(manifest.partitions); // validates the count before anything is written
+  mkdirSync(directory, { recursive: true });
+  writeFileSync(path, JSON.stringify(manifest, null, 2) + "\n");
+  return manifest;
+}
+
+export class Database {
+  private closed = false;
+
+  private constructor(
+    private readonly coordinator: Coordinator,
+    private readonly stores: readonly PartitionStore[],
+    private readonly decisions: DecisionLog,
+    private readonly cleanup: () => void,
+    readonly schema: Schema | undefined,
+    readonly mode: "writer" | "readonly",
+  ) {}
+
+  static async open(options: OpenOptions, internal: InternalOpenOptions = {}): Promise<Database> {
+    checkOptions(options);
+    const schema = loadSchema(options.schema);
+    const mode = options.mode ?? "writer";
+    const memory = options.storage === "memory";
+    const directory = memory ? mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "silk-")) : (options.storage as { disk: string }).disk;
+    let lock: WriterLock | undefined;
+    const release = (): void => {
+      lock?.release();
+      if (memory) rmSync(directory, { recursive: true, force: true });
+    };
+    try {
+      const manifest = readManifest(directory, options.partitions, mode === "writer");
+      if (mode === "writer") lock = acquireWriterLock(directory);
+      const map = new PartitionMap(manifest.partitions);
+      const readOnly = mode === "readonly";
+      const now = internal.now ?? (() => new Date());
+      const stores = map.ranges.map((range) =>
+        PartitionStore.open({
+          path: join(directory, "partitions", `p${range.index}`),
+          readOnly,
+          noSync: memory,
+          idFirst: range.first,
+          idLast: range.last,
+          mapSizeBytes: options.cache?.mapSizeBytes,
+        }),
+      );
+      const actors = stores.map((store) => new PartitionActor({ store, schema, writable: !readOnly, now }));
+      const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
+      const coordinator = new Coordinator({
+        transport: new InProcessTransport(actors),
+        map,
+        decisions,
+        schema,
+        writable: !readOnly,
+        now,
+        onCommitPhase: internal.onCommitPhase,
+      });
+      if (readOnly) {
+        if (stores.some((store) => store.pendingIntents().length > 0)) {
+          throw new SilkError("invalid_option", `${directory} has transactions awaiting recovery; open it once as a writer first`);
+        }
+      } else await coordinator.recover();
+      return new Database(coordinator, stores, decisions, release, schema, mode);
+    } catch (cause) {
+      release();
+      throw cause;
+    }
+  }
+
+  /**
+   * Runs one `/v2/query` request body (the operation tree) as one transaction. `options` exists only to refuse
+   * gateway headers and routing options with a clear error.
+   */
+  async run(tree: unknown, options?: Record<string, unknown>): Promise<QueryResult> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    if (options !== undefined && Object.keys(options).length > 0) {
+      throw new SilkError("invalid_option", `the embedded runtime takes no request options (got ${Object.keys(options).join(", ")}): gateway headers and routing options are refused`);
+    }
+    const plan = decodeRequest(tree);
+    if (plan.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
+    return this.coordinator.run(plan);
+  }
+
+  /** Writes a batch of nodes and edges as one transaction (bulk import); see cluster/bulk-import.ts. */
+  async importBatch(batch: ImportBatch): Promise<ImportResult> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    if (this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
+    return this.coordinator.importBatch(batch);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.stores.map((store) => store.close()));
+    await this.decisions.close();
+    this.cleanup();
+  }
+}
+
+/** Opens a database in this process. See OpenOptions. */
+export function open(options: OpenOptions): Promise<Database> {
+  return Database.open(options);
+}

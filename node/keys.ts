@@ -1,0 +1,97 @@
+/**
+ * The LMDB key layout of one partition. Every key is raw bytes so that LMDB's byte order is the order we scan in:
+ *
+ *   nodes / edges / vectors   id(8, big-endian)                                → msgpackr record
+ *   out                       source(8) | edge label (UTF-8) | 0x00 | edge(8)  → target(8) | kind(1)
+ *   in                        target(8) | edge label (UTF-8) | 0x00 | edge(8)  → source(8) | kind(1)
+ *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty
+ *
+ * Architecture invariant: "edges with label L out of node N" is the one prefix `N | L | 0x00` of `out`, and "all
+ * edges out of N" the prefix `N`. Labels never contain 0x00 (the schema and the tree validator only admit
+ * identifiers), so the separator cannot occur inside a label.
+ */
+
+export const ID_BYTES = 8;
+
+export type RecordKind = "node" | "edge" | "vector";
+
+const KIND_BYTE: Record<RecordKind, number> = { node: 0x4e, edge: 0x45, vector: 0x56 };
+
+export function idKey(id: bigint): Buffer {
+  const key = Buffer.allocUnsafe(ID_BYTES);
+  key.writeBigUInt64BE(id, 0);
+  return key;
+}
+
+export function readId(bytes: Uint8Array, offset = 0): bigint {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readBigUInt64BE(offset);
+}
+
+export function adjacencyKey(owner: bigint, label: string, edge: bigint): Buffer {
+  const labelBytes = Buffer.byteLength(label, "utf8");
+  const key = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1 + ID_BYTES);
+  key.writeBigUInt64BE(owner, 0);
+  key.write(label, ID_BYTES, "utf8");
+  key[ID_BYTES + labelBytes] = 0;
+  key.writeBigUInt64BE(edge, ID_BYTES + labelBytes + 1);
+  return key;
+}
+
+/** The [start, end) key range of one owner's adjacency, optionally narrowed to one edge label. */
+export function adjacencyRange(owner: bigint, label?: string): { start: Buffer; end: Buffer } {
+  if (label === undefined) {
+    const start = idKey(owner);
+    // The 9-byte key owner|0xFF.. sorts after every key of this owner because labels are UTF-8 text, which never
+    // starts with 0xFF.
+    const end = Buffer.concat([start, Buffer.from([0xff])]);
+    return { start, end };
+  }
+  const labelBytes = Buffer.byteLength(label, "utf8");
+  const start = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1);
+  start.writeBigUInt64BE(owner, 0);
+  start.write(label, ID_BYTES, "utf8");
+  start[ID_BYTES + labelBytes] = 0;
+  const end = Buffer.from(start);
+  end[end.length - 1] = 1;
+  return { start, end };
+}
+
+/** Splits an adjacency key back into its edge label and edge id (the owner is known to the caller). */
+export function decodeAdjacencyKey(key: Uint8Array): { label: string; edge: bigint } {
+  const buffer = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  const labelEnd = buffer.length - ID_BYTES - 1;
+  return { label: buffer.toString("utf8", ID_BYTES, labelEnd), edge: buffer.readBigUInt64BE(labelEnd + 1) };
+}
+
+export function labelKey(kind: RecordKind, label: string, id: bigint): Buffer {
+  const labelBytes = Buffer.byteLength(label, "utf8");
+  const key = Buffer.allocUnsafe(1 + labelBytes + 1 + ID_BYTES);
+  key[0] = KIND_BYTE[kind];
+  key.write(label, 1, "utf8");
+  key[1 + labelBytes] = 0;
+  key.writeBigUInt64BE(id, 2 + labelBytes);
+  return key;
+}
+
+export function labelRange(kind: RecordKind, label: string): { start: Buffer; end: Buffer } {
+  const labelBytes = Buffer.byteLength(label, "utf8");
+  const start = Buffer.allocUnsafe(1 + labelBytes + 1);
+  start[0] = KIND_BYTE[kind];
+  start.write(label, 1, "utf8");
+  start[1 + labelBytes] = 0;
+  const end = Buffer.from(start);
+  end[end.length - 1] = 1;
+  return { start, end };
+}
+
+/** The value of an adjacency entry: the record at the other end and its kind, so traversals need no lookup. */
+export function adjacencyValue(other: bigint, kind: "node" | "vector"): Buffer {
+  const value = Buffer.allocUnsafe(ID_BYTES + 1);
+  value.writeBigUInt64BE(other, 0);
+  value[ID_BYTES] = KIND_BYTE[kind];
+  return value;
+}
+
+export function adjacencyValueKind(value: Uint8Array): "node" | "vector" {
+  return value[ID_BYTES] === KIND_BYTE.vector ? "vector" : "node";
+}

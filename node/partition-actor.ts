@@ -1,0 +1,130 @@
+/**
+ * A partition actor: owns one PartitionStore and answers PartitionRequests. It is the only code that touches its
+ * partition's LMDB environment. Write invocations run one at a time (a partition has a single LMDB writer and
+ * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots.
+ */
+import { SilkError, asSilkError } from "../protocol/errors.js";
+import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Schema } from "../protocol/schema.js";
+import type { Plan } from "../protocol/tree.js";
+import { executePlan } from "./executor.js";
+import type { PartitionStore, Snapshot } from "./partition-store.js";
+import { TxnView, type BaseReader } from "./txn-view.js";
+
+/** Reads of one partition through one snapshot. */
+export class SnapshotReader implements BaseReader {
+  constructor(private readonly snapshot: Snapshot) {}
+
+  records(kind: RecordKind, ids: readonly bigint[]): (StoredRecord | undefined)[] {
+    return ids.map((id) => this.snapshot.record(kind, id));
+  }
+
+  adjacency(owners: readonly bigint[], direction: Direction, label?: string): AdjacencyEntry[][] {
+    return owners.map((owner) => this.snapshot.adjacency(owner, direction, label));
+  }
+
+  idsOfLabel(kind: RecordKind, label: string): bigint[] {
+    return this.snapshot.idsOfLabel(kind, label);
+  }
+
+  allIds(kind: RecordKind): bigint[] {
+    return this.snapshot.allIds(kind);
+  }
+}
+
+export interface PartitionActorOptions {
+  readonly store: PartitionStore;
+  readonly schema: Schema | undefined;
+  readonly writable: boolean;
+  readonly now: () => Date;
+}
+
+export class PartitionActor {
+  private writeQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: PartitionActorOptions) {}
+
+  async handle(request: PartitionRequest): Promise<PartitionReply> {
+    try {
+      return { ok: true, body: await this.dispatch(request) };
+    } catch (cause) {
+      const error = asSilkError(cause);
+      return { ok: false, code: error.code, message: error.message };
+    }
+  }
+
+  private requireWritable(): void {
+    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+  }
+
+  private async dispatch(request: PartitionRequest): Promise<PartitionReplyBody> {
+    const { store } = this.options;
+    switch (request.type) {
+      case "execute":
+        if (request.plan.requestType === "write") {
+          this.requireWritable();
+          return this.serialized(() => this.execute(request.plan));
+        }
+        return this.execute(request.plan);
+      case "read_records":
+        return this.withSnapshot((reader) => ({ type: "records", records: reader.records(request.kind, request.ids) }));
+      case "read_adjacency":
+        return this.withSnapshot((reader) => ({ type: "adjacency", lists: reader.adjacency(request.owners, request.direction, request.label) }));
+      case "read_label":
+        return this.withSnapshot((reader) => ({ type: "ids", ids: reader.idsOfLabel(request.kind, request.label) }));
+      case "read_all":
+        return this.withSnapshot((reader) => ({ type: "ids", ids: reader.allIds(request.kind) }));
+      case "allocate_ids":
+        this.requireWritable();
+        return { type: "id", id: store.allocateIds(request.count) };
+      case "apply":
+        this.requireWritable();
+        return this.serialized(async () => (store.apply(request.mutations), { type: "done" as const }));
+      case "prepare":
+        this.requireWritable();
+        return this.serialized(async () => (store.prepare(request.txid, request.mutations), { type: "done" as const }));
+      case "commit":
+        return this.serialized(async () => (store.commitPrepared(request.txid), { type: "done" as const }));
+      case "abort":
+        return this.serialized(async () => (store.abortPrepared(request.txid), { type: "done" as const }));
+      case "pending_intents":
+        return { type: "intents", txids: store.pendingIntents().map((intent) => intent.txid) };
+      default: {
+        const unreachable: never = request;
+        throw new Error(`unknown request ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {
+    const snapshot = this.options.store.snapshot();
+    try {
+      return read(new SnapshotReader(snapshot));
+    } finally {
+      snapshot.close();
+    }
+  }
+
+  /** Runs write work after every earlier write of this partition has finished. */
+  private serialized<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.writeQueue.then(work, work);
+    this.writeQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
+  private async execute(plan: Plan): Promise<PartitionReplyBody> {
+    const { store, schema, now } = this.options;
+    const snapshot = store.snapshot();
+    try {
+      const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+      const writable = plan.requestType === "write" && this.options.writable;
+      const result = await executePlan(plan, { view, schema, now, writable });
+      if (view.hasWrites) store.apply(view.mutations());
+      return { type: "result", result };
+    } finally {
+      snapshot.close();
+    }
+  }
+}

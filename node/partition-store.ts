@@ -1,0 +1,292 @@
+/**
+ * One partition's storage: an LMDB environment holding the partition's records, adjacency, label index, ID counter
+ * and prepared two-phase-commit intents (layout in keys.ts). It has three faces: `snapshot()` for consistent reads,
+ * `apply()` for a single-partition commit, and `prepare()`/`commitPrepared()`/`abortPrepared()` for two-phase commit.
+ *
+ * Architecture invariant: every change to a partition happens inside one `transactionSync`, so a crash leaves the
+ * partition either before or after a transaction, never inside one.
+ */
+import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
+import { Packr } from "msgpackr";
+import { SilkError } from "../protocol/errors.js";
+import type { AdjacencyEntry, Direction, EndpointKind, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Properties } from "../protocol/values.js";
+import {
+  adjacencyKey,
+  adjacencyRange,
+  adjacencyValue,
+  adjacencyValueKind,
+  decodeAdjacencyKey,
+  idKey,
+  labelKey,
+  labelRange,
+  readId,
+} from "./keys.js";
+
+/** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
+export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
+
+export interface PartitionStoreOptions {
+  readonly path: string;
+  readonly readOnly: boolean;
+  /** Skips fsync: used by memory storage, whose files live in a temporary directory and die with the handle. */
+  readonly noSync: boolean;
+  /** This partition's ID range, inclusive at both ends. */
+  readonly idFirst: bigint;
+  readonly idLast: bigint;
+  /** LMDB page cache hint (map size in bytes); fixed for the life of the handle. */
+  readonly mapSizeBytes?: number;
+}
+
+type StoredNode = [label: string, props: Properties];
+type StoredEdge = [label: string, from: bigint, to: bigint, props: Properties, fromKind: EndpointKind, toKind: EndpointKind];
+type StoredVector = [label: string, vector: Float64Array, props: Properties];
+
+const META_NEXT_ID = "next_id";
+const EMPTY = Buffer.alloc(0);
+
+export interface Intent {
+  readonly txid: string;
+  readonly mutations: readonly Mutation[];
+}
+
+export class PartitionStore {
+  readonly idFirst: bigint;
+  readonly idLast: bigint;
+  private readonly root: RootDatabase;
+  private readonly meta: Database;
+  private readonly records: Record<RecordKind, Database<Buffer, Buffer>>;
+  private readonly adjacency: Record<Direction, Database<Buffer, Buffer>>;
+  private readonly labels: Database<Buffer, Buffer>;
+  private readonly intents: Database<Buffer, string>;
+  private nextId: bigint;
+
+  private constructor(options: PartitionStoreOptions) {
+    this.idFirst = options.idFirst;
+    this.idLast = options.idLast;
+    this.root = open({
+      path: options.path,
+      readOnly: options.readOnly,
+      noSync: options.noSync,
+      mapSize: options.mapSizeBytes,
+      maxDbs: 16,
+      encoding: "binary",
+    });
+    const binary = (name: string): Database<Buffer, Buffer> =>
+      this.root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
+    this.meta = this.root.openDB({ name: "meta", encoding: "msgpack" });
+    this.records = { node: binary("nodes"), edge: binary("edges"), vector: binary("vectors") };
+    this.adjacency = { out: binary("out"), in: binary("in") };
+    this.labels = binary("labels");
+    this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
+    const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
+    this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
+  }
+
+  static open(options: PartitionStoreOptions): PartitionStore {
+    return new PartitionStore(options);
+  }
+
+  owns(id: bigint): boolean {
+    return id >= this.idFirst && id <= this.idLast;
+  }
+
+  /**
+   * Hands out a fresh ID from this partition's range. IDs handed to a transaction that later aborts are skipped,
+   * never reused: the counter is persisted with every commit as the highest ID the commit wrote, plus one.
+   */
+  allocateId(): bigint {
+    return this.allocateIds(1);
+  }
+
+  /** Reserves `count` consecutive IDs and returns the first. */
+  allocateIds(count: number): bigint {
+    const first = this.nextId;
+    if (first + BigInt(count) - 1n > this.idLast) throw new SilkError("limit_exceeded", "this partition's ID range is exhausted");
+    this.nextId += BigInt(count);
+    return first;
+  }
+
+  snapshot(): Snapshot {
+    return new Snapshot(this.root.useReadTransaction(), this.records, this.adjacency, this.labels);
+  }
+
+  /** Applies a whole mutation list as one LMDB transaction (a single-partition commit). */
+  apply(mutations: readonly Mutation[]): void {
+    this.root.transactionSync(() => this.write(mutations));
+  }
+
+  /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
+  prepare(txid: string, mutations: readonly Mutation[]): void {
+    for (const mutation of mutations) this.assertOwned(mutation);
+    const encoded = packr.pack(mutations);
+    this.root.transactionSync(() => {
+      this.intents.putSync(txid, encoded);
+    });
+  }
+
+  /** Phase two, commit: applies the intent and forgets it in one transaction. Idempotent. */
+  commitPrepared(txid: string): void {
+    this.root.transactionSync(() => {
+      const encoded = this.intents.get(txid);
+      if (encoded === undefined) return;
+      this.write(packr.unpack(encoded) as Mutation[]);
+      this.intents.removeSync(txid);
+    });
+  }
+
+  /** Phase two, abort: forgets the intent. Idempotent. */
+  abortPrepared(txid: string): void {
+    this.root.transactionSync(() => {
+      this.intents.removeSync(txid);
+    });
+  }
+
+  /** Prepared intents awaiting a decision (after a crash, recovery asks the decision log about each). */
+  pendingIntents(): Intent[] {
+    const pending: Intent[] = [];
+    for (const { key, value } of this.intents.getRange({})) {
+      pending.push({ txid: String(key), mutations: packr.unpack(value) as Mutation[] });
+    }
+    return pending;
+  }
+
+  async close(): Promise<void> {
+    await this.root.close();
+  }
+
+  private assertOwned(mutation: Mutation): void {
+    const owner = mutation.op === "put_in" || mutation.op === "delete_in" ? mutation.target : mutation.record.id;
+    if (!this.owns(owner)) throw new SilkError("internal", `partition does not own id ${owner} (a routing bug)`);
+  }
+
+  /** The body of every write transaction; runs inside `transactionSync`. */
+  private write(mutations: readonly Mutation[]): void {
+    let highest = this.nextId - 1n;
+    for (const mutation of mutations) {
+      this.assertOwned(mutation);
+      switch (mutation.op) {
+        case "put_record": {
+          const record = mutation.record;
+          this.records[record.kind].putSync(idKey(record.id), encodeRecord(record));
+          this.labels.putSync(labelKey(record.kind, record.label, record.id), EMPTY);
+          if (record.kind === "edge") {
+            this.adjacency.out.putSync(adjacencyKey(record.from, record.label, record.id), adjacencyValue(record.to, record.toKind));
+          }
+          if (record.id > highest) highest = record.id;
+          break;
+        }
+        case "delete_record": {
+          const record = mutation.record;
+          this.records[record.kind].removeSync(idKey(record.id));
+          this.labels.removeSync(labelKey(record.kind, record.label, record.id));
+          if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKey(record.from, record.label, record.id));
+          break;
+        }
+        case "put_in":
+          this.adjacency.in.putSync(
+            adjacencyKey(mutation.target, mutation.label, mutation.edge),
+            adjacencyValue(mutation.source, mutation.sourceKind),
+          );
+          break;
+        case "delete_in":
+          this.adjacency.in.removeSync(adjacencyKey(mutation.target, mutation.label, mutation.edge));
+          break;
+        default: {
+          const unreachable: never = mutation;
+          throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
+        }
+      }
+    }
+    if (highest >= this.nextId) this.nextId = highest + 1n;
+    this.meta.putSync(META_NEXT_ID, this.nextId);
+  }
+}
+
+function encodeRecord(record: StoredRecord): Buffer {
+  switch (record.kind) {
+    case "node":
+      return packr.pack([record.label, record.props] satisfies StoredNode);
+    case "edge":
+      return packr.pack([record.label, record.from, record.to, record.props, record.fromKind, record.toKind] satisfies StoredEdge);
+    case "vector":
+      return packr.pack([record.label, record.vector, record.props] satisfies StoredVector);
+    default: {
+      const unreachable: never = record;
+      throw new Error(`unknown record ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): StoredRecord {
+  switch (kind) {
+    case "node": {
+      const [label, props] = packr.unpack(bytes) as StoredNode;
+      return { kind, id, label, props };
+    }
+    case "edge": {
+      const [label, from, to, props, fromKind, toKind] = packr.unpack(bytes) as StoredEdge;
+      return { kind, id, label, from: BigInt(from), to: BigInt(to), fromKind, toKind, props };
+    }
+    case "vector": {
+      const [label, vector, props] = packr.unpack(bytes) as StoredVector;
+      return { kind, id, label, vector, props };
+    }
+    default: {
+      const unreachable: never = kind;
+      throw new Error(`unknown kind ${String(unreachable)}`);
+    }
+  }
+}
+
+/**
+ * A consistent read view of one partition (one LMDB read transaction). Close it when the invocation ends so LMDB
+ * can reuse the pages it pins.
+ */
+export class Snapshot {
+  constructor(
+    private readonly transaction: Transaction,
+    private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
+    private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
+    private readonly labels: Database<Buffer, Buffer>,
+  ) {}
+
+  record(kind: RecordKind, id: bigint): StoredRecord | undefined {
+    const bytes = this.records[kind].get(idKey(id), { transaction: this.transaction });
+    return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
+  }
+
+  exists(kind: RecordKind, id: bigint): boolean {
+    return this.records[kind].get(idKey(id), { transaction: this.transaction }) !== undefined;
+  }
+
+  adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
+    const range = adjacencyRange(owner, label);
+    const entries: AdjacencyEntry[] = [];
+    for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...range, transaction: this.transaction })) {
+      const decoded = decodeAdjacencyKey(key);
+      entries.push({ edge: decoded.edge, label: decoded.label, other: readId(value), otherKind: adjacencyValueKind(value) });
+    }
+    return entries;
+  }
+
+  /** Every ID of one kind and label, in ID order. */
+  idsOfLabel(kind: RecordKind, label: string): bigint[] {
+    const ids: bigint[] = [];
+    for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) {
+      ids.push(readId(key, key.length - 8));
+    }
+    return ids;
+  }
+
+  /** Every ID of one kind, in ID order. */
+  allIds(kind: RecordKind): bigint[] {
+    const ids: bigint[] = [];
+    for (const key of this.records[kind].getKeys({ transaction: this.transaction })) ids.push(readId(key));
+    return ids;
+  }
+
+  close(): void {
+    this.transaction.done();
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Expressions and predicates of the operation tree, evaluated against one element. Comparisons follow SPEC's type
+ * rules: EQ and NEQ compare strings, booleans, dates and numbers; GT, GTE, LT and LTE compare numbers and dates.
+ * Comparing values of different types, or ordering strings or booleans, is an `invalid_type` error rather than a
+ * silent false, so a mistyped filter is found instead of returning nothing. A missing property matches nothing
+ * (and so NEQ matches it).
+ */
+import { SilkError } from "../protocol/errors.js";
+import { idToString, parseId } from "../protocol/ids.js";
+import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
+import { compareValues, getPath, valuesEqual, type Value } from "../protocol/values.js";
+import type { Element, ExecutionContext, Stream } from "./executor.js";
+
+export interface EvalScope {
+  readonly context: ExecutionContext;
+  readonly variables: Map<string, Stream>;
+  readonly parameters: Readonly<Record<string, unknown>>;
+  readonly contextStream?: Stream;
+  /** Runs a sub-traversal with `context` bound to the given stream. */
+  readonly evalStep: (step: Step, contextStream: Stream) => Promise<Stream>;
+}
+
+/** Reads a property of an element's (loaded) record; `$id`, `$label`, `$from`, `$to` are virtual properties. */
+function property(element: Element | undefined, path: string): Value | undefined {
+  const record = element?.record;
+  if (record === undefined) throw new SilkError("malformed_tree", `property ${JSON.stringify(path)} needs a record in scope`);
+  switch (path) {
+    case "$id":
+      return record.id;
+    case "$label":
+      return record.label;
+    case "$from":
+      return record.kind === "edge" ? record.from : undefined;
+    case "$to":
+      return record.kind === "edge" ? record.to : undefined;
+    default:
+      return getPath(record.props, path);
+  }
+}
+
+/** A request parameter as a value: JSON numbers, strings, booleans, arrays and objects as they are. */
+function parameter(name: string, scope: EvalScope): Value {
+  if (!(name in scope.parameters)) throw new SilkError("missing_parameter", `parameter ${JSON.stringify(name)} was not supplied`);
+  return scope.parameters[name] as Value;
+}
+
+async function subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Promise<Stream> {
+  if (element === undefined) throw new SilkError("malformed_tree", "a sub-traversal needs a record in scope");
+  return scope.evalStep(traversal, { kind: "elements", items: [element] });
+}
+
+export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {
+  switch (expr.kind) {
+    case "property":
+      return property(element, expr.path);
+    case "constant":
+      return expr.value;
+    case "param":
+      return parameter(expr.name, scope);
+    case "id":
+      if (element === undefined) throw new SilkError("malformed_tree", "id needs a record in scope");
+      return element.id;
+    case "count": {
+      const stream = await subTraversal(expr.traversal, element, scope);
+      return stream.kind === "scalar" ? 1 : stream.items.length;
+    }
+    case "arith":
+      return arithmetic(expr.op, await evaluateExpr(expr.left, element, scope), await evaluateExpr(expr.right, element, scope));
+    default: {
+      const unreachable: never = expr;
+      throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function arithmetic(op: "add" | "sub" | "mul" | "div" | "mod", left: Value | undefined, right: Value | undefined): Value | undefined {
+  if (left === undefined || left === null || right === undefined || right === null) return null;
+  const a = typeof left === "bigint" ? Number(left) : left;
+  const b = typeof right === "bigint" ? Number(right) : right;
+  if (typeof a !== "number" || typeof b !== "number") throw new SilkError("invalid_type", `${op} needs numbers`);
+  switch (op) {
+    case "add":
+      return a + b;
+    case "sub":
+      return a - b;
+    case "mul":
+      return a * b;
+    case "div":
+      return b === 0 ? null : a / b;
+    case "mod":
+      return b === 0 ? null : a % b;
+    default: {
+      const unreachable: never = op;
+      throw new Error(`unknown operator ${String(unreachable)}`);
+    }
+  }
+}
+
+type Kind = "number" | "string" | "boolean" | "date" | "other";
+
+function kindOf(value: Value): Kind {
+  if (typeof value === "number" || typeof value === "bigint") return "number";
+  if (typeof value === "string") return "string";
+  if (typeof value === "boolean") return "boolean";
+  if (value instanceof Date) return "date";
+  return "other";
+}
+
+function describe(value: Value): string {
+  return typeof value === "bigint" ? `${idToString(value < 0n ? -value : value)}` : JSON.stringify(value) ?? String(value);
+}
+
+/** Brings a comparison's two sides to one type where that is exact: ISO strings against dates, ID strings against IDs. */
+function align(left: Value, right: Value): [Value, Value] {
+  if (left instanceof Date && typeof right === "string") return [left, parseDate(right)];
+  if (right instanceof Date && typeof left === "string") return [parseDate(left), right];
+  if (typeof left === "bigint" && typeof right === "string" && /^\d+$/.test(right)) return [left, parseId(right, "comparison")];
+  if (typeof right === "bigint" && typeof left === "string" && /^\d+$/.test(left)) return [parseId(left, "comparison"), right];
+  return [left, right];
+}
+
+function parseDate(text: string): Value {
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) throw new SilkError("invalid_type", `${JSON.stringify(text)} is not an ISO 8601 date`);
+  return date;
+}
+
+export function compare(op: CompareOp, rawLeft: Value | undefined, rawRight: Value | undefined): boolean {
+  if (rawLeft === undefined || rawLeft === null || rawRight === undefined || rawRight === null) {
+    return op === "neq" ? !(rawLeft == null && rawRight == null) : op === "eq" && rawLeft == null && rawRight == null;
+  }
+  const [left, right] = align(rawLeft, rawRight);
+  const leftKind = kindOf(left);
+  const rightKind = kindOf(right);
+  if (leftKind !== rightKind || leftKind === "other") {
+    if (op === "eq" || op === "neq") {
+      if (leftKind === "other" && rightKind === "other") return valuesEqual(left, right) === (op === "eq");
+    }
+    throw new SilkError("invalid_type", `cannot compare ${describe(left)} (${leftKind}) with ${describe(right)} (${rightKind})`);
+  }
+  if (op === "eq") return valuesEqual(left, right);
+  if (op === "neq") return !valuesEqual(left, right);
+  if (leftKind !== "number" && leftKind !== "date") {
+    throw new SilkError("invalid_type", `${op.toUpperCase()} compares numbers and dates, not ${leftKind}s`);
+  }
+  const order = compareValues(left, right)!;
+  switch (op) {
+    case "gt":
+      return order > 0;
+    case "gte":
+      return order >= 0;
+    case "lt":
+      return order < 0;
+    case "lte":
+      return order <= 0;
+    default: {
+      const unreachable: never = op;
+      throw new Error(`unknown comparison ${String(unreachable)}`);
+    }
+  }
+}
+
+function asString(value: Value | undefined, what: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new SilkError("invalid_type", `${what} needs strings`);
+  return value;
+}
+
+export async function evaluatePredicate(predicate: Predicate, element: Element | undefined, scope: EvalScope): Promise<boolean> {
+  const expr = (e: Expr): Promise<Value | undefined> => evaluateExpr(e, element, scope);
+  switch (predicate.kind) {
+    case "compare":
+      return compare(predicate.op, await expr(predicate.left), await expr(predicate.right));
+    case "between": {
+      const value = await expr(predicate.value);
+      return compare("gte", value, await expr(predicate.min)) && compare("lte", value, await expr(predicate.max));
+    }
+    case "is_null": {
+      const value = await evaluateExpr({ kind: "property", path: predicate.path }, element, scope);
+      return value === undefined || value === null;
+    }
+    case "is_not_null":
+    case "has_key": {
+      const value = await evaluateExpr({ kind: "property", path: predicate.path }, element, scope);
+      return value !== undefined && value !== null;
+    }
+    case "contains": {
+      const value = asString(await expr(predicate.value), "contains");
+      const needle = asString(await expr(predicate.needle), "contains");
+      return value !== undefined && needle !== undefined && value.includes(needle);
+    }
+    case "starts_with":
+    case "ends_with": {
+      const value = asString(await expr(predicate.value), predicate.kind);
+      const affix = asString(await expr(predicate.affix), predicate.kind);
+      if (value === undefined || affix === undefined) return false;
+      return predicate.kind === "starts_with" ? value.startsWith(affix) : value.endsWith(affix);
+    }
+    case "is_in": {
+      const value = await expr(predicate.value);
+      const values = await expr(predicate.values);
+      if (!Array.isArray(values)) throw new SilkError("invalid_type", "is_in needs an array of values");
+      return value !== undefined && value !== null && values.some((candidate) => compare("eq", value, candidate));
+    }
+    case "and":
+      for (const inner of predicate.predicates) if (!(await evaluatePredicate(inner, element, scope))) return false;
+      return true;
+    case "or":
+      for (const inner of predicate.predicates) if (await evaluatePredicate(inner, element, scope)) return true;
+      return false;
+    case "not":
+      return !(await evaluatePredicate(predicate.predicate, element, scope));
+    case "exists": {
+      const stream = await subTraversal(predicate.traversal, element, scope);
+      return stream.kind === "scalar" ? Boolean(stream.value) : stream.items.length > 0;
+    }
+    default: {
+      const unreachable: never = predicate;
+      throw new Error(`unknown predicate ${JSON.stringify(unreachable)}`);
+    }
+  }
+}

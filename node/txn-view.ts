@@ -1,0 +1,161 @@
+/**
+ * The view one invocation reads and writes through: committed data from its base reader (one partition's snapshot,
+ * or a scatter/gather over several partitions), overlaid with the invocation's own uncommitted changes, so later
+ * steps and entries see earlier writes. At the end the overlay is reduced to primitive mutations grouped by owning
+ * record, which the caller commits in one transaction (one partition) or by two-phase commit (several).
+ *
+ * Architecture invariant: the view never writes to storage. Abandoning a view is a rollback.
+ */
+import type { AdjacencyEntry, Direction, EdgeRecord, EndpointKind, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** Committed data as of the invocation's start. Batched, so a remote implementation costs one round trip a step. */
+export interface BaseReader {
+  records(kind: RecordKind, ids: readonly bigint[]): MaybePromise<(StoredRecord | undefined)[]>;
+  adjacency(owners: readonly bigint[], direction: Direction, label?: string): MaybePromise<AdjacencyEntry[][]>;
+  idsOfLabel(kind: RecordKind, label: string): MaybePromise<bigint[]>;
+  allIds(kind: RecordKind): MaybePromise<bigint[]>;
+}
+
+/** Hands out new IDs; `near` names the record whose partition should own the new one (an edge's source). */
+export interface IdSource {
+  allocate(kind: RecordKind, near?: bigint): MaybePromise<bigint>;
+}
+
+export class TxnView {
+  /** Records this invocation changed: the new record, or null once dropped. */
+  private readonly changed = new Map<bigint, StoredRecord | null>();
+  /** The committed form of every changed record that existed before this invocation. */
+  private readonly original = new Map<bigint, StoredRecord>();
+  private readonly created = new Set<bigint>();
+  private readonly createdByLabel = new Map<string, bigint[]>();
+  private readonly createdAdjacency: Record<Direction, Map<bigint, AdjacencyEntry[]>> = { out: new Map(), in: new Map() };
+
+  constructor(
+    private readonly base: BaseReader,
+    private readonly ids: IdSource,
+  ) {}
+
+  get hasWrites(): boolean {
+    return this.changed.size > 0;
+  }
+
+  async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
+    if (this.changed.size === 0) return this.base.records(kind, ids);
+    const result: (StoredRecord | undefined)[] = new Array(ids.length);
+    const missing: number[] = [];
+    ids.forEach((id, i) => {
+      const local = this.changed.get(id);
+      if (local === undefined) missing.push(i);
+      else result[i] = local !== null && local.kind === kind ? local : undefined;
+    });
+    if (missing.length > 0) {
+      const fetched = await this.base.records(kind, missing.map((i) => ids[i]));
+      missing.forEach((index, j) => (result[index] = fetched[j]));
+    }
+    return result;
+  }
+
+  async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
+    const committed = await this.base.adjacency(owners, direction, label);
+    if (this.changed.size === 0) return committed;
+    const createdHere = this.createdAdjacency[direction];
+    return owners.map((owner, i) => {
+      const live = committed[i].filter((entry) => this.changed.get(entry.edge) !== null);
+      for (const entry of createdHere.get(owner) ?? []) {
+        if ((label === undefined || entry.label === label) && this.changed.get(entry.edge) !== null) live.push(entry);
+      }
+      return live;
+    });
+  }
+
+  async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
+    return this.mergeCreated(await this.base.idsOfLabel(kind, label), this.createdByLabel.get(`${kind}:${label}`) ?? []);
+  }
+
+  async allIds(kind: RecordKind): Promise<bigint[]> {
+    const created: bigint[] = [];
+    for (const id of this.created) {
+      const record = this.changed.get(id);
+      if (record && record.kind === kind) created.push(id);
+    }
+    return this.mergeCreated(await this.base.allIds(kind), created);
+  }
+
+  private mergeCreated(committed: bigint[], created: readonly bigint[]): bigint[] {
+    if (this.changed.size === 0) return committed;
+    const live = committed.filter((id) => this.changed.get(id) !== null);
+    for (const id of created) if (this.changed.get(id) != null) live.push(id);
+    return live;
+  }
+
+  async allocate(kind: RecordKind, near?: bigint): Promise<bigint> {
+    return this.ids.allocate(kind, near);
+  }
+
+  /** Adds a freshly built record (its ID from `allocate`). */
+  create(record: StoredRecord): void {
+    this.changed.set(record.id, record);
+    this.created.add(record.id);
+    const key = `${record.kind}:${record.label}`;
+    const list = this.createdByLabel.get(key);
+    if (list) list.push(record.id);
+    else this.createdByLabel.set(key, [record.id]);
+    if (record.kind === "edge") {
+      this.addCreatedAdjacency("out", record.from, { edge: record.id, label: record.label, other: record.to, otherKind: record.toKind });
+      this.addCreatedAdjacency("in", record.to, { edge: record.id, label: record.label, other: record.from, otherKind: record.fromKind });
+    }
+  }
+
+  /** Replaces a record's properties (the caller merged them); the label and endpoints never change. */
+  replace(before: StoredRecord, after: StoredRecord): void {
+    this.remember(before);
+    this.changed.set(after.id, after);
+  }
+
+  /** Drops one record. Dropping a node or vector does not cascade here: the executor drops its edges first. */
+  drop(record: StoredRecord): void {
+    this.remember(record);
+    this.changed.set(record.id, null);
+  }
+
+  private remember(record: StoredRecord): void {
+    if (!this.created.has(record.id) && !this.original.has(record.id)) {
+      const committed = this.changed.has(record.id) ? undefined : record;
+      if (committed) this.original.set(record.id, committed);
+    }
+  }
+
+  private addCreatedAdjacency(direction: Direction, owner: bigint, entry: AdjacencyEntry): void {
+    const list = this.createdAdjacency[direction].get(owner);
+    if (list) list.push(entry);
+    else this.createdAdjacency[direction].set(owner, [entry]);
+  }
+
+  /** The invocation's writes as primitive mutations, in an order a partition can apply one by one. */
+  mutations(): Mutation[] {
+    const mutations: Mutation[] = [];
+    for (const [id, record] of this.changed) {
+      const committed = this.original.get(id);
+      if (record === null) {
+        if (committed === undefined) continue; // created and dropped within this invocation
+        mutations.push({ op: "delete_record", record: committed });
+        if (committed.kind === "edge") mutations.push(deleteIn(committed));
+        continue;
+      }
+      mutations.push({ op: "put_record", record });
+      if (record.kind === "edge" && this.created.has(id)) mutations.push(putIn(record));
+    }
+    return mutations;
+  }
+}
+
+function putIn(edge: EdgeRecord): Mutation {
+  const sourceKind: EndpointKind = edge.fromKind;
+  return { op: "put_in", target: edge.to, label: edge.label, edge: edge.id, source: edge.from, sourceKind };
+}
+
+function deleteIn(edge: EdgeRecord): Mutation {
+  return { op: "delete_in", target: edge.to, label: edge.label, edge: edge.id };
+}

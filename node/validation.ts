@@ -1,0 +1,58 @@
+/**
+ * Checks writes against the schema before they reach the view: the label must be declared for its kind, and
+ * properties must be declared and of their declared type. Without a schema (schemaless mode) any identifier label
+ * is accepted and property values are stored as given, with only `$label` refused.
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { RecordKind } from "../protocol/records.js";
+import { prepareProperties, type FieldDecl, type Schema } from "../protocol/schema.js";
+import { RESERVED_LABEL_KEY, type Properties, type Value } from "../protocol/values.js";
+
+const KIND_WORD: Record<RecordKind, string> = { node: "N::", edge: "E::", vector: "V::" };
+
+function fieldsOf(schema: Schema, kind: RecordKind, label: string): ReadonlyMap<string, FieldDecl> {
+  const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+  if (declared === undefined) throw new SilkError("unknown_label", `${KIND_WORD[kind]}${label} is not declared in the schema`);
+  return declared.fields;
+}
+
+export function checkLabel(schema: Schema | undefined, kind: RecordKind, label: string): void {
+  if (schema !== undefined) fieldsOf(schema, kind, label);
+}
+
+function schemaless(input: Record<string, unknown>, where: string, keepNull: boolean): Properties {
+  const props: Properties = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (key === RESERVED_LABEL_KEY) throw new SilkError("invalid_field", `${where}: ${RESERVED_LABEL_KEY} is reserved`);
+    if (value === undefined || (value === null && !keepNull)) continue;
+    props[key] = value as Value;
+  }
+  return props;
+}
+
+export function prepareCreate(schema: Schema | undefined, kind: RecordKind, label: string, input: Record<string, unknown>, now: () => Date): Properties {
+  if (schema === undefined) return schemaless(input, label, false);
+  const props = prepareProperties(fieldsOf(schema, kind, label), input, "create", label, now);
+  for (const key of Object.keys(props)) if (props[key] === null) delete props[key];
+  return props;
+}
+
+/** The changed properties of an update; a null value means "remove this property". */
+export function prepareUpdate(schema: Schema | undefined, kind: RecordKind, label: string, input: Record<string, unknown>): Properties {
+  if (schema === undefined) return schemaless(input, label, true);
+  return prepareProperties(fieldsOf(schema, kind, label), input, "update", label, () => new Date());
+}
+
+export const VECTOR_DIMENSIONS_MAX = 65_536;
+
+export function toVector(input: unknown, where: string): Float64Array {
+  let vector: Float64Array;
+  if (input instanceof Float64Array) vector = input;
+  else if (input instanceof Float32Array) vector = Float64Array.from(input);
+  else if (Array.isArray(input) && input.every((item) => typeof item === "number" && Number.isFinite(item))) vector = Float64Array.from(input as number[]);
+  else throw new SilkError("invalid_type", `${where}: a vector is an array of finite numbers`);
+  if (vector.length === 0 || vector.length > VECTOR_DIMENSIONS_MAX) {
+    throw new SilkError("invalid_value", `${where}: a vector has 1 to ${VECTOR_DIMENSIONS_MAX} dimensions, this one ${vector.length}`);
+  }
+  return vector;
+}

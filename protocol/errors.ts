@@ -1,0 +1,79 @@
+/**
+ * The one table of error codes. Every error Silk reports to a caller carries a stable snake_case code from this
+ * table, the HTTP status it maps to, and whether it is the caller's fault (`user`), the service's (`internal`), or
+ * the storage layer's (`io`). Clients branch on the code, never on the message.
+ */
+
+export type ErrorKind = "user" | "internal" | "io";
+
+interface ErrorSpec {
+  readonly status: number;
+  readonly kind: ErrorKind;
+  /** What the code means and what the caller should do about it. */
+  readonly doc: string;
+}
+
+export const ERROR_CODES = {
+  // Values, IDs and parameters.
+  invalid_id: { status: 400, kind: "user", doc: "An ID is not an unsigned 64-bit integer (0 to 2^64-1) written as a decimal string or integer." },
+  invalid_type: { status: 400, kind: "user", doc: "A value does not have the type its field or parameter declares." },
+  invalid_field: { status: 400, kind: "user", doc: "A property name is not declared in the schema for that label, or uses the reserved key $label." },
+  missing_property: { status: 400, kind: "user", doc: "A required property (declared without a DEFAULT) was not supplied when creating a record." },
+  invalid_value: { status: 400, kind: "user", doc: "A value is malformed (for example a Date that is not ISO 8601, or a nesting deeper than the limit)." },
+  // Schema.
+  schema_syntax: { status: 400, kind: "user", doc: "The schema text does not parse; the message gives file:line:column." },
+  schema_invalid: { status: 400, kind: "user", doc: "The schema parses but is inconsistent (duplicate type, unknown endpoint type, bad DEFAULT)." },
+  unknown_label: { status: 400, kind: "user", doc: "A node, edge or vector label is not declared in the schema." },
+  // The operation tree.
+  malformed_tree: { status: 400, kind: "user", doc: "The operation tree is not of the documented shape; the message names the JSON path at fault." },
+  unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet." },
+  unknown_variable: { status: 400, kind: "user", doc: "A step refers to a variable that no earlier entry defined." },
+  missing_parameter: { status: 400, kind: "user", doc: "A step refers to a parameter that the request did not supply." },
+  write_in_read: { status: 400, kind: "user", doc: "A read batch contains a mutation; send it as a write batch." },
+  limit_exceeded: { status: 400, kind: "user", doc: "A request exceeds a documented limit (entries per batch, tree depth, result size)." },
+  // Records.
+  node_not_found: { status: 404, kind: "user", doc: "An edge names an endpoint node (or vector) that does not exist." },
+  edge_endpoint_mismatch: { status: 400, kind: "user", doc: "An edge's From/To record has a label other than the one the edge type declares." },
+  // Modes and runtime.
+  read_only: { status: 403, kind: "user", doc: "The database was opened read-only; writes are refused." },
+  writer_locked: { status: 409, kind: "user", doc: "Another writer already holds this database path; open it read-only or stop the other writer." },
+  invalid_option: { status: 400, kind: "user", doc: "An option given to open() or the CLI is unknown or not allowed in this mode (gateway headers, routing options)." },
+  closed: { status: 503, kind: "user", doc: "The database handle was closed." },
+  transaction_conflict: { status: 409, kind: "user", doc: "Another transaction holds a record this one writes; retry." },
+  // Import.
+  import_bad_row: { status: 400, kind: "user", doc: "An import row is malformed; the message gives file and line. Nothing of the failing batch was written." },
+  // Service side.
+  storage_error: { status: 500, kind: "io", doc: "The storage layer failed (disk full, I/O error). The transaction was rolled back." },
+  internal: { status: 500, kind: "internal", doc: "A bug in Silk. The transaction was rolled back; please report it with the message." },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error with a stable code. Everything Silk throws at a caller is one of these. */
+export class SilkError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly kind: ErrorKind;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = "SilkError";
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.kind = ERROR_CODES[code].kind;
+  }
+
+  /** The wire form of SPEC's error bodies. */
+  toJSON(): { error: ErrorCode; msg: string } {
+    return { error: this.code, msg: this.message };
+  }
+}
+
+/** Wraps anything thrown into a SilkError: our own pass through, anything else is a bug or an IO failure. */
+export function asSilkError(cause: unknown): SilkError {
+  if (cause instanceof SilkError) return cause;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const errno = (cause as { code?: unknown } | null)?.code;
+  if (typeof errno === "string" && /^E[A-Z]+$/.test(errno)) return new SilkError("storage_error", message);
+  return new SilkError("internal", `internal error (a bug in Silk): ${message}`);
+}

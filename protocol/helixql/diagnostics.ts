@@ -1,0 +1,36 @@
+/**
+ * Rendering of HelixQL diagnostics in the compiler style: `file:line:column: message`, then the source line and a
+ * caret under the column. Shared by the schema checker and, later, the query checker, so every HelixQL error reads
+ * the same way.
+ */
+
+import type { Diagnostic, SchemaSource } from "../schema.js";
+
+/** One diagnostic, with its source line and caret when `text` (the file's content) is given. */
+export function formatDiagnostic(diagnostic: Diagnostic, text?: string): string {
+  const head = `${diagnostic.file}:${diagnostic.line}:${diagnostic.column}: ${diagnostic.message}`;
+  if (text === undefined) return head;
+  const sourceLine = lineAt(text, diagnostic.line);
+  if (sourceLine === undefined) return head;
+  // Keep tabs in the caret line's padding so the caret lines up with the source however tabs are displayed.
+  const padding = sourceLine.slice(0, Math.max(0, diagnostic.column - 1)).replace(/[^\t]/g, " ");
+  return `${head}\n${sourceLine}\n${padding}^`;
+}
+
+/** Every diagnostic in order, each with its source line and caret, separated by newlines. */
+export function formatDiagnostics(diagnostics: readonly Diagnostic[], sources: readonly SchemaSource[]): string {
+  const texts = new Map<string, string>();
+  for (const source of sources) texts.set(source.file, source.text);
+  return diagnostics.map((d) => formatDiagnostic(d, texts.get(d.file))).join("\n");
+}
+
+function lineAt(text: string, line: number): string | undefined {
+  let start = 0;
+  for (let current = 1; current < line; current++) {
+    const newline = text.indexOf("\n", start);
+    if (newline < 0) return undefined;
+    start = newline + 1;
+  }
+  const end = text.indexOf("\n", start);
+  return text.slice(start, end < 0 ? text.length : end).replace(/\r$/, "");
+}

@@ -1,0 +1,164 @@
+/**
+ * The JSON form of a Schema: what introspection returns and what the database stores so that it can be reopened
+ * without the `.hx` files. schemaFromJson(schemaToJson(s)) gives back an equal schema. Reading is strict, since
+ * a stored schema governs every write: anything malformed is schema_invalid with the JSON path at fault.
+ *
+ * Shape (version 1):
+ *   { version: 1, nodes: [Type], edges: [Type & { from, to }], vectors: [Type] }
+ *   Type  = { name, fields: [Field] }
+ *   Field = { name, type: FieldTypeJson, required, default?: { kind: "now" } | { kind: "value", value }, index? }
+ *   FieldTypeJson = "U32" | { array: FieldTypeJson } | { object: [Field] }
+ * DEFAULT values are in valueToJson form and are read back through the field's type, which restores bigints
+ * and Dates exactly.
+ */
+
+import { SilkError } from "../errors.js";
+import type { EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, VectorTypeDecl } from "../schema.js";
+import { isPlainObject, RESERVED_LABEL_KEY, valueToJson } from "../values.js";
+import { coerceValue } from "./coerce.js";
+import { FIELD_TYPE_DEPTH_MAX } from "./field-rules.js";
+import { isScalarTypeName } from "./scalars.js";
+
+const SCHEMA_JSON_VERSION = 1;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function schemaToJson(schema: Schema): unknown {
+  return {
+    version: SCHEMA_JSON_VERSION,
+    nodes: [...schema.nodes.values()].map((t) => ({ name: t.name, fields: fieldsToJson(t.fields) })),
+    edges: [...schema.edges.values()].map((t) => ({ name: t.name, from: t.from, to: t.to, fields: fieldsToJson(t.fields) })),
+    vectors: [...schema.vectors.values()].map((t) => ({ name: t.name, fields: fieldsToJson(t.fields) })),
+  };
+}
+
+function fieldsToJson(fields: ReadonlyMap<string, FieldDecl>): unknown[] {
+  return [...fields.values()].map((f) => {
+    const out: { [key: string]: unknown } = { name: f.name, type: typeToJson(f.type), required: f.required };
+    if (f.default?.kind === "now") out.default = { kind: "now" };
+    else if (f.default?.kind === "value") out.default = { kind: "value", value: valueToJson(f.default.value) };
+    if (f.index !== undefined) out.index = f.index;
+    return out;
+  });
+}
+
+function typeToJson(t: FieldType): unknown {
+  switch (t.kind) {
+    case "scalar":
+      return t.name;
+    case "array":
+      return { array: typeToJson(t.element) };
+    case "object":
+      return { object: fieldsToJson(t.fields) };
+    default:
+      return assertNever(t);
+  }
+}
+
+/** The inverse of schemaToJson; throws schema_invalid naming the JSON path of the first problem. */
+export function schemaFromJson(json: unknown): Schema {
+  const root = expectObject(json, "$");
+  if (root.version !== SCHEMA_JSON_VERSION) fail("$.version", `expected ${SCHEMA_JSON_VERSION}, got ${JSON.stringify(root.version)}`);
+  const nodes = new Map<string, NodeTypeDecl>();
+  const edges = new Map<string, EdgeTypeDecl>();
+  const vectors = new Map<string, VectorTypeDecl>();
+  forEachType(root.nodes, "$.nodes", nodes, (name, fields) => ({ kind: "node", name, fields }));
+  forEachType(root.vectors, "$.vectors", vectors, (name, fields) => ({ kind: "vector", name, fields }));
+  forEachType(root.edges, "$.edges", edges, (name, fields, raw, path) => {
+    const from = expectString(raw.from, `${path}.from`);
+    const to = expectString(raw.to, `${path}.to`);
+    for (const [role, target] of [["from", from], ["to", to]] as const) {
+      if (nodes.has(target) === vectors.has(target)) {
+        fail(`${path}.${role}`, `${target} must name exactly one declared node or vector type`);
+      }
+    }
+    return { kind: "edge", name, from, to, fields };
+  });
+  return { nodes, edges, vectors };
+}
+
+function forEachType<T>(
+  list: unknown,
+  path: string,
+  into: Map<string, T>,
+  make: (name: string, fields: ReadonlyMap<string, FieldDecl>, raw: { [key: string]: unknown }, path: string) => T,
+): void {
+  if (!Array.isArray(list)) fail(path, "expected an array");
+  list.forEach((item: unknown, i) => {
+    const itemPath = `${path}[${i}]`;
+    const raw = expectObject(item, itemPath);
+    const name = expectString(raw.name, `${itemPath}.name`);
+    if (!IDENTIFIER.test(name)) fail(`${itemPath}.name`, `${JSON.stringify(name)} is not an identifier`);
+    if (into.has(name)) fail(`${itemPath}.name`, `duplicate type ${name}`);
+    into.set(name, make(name, fieldsFromJson(raw.fields, `${itemPath}.fields`, 0), raw, itemPath));
+  });
+}
+
+function fieldsFromJson(list: unknown, path: string, depth: number): Map<string, FieldDecl> {
+  if (!Array.isArray(list)) fail(path, "expected an array");
+  const out = new Map<string, FieldDecl>();
+  list.forEach((item: unknown, i) => {
+    const fieldPath = `${path}[${i}]`;
+    const raw = expectObject(item, fieldPath);
+    const name = expectString(raw.name, `${fieldPath}.name`);
+    const reserved = name === "__proto__" || (depth === 0 && (name === "id" || name === RESERVED_LABEL_KEY));
+    if (!IDENTIFIER.test(name) || reserved) fail(`${fieldPath}.name`, `${JSON.stringify(name)} is not an allowed field name`);
+    if (out.has(name)) fail(`${fieldPath}.name`, `duplicate field ${name}`);
+    if (typeof raw.required !== "boolean") fail(`${fieldPath}.required`, "expected a boolean");
+    const decl: FieldDecl = { name, type: typeFromJson(raw.type, `${fieldPath}.type`, depth), required: raw.required };
+    if (raw.index !== undefined) {
+      if (depth > 0 || (raw.index !== "index" && raw.index !== "unique")) fail(`${fieldPath}.index`, "expected \"index\" or \"unique\" on a top-level field");
+      decl.index = raw.index;
+    }
+    if (raw.default !== undefined) {
+      if (depth > 0) fail(`${fieldPath}.default`, "DEFAULT is only allowed on top-level fields");
+      decl.default = defaultFromJson(decl.type, raw.default, `${fieldPath}.default`);
+    }
+    out.set(name, decl);
+  });
+  return out;
+}
+
+function typeFromJson(json: unknown, path: string, depth: number): FieldType {
+  if (depth >= FIELD_TYPE_DEPTH_MAX) fail(path, `field types may nest at most ${FIELD_TYPE_DEPTH_MAX} levels deep`);
+  if (typeof json === "string") {
+    if (isScalarTypeName(json)) return { kind: "scalar", name: json };
+    fail(path, `unknown scalar type ${JSON.stringify(json)}`);
+  }
+  const raw = expectObject(json, path);
+  if (raw.array !== undefined) return { kind: "array", element: typeFromJson(raw.array, `${path}.array`, depth + 1) };
+  if (raw.object !== undefined) return { kind: "object", fields: fieldsFromJson(raw.object, `${path}.object`, depth + 1) };
+  return fail(path, "expected a scalar type name, { array } or { object }");
+}
+
+function defaultFromJson(type: FieldType, json: unknown, path: string): FieldDecl["default"] {
+  const raw = expectObject(json, path);
+  if (raw.kind === "now") {
+    if (type.kind !== "scalar" || type.name !== "Date") fail(path, "NOW is only a DEFAULT for a Date field");
+    return { kind: "now" };
+  }
+  if (raw.kind !== "value") fail(`${path}.kind`, "expected \"now\" or \"value\"");
+  try {
+    return { kind: "value", value: coerceValue(type, raw.value, `${path}.value`) };
+  } catch (error) {
+    if (error instanceof SilkError) fail(`${path}.value`, error.message);
+    throw error;
+  }
+}
+
+function expectObject(json: unknown, path: string): { [key: string]: unknown } {
+  if (!isPlainObject(json)) fail(path, "expected an object");
+  return json;
+}
+
+function expectString(json: unknown, path: string): string {
+  if (typeof json !== "string") fail(path, "expected a string");
+  return json;
+}
+
+function fail(path: string, message: string): never {
+  throw new SilkError("schema_invalid", `stored schema JSON at ${path}: ${message}`);
+}
+
+function assertNever(x: never): never {
+  throw new SilkError("internal", `internal error (a bug in Silk): unexpected field type ${JSON.stringify(x)}`);
+}

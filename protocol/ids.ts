@@ -1,0 +1,72 @@
+/**
+ * Record identifiers. Node, edge and vector IDs are unsigned 64-bit integers: `bigint` everywhere inside Silk and
+ * decimal strings in JSON, because a JSON number loses precision above 2^53 and most JSON parsers silently round.
+ * This module is the one place that decides what counts as a valid ID on input.
+ */
+
+import { SilkError } from "./errors.js";
+
+/** The largest ID: 2^64 - 1. */
+export const ID_MAX = 2n ** 64n - 1n;
+
+/** Decimal digits of ID_MAX (18446744073709551615); a longer significant part is out of range without parsing it. */
+const ID_DECIMAL_DIGITS_MAX = 20;
+
+const DIGITS_ONLY = /^[0-9]+$/;
+
+/**
+ * Reads an ID from a decimal string, a non-negative safe-integer number, or a bigint in [0, ID_MAX].
+ *
+ * Strings must be digits only: no sign, no spaces, no exponent, no fraction. Leading zeros are accepted ("007" is
+ * ID 7) because the decimal value is unambiguous, and clients that pad IDs to a fixed width should not be
+ * punished for it. Numbers must be safe integers: 1e20 is an integer, but a JSON number that large has already
+ * been rounded by the sender's parser, so the ID it names is not knowable. Anything else is `invalid_id`, with a
+ * message naming `where` (for example "AddE<Follows>::From") and the rejected value.
+ */
+export function parseId(input: unknown, where: string): bigint {
+  switch (typeof input) {
+    case "bigint":
+      if (input >= 0n && input <= ID_MAX) return input;
+      break;
+    case "number":
+      // -0 passes both tests and becomes 0n, which is what a caller writing -0 can only have meant.
+      if (Number.isSafeInteger(input) && input >= 0) return BigInt(input);
+      break;
+    case "string":
+      if (DIGITS_ONLY.test(input)) {
+        // Strip leading zeros before measuring, so that a huge string of digits is rejected without the
+        // (super-linear) cost of turning it into a bigint.
+        const significant = input.replace(/^0+(?=[0-9])/, "");
+        if (significant.length <= ID_DECIMAL_DIGITS_MAX) {
+          const id = BigInt(significant);
+          if (id <= ID_MAX) return id;
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  throw new SilkError(
+    "invalid_id",
+    `${where}: ${describeIdInput(input)} is not a valid ID; IDs are unsigned 64-bit integers (0 to ${ID_MAX}) ` +
+      "given as a decimal string of digits or as a non-negative integer",
+  );
+}
+
+/** The JSON form of an ID: its decimal string. */
+export function idToString(id: bigint): string {
+  return id.toString(10);
+}
+
+/** A short rendering of a rejected ID for error messages, long strings cut so a message stays readable. */
+function describeIdInput(input: unknown): string {
+  if (typeof input === "string") {
+    const shown = input.length > 40 ? `${input.slice(0, 40)}...` : input;
+    return JSON.stringify(shown);
+  }
+  if (typeof input === "bigint") return `${input}n`;
+  if (typeof input === "number") return String(input);
+  if (input === null) return "null";
+  if (Array.isArray(input)) return "an array";
+  return `a value of type ${typeof input}`;
+}

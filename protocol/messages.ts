@@ -1,0 +1,36 @@
+/**
+ * The messages between the coordinator and partition actors. They cross the transport msgpackr-encoded (in-process
+ * today; NATS in the cluster), so they carry only plain data: bigints, strings, typed arrays, decoded plans.
+ */
+import type { ErrorCode } from "./errors.js";
+import type { AdjacencyEntry, Direction, Mutation, RecordKind, StoredRecord } from "./records.js";
+import type { Plan } from "./tree.js";
+
+export type PartitionRequest =
+  /** Runs a whole plan on this partition in one LMDB transaction (the single-partition fast path). */
+  | { readonly type: "execute"; readonly plan: Plan }
+  | { readonly type: "read_records"; readonly kind: RecordKind; readonly ids: readonly bigint[] }
+  | { readonly type: "read_adjacency"; readonly owners: readonly bigint[]; readonly direction: Direction; readonly label?: string }
+  | { readonly type: "read_label"; readonly kind: RecordKind; readonly label: string }
+  | { readonly type: "read_all"; readonly kind: RecordKind }
+  /** Reserves `count` consecutive IDs from the partition's range; the reply names the first. */
+  | { readonly type: "allocate_ids"; readonly count: number }
+  /** A single-partition commit of a coordinator-planned transaction. */
+  | { readonly type: "apply"; readonly mutations: readonly Mutation[] }
+  | { readonly type: "prepare"; readonly txid: string; readonly mutations: readonly Mutation[] }
+  | { readonly type: "commit"; readonly txid: string }
+  | { readonly type: "abort"; readonly txid: string }
+  | { readonly type: "pending_intents" };
+
+export type PartitionReplyBody =
+  | { readonly type: "result"; readonly result: Record<string, unknown> }
+  | { readonly type: "records"; readonly records: (StoredRecord | undefined)[] }
+  | { readonly type: "adjacency"; readonly lists: AdjacencyEntry[][] }
+  | { readonly type: "ids"; readonly ids: bigint[] }
+  | { readonly type: "id"; readonly id: bigint }
+  | { readonly type: "intents"; readonly txids: string[] }
+  | { readonly type: "done" };
+
+export type PartitionReply =
+  | { readonly ok: true; readonly body: PartitionReplyBody }
+  | { readonly ok: false; readonly code: ErrorCode; readonly message: string };

@@ -1,0 +1,83 @@
+/**
+ * Records and the primitive mutations a transaction is reduced to. A coordinator turns an operation tree into one
+ * list of mutations per partition (its sub-plan); a partition applies its list in one LMDB transaction, or holds it
+ * as a prepared intent during two-phase commit. These types cross the transport, so they hold only what msgpackr
+ * encodes: bigint IDs, strings, plain objects, typed arrays.
+ */
+import type { Properties } from "./values.js";
+
+export type RecordKind = "node" | "edge" | "vector";
+
+export interface NodeRecord {
+  readonly kind: "node";
+  readonly id: bigint;
+  readonly label: string;
+  readonly props: Properties;
+}
+
+/** The kinds of record an edge can join. */
+export type EndpointKind = "node" | "vector";
+
+export interface EdgeRecord {
+  readonly kind: "edge";
+  readonly id: bigint;
+  readonly label: string;
+  readonly from: bigint;
+  readonly to: bigint;
+  readonly fromKind: EndpointKind;
+  readonly toKind: EndpointKind;
+  readonly props: Properties;
+}
+
+export interface VectorRecord {
+  readonly kind: "vector";
+  readonly id: bigint;
+  readonly label: string;
+  readonly vector: Float64Array;
+  readonly props: Properties;
+}
+
+export type StoredRecord = NodeRecord | EdgeRecord | VectorRecord;
+
+/** One adjacency entry as seen from its owner: the edge, its label and the record at the other end. */
+export interface AdjacencyEntry {
+  readonly edge: bigint;
+  readonly label: string;
+  readonly other: bigint;
+  readonly otherKind: EndpointKind;
+}
+
+export type Direction = "out" | "in";
+
+/**
+ * The primitive writes. Each names the partition-owned key it touches: records by their id, the out-adjacency
+ * by the edge's source (it lives with the edge record), the in-adjacency by the edge's target.
+ */
+export type Mutation =
+  | { readonly op: "put_record"; readonly record: StoredRecord }
+  | { readonly op: "delete_record"; readonly record: StoredRecord }
+  | {
+      readonly op: "put_in";
+      readonly target: bigint;
+      readonly label: string;
+      readonly edge: bigint;
+      readonly source: bigint;
+      readonly sourceKind: EndpointKind;
+    }
+  | { readonly op: "delete_in"; readonly target: bigint; readonly label: string; readonly edge: bigint };
+
+/** The id whose owning partition must apply this mutation. */
+export function mutationOwner(mutation: Mutation): bigint {
+  switch (mutation.op) {
+    case "put_record":
+    case "delete_record":
+      return mutation.record.id;
+    case "put_in":
+    case "delete_in":
+      return mutation.target;
+    default: {
+      const unreachable: never = mutation;
+      throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The schema of a Silk database: the node, edge and vector types declared in the project's HelixQL (`.hx`) files,
+ * with their fields' types, DEFAULTs, REQUIRED markers and indexes. This module holds the types every layer
+ * shares and is the one import for schema work; the machinery lives in protocol/helixql/:
+ *
+ * - parseSchema / checkSchema: `.hx` text to a Schema, with every diagnostic (helixql/schema-check.ts);
+ * - coerceValue / prepareProperties: input values to stored Values, run on every write (helixql/coerce.ts);
+ * - schemaToJson / schemaFromJson: the stored and introspection form (helixql/schema-json.ts).
+ */
+
+import type { ErrorCode } from "./errors.js";
+import type { Value } from "./values.js";
+
+export type ScalarTypeName =
+  | "String"
+  | "Boolean"
+  | "F32"
+  | "F64"
+  | "I8"
+  | "I16"
+  | "I32"
+  | "I64"
+  | "U8"
+  | "U16"
+  | "U32"
+  | "U64"
+  | "U128"
+  | "Date"
+  | "ID";
+
+export type FieldType =
+  | { kind: "scalar"; name: ScalarTypeName }
+  | { kind: "array"; element: FieldType }
+  | { kind: "object"; fields: ReadonlyMap<string, FieldDecl> };
+
+/**
+ * One declared field. `required` means the field must be present when a record is created (a DEFAULT satisfies
+ * it) and cannot be removed by an update. DEFAULT and INDEX are only allowed on top-level fields.
+ */
+export interface FieldDecl {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  default?: { kind: "value"; value: Value } | { kind: "now" };
+  index?: "index" | "unique";
+}
+
+export interface NodeTypeDecl {
+  kind: "node";
+  name: string;
+  fields: ReadonlyMap<string, FieldDecl>;
+}
+
+/** `from` and `to` name a declared node type, or a vector type (HelixQL lets edges end at vectors). */
+export interface EdgeTypeDecl {
+  kind: "edge";
+  name: string;
+  from: string;
+  to: string;
+  fields: ReadonlyMap<string, FieldDecl>;
+}
+
+export interface VectorTypeDecl {
+  kind: "vector";
+  name: string;
+  fields: ReadonlyMap<string, FieldDecl>;
+}
+
+/** Type names are unique within a kind; maps iterate in declaration order. */
+export interface Schema {
+  nodes: ReadonlyMap<string, NodeTypeDecl>;
+  edges: ReadonlyMap<string, EdgeTypeDecl>;
+  vectors: ReadonlyMap<string, VectorTypeDecl>;
+}
+
+/** One `.hx` file: its name as diagnostics should show it, and its text. */
+export interface SchemaSource {
+  file: string;
+  text: string;
+}
+
+/** One problem found in schema text, at a 1-based line and column. */
+export interface Diagnostic {
+  code: ErrorCode;
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+export function emptySchema(): Schema {
+  return { nodes: new Map(), edges: new Map(), vectors: new Map() };
+}
+
+export { SCALAR_TYPE_NAMES, coerceValue, fieldTypeToString, isScalarTypeName, prepareProperties } from "./helixql/coerce.js";
+export { formatDiagnostic, formatDiagnostics } from "./helixql/diagnostics.js";
+export { checkSchema, parseSchema } from "./helixql/schema-check.js";
+export { schemaFromJson, schemaToJson } from "./helixql/schema-json.js";

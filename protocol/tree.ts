@@ -1,0 +1,632 @@
+/**
+ * The JSON operation tree of `POST /v2/query` (the HelixDB v3 wire shape) and its decoder into the plan the engine
+ * executes. This is Silk's one internal plan format: HelixQL compiles to this JSON, `/v2/query` receives it, the
+ * embedded runtime's `run(tree)` takes it.
+ *
+ * Wire shape: every step is an externally tagged snake_case object, `{"out": {"input": <step>, "label": "Follows"}}`,
+ * each step wrapping the one before it in `input`. Literals are tagged (`{"string": "Alice"}`, `{"i64": 3}`), values
+ * of mutations are `{"value": <literal>}` or `{"expr": {"param": "name"}}`. See docs/OPERATION_TREE.md.
+ *
+ * The decoder checks the whole shape before anything executes and reports the JSON path of the first fault with
+ * `malformed_tree`; steps of the HelixDB vocabulary that Silk does not execute yet are `unsupported_operation`.
+ */
+import { SilkError } from "./errors.js";
+import { parseId } from "./ids.js";
+import type { Value } from "./values.js";
+
+// ---------------------------------------------------------------------------------------------------------------
+// The decoded plan.
+
+export type RequestType = "read" | "write";
+
+export interface Plan {
+  readonly requestType: RequestType;
+  readonly queryName?: string;
+  readonly entries: readonly Entry[];
+  readonly returns: readonly string[];
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+export type Entry =
+  | { readonly kind: "query"; readonly name?: string; readonly root: Step; readonly condition?: Condition }
+  | { readonly kind: "for_each"; readonly param: string; readonly body: readonly Entry[] };
+
+export type Condition =
+  | { readonly kind: "var_empty"; readonly name: string }
+  | { readonly kind: "var_not_empty"; readonly name: string }
+  | { readonly kind: "var_min_size"; readonly name: string; readonly size: number }
+  | { readonly kind: "prev_not_empty" };
+
+/** Where a source step takes its records from. */
+export type Ref =
+  | { readonly kind: "all" }
+  | { readonly kind: "ids"; readonly ids: readonly bigint[] }
+  | { readonly kind: "var"; readonly name: string }
+  | { readonly kind: "param"; readonly name: string };
+
+export type Expr =
+  | { readonly kind: "property"; readonly path: string }
+  | { readonly kind: "constant"; readonly value: Value }
+  | { readonly kind: "param"; readonly name: string }
+  | { readonly kind: "id" }
+  | { readonly kind: "count"; readonly traversal: Step }
+  | { readonly kind: "arith"; readonly op: "add" | "sub" | "mul" | "div" | "mod"; readonly left: Expr; readonly right: Expr };
+
+export type CompareOp = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
+
+export type Predicate =
+  | { readonly kind: "compare"; readonly op: CompareOp; readonly left: Expr; readonly right: Expr }
+  | { readonly kind: "between"; readonly value: Expr; readonly min: Expr; readonly max: Expr }
+  | { readonly kind: "is_null" | "is_not_null" | "has_key"; readonly path: string }
+  | { readonly kind: "contains"; readonly value: Expr; readonly needle: Expr }
+  | { readonly kind: "starts_with" | "ends_with"; readonly value: Expr; readonly affix: Expr }
+  | { readonly kind: "is_in"; readonly value: Expr; readonly values: Expr }
+  | { readonly kind: "and" | "or"; readonly predicates: readonly Predicate[] }
+  | { readonly kind: "not"; readonly predicate: Predicate }
+  | { readonly kind: "exists"; readonly traversal: Step };
+
+/** A mutation's value: a literal, or an expression (usually a parameter). */
+export type Input = { readonly kind: "value"; readonly value: Value } | { readonly kind: "expr"; readonly expr: Expr };
+
+export type PropertyAssignments = readonly (readonly [string, Input])[];
+
+export type Bound = { readonly kind: "literal"; readonly value: number } | { readonly kind: "expr"; readonly expr: Expr };
+
+export type Projection =
+  | { readonly kind: "property"; readonly source: string; readonly alias: string }
+  | { readonly kind: "expr"; readonly alias: string; readonly expr: Expr };
+
+export type Step =
+  // Sources.
+  | { readonly op: "nodes" | "edges" | "vectors"; readonly ref: Ref }
+  | { readonly op: "nodes_where" | "edges_where" | "vectors_where"; readonly predicate: Predicate }
+  | { readonly op: "context" }
+  // Traversals: node → node, node → edge, edge → node.
+  | { readonly op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e"; readonly input: Step; readonly label?: string }
+  | { readonly op: "out_n" | "in_n" | "other_n"; readonly input: Step }
+  // Filters.
+  | { readonly op: "has"; readonly input: Step; readonly path: string; readonly value: Value }
+  | { readonly op: "has_label"; readonly input: Step; readonly label: string }
+  | { readonly op: "has_key"; readonly input: Step; readonly path: string }
+  | { readonly op: "where"; readonly input: Step; readonly predicate: Predicate }
+  | { readonly op: "dedup"; readonly input: Step }
+  | { readonly op: "within" | "without"; readonly input: Step; readonly variable: string }
+  // Paging.
+  | { readonly op: "limit" | "skip"; readonly input: Step; readonly count: Bound }
+  | { readonly op: "range"; readonly input: Step; readonly start: Bound; readonly end: Bound }
+  // Terminals.
+  | { readonly op: "count" | "exists" | "id" | "label"; readonly input: Step }
+  | { readonly op: "values"; readonly input: Step; readonly properties: readonly string[] }
+  | { readonly op: "value_map"; readonly input: Step; readonly properties?: readonly string[] }
+  | { readonly op: "project"; readonly input: Step; readonly projections: readonly Projection[] }
+  | { readonly op: "order_by"; readonly input: Step; readonly path: string; readonly order: "asc" | "desc" }
+  // Mutations.
+  | { readonly op: "add_n"; readonly input?: Step; readonly label: string; readonly properties: PropertyAssignments }
+  | { readonly op: "add_e"; readonly input: Step; readonly label: string; readonly to: Ref; readonly properties: PropertyAssignments }
+  | { readonly op: "add_v"; readonly label: string; readonly vector: Input; readonly properties: PropertyAssignments }
+  | { readonly op: "set_property"; readonly input: Step; readonly name: string; readonly value: Input }
+  | { readonly op: "update"; readonly input: Step; readonly properties: PropertyAssignments }
+  | { readonly op: "remove_property"; readonly input: Step; readonly name: string }
+  | { readonly op: "drop"; readonly input: Step };
+
+export type StepOp = Step["op"];
+
+const MUTATING_OPS: ReadonlySet<StepOp> = new Set<StepOp>([
+  "add_n", "add_e", "add_v", "set_property", "update", "remove_property", "drop",
+]);
+
+export function isMutation(op: StepOp): boolean {
+  return MUTATING_OPS.has(op);
+}
+
+/**
+ * Steps of HelixDB's v3 vocabulary that parse as names but that Silk does not execute yet. They answer
+ * `unsupported_operation` (never a wrong result); later issues implement them (indexes, search, gateway).
+ */
+const KNOWN_UNSUPPORTED = new Set([
+  "vector_search_nodes", "vector_search_edges", "text_search_nodes", "text_search_edges",
+  "vector_search_nodes_within", "vector_search_edges_within", "text_search_nodes_within", "text_search_edges_within",
+  "inject", "shortest_path", "edge_has", "edge_has_label", "order_by_multiple", "group", "group_count",
+  "aggregate_by", "fold", "unfold", "path", "simple_path", "as", "store", "select", "bind", "project_bindings",
+  "repeat", "union", "choose", "coalesce", "optional", "edge_properties", "drop_edge", "drop_edge_labeled",
+  "drop_edge_by_id", "create_index", "drop_index", "get_index_operation", "retry_index_operation",
+  "abort_index_operation", "upsert_n", "upsert_e", "upsert_v",
+]);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Limits (TigerStyle: every input has a bound, named with its unit last).
+
+export const TREE_DEPTH_MAX = 255;
+export const BATCH_ENTRIES_MAX = 1_000;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Decoding.
+
+type Json = unknown;
+
+function fault(path: string, message: string): SilkError {
+  return new SilkError("malformed_tree", `${path}: ${message}`);
+}
+
+function isObject(value: Json): value is Record<string, Json> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function objectAt(value: Json, path: string): Record<string, Json> {
+  if (!isObject(value)) throw fault(path, "expected an object");
+  return value;
+}
+
+function stringAt(value: Json, path: string): string {
+  if (typeof value !== "string") throw fault(path, "expected a string");
+  return value;
+}
+
+function labelAt(value: Json, path: string): string {
+  const label = stringAt(value, path);
+  if (!IDENTIFIER.test(label)) throw fault(path, `label ${JSON.stringify(label)} is not an identifier`);
+  return label;
+}
+
+function arrayAt(value: Json, path: string): Json[] {
+  if (!Array.isArray(value)) throw fault(path, "expected an array");
+  return value;
+}
+
+/** Splits an externally tagged `{"tag": body}` object (or a bare unit-variant string) into tag and body. */
+function tagged(value: Json, path: string): [string, Json] {
+  if (typeof value === "string") return [value, null];
+  const object = objectAt(value, path);
+  const keys = Object.keys(object);
+  if (keys.length !== 1) throw fault(path, `expected exactly one tag, found ${keys.length ? keys.join(", ") : "none"}`);
+  return [keys[0], object[keys[0]]];
+}
+
+function allowOnly(body: Record<string, Json>, allowed: readonly string[], path: string): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw fault(`${path}.${key}`, `unknown field (expected ${allowed.join(", ")})`);
+  }
+}
+
+export function decodeLiteral(value: Json, path: string): Value {
+  if (value === "null") return null;
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  switch (tag) {
+    case "bool":
+      if (typeof body !== "boolean") throw fault(at, "expected a boolean");
+      return body;
+    case "i64":
+      return integerLiteral(body, at);
+    case "f64":
+    case "f32":
+      if (typeof body !== "number" || !Number.isFinite(body)) throw fault(at, "expected a finite number");
+      return body;
+    case "string":
+      return stringAt(body, at);
+    case "date_time": {
+      if (typeof body !== "number" && typeof body !== "string") throw fault(at, "expected epoch milliseconds or an ISO 8601 string");
+      const date = new Date(body);
+      if (Number.isNaN(date.getTime())) throw fault(at, "not a valid date");
+      return date;
+    }
+    case "bytes":
+      return Uint8Array.from(arrayAt(body, at).map((byte, i) => byteAt(byte, `${at}[${i}]`)));
+    case "i64_array":
+      return arrayAt(body, at).map((item, i) => integerLiteral(item, `${at}[${i}]`));
+    case "f64_array":
+      return Float64Array.from(arrayAt(body, at).map((item, i) => finiteAt(item, `${at}[${i}]`)));
+    case "f32_array":
+      return Float32Array.from(arrayAt(body, at).map((item, i) => finiteAt(item, `${at}[${i}]`)));
+    case "string_array":
+      return arrayAt(body, at).map((item, i) => stringAt(item, `${at}[${i}]`));
+    case "array":
+      return arrayAt(body, at).map((item, i) => decodeLiteral(item, `${at}[${i}]`));
+    case "object": {
+      const object = objectAt(body, at);
+      const result: Record<string, Value> = {};
+      for (const [key, item] of Object.entries(object)) result[key] = decodeLiteral(item, `${at}.${key}`);
+      return result;
+    }
+    default:
+      throw fault(path, `unknown literal type ${JSON.stringify(tag)}`);
+  }
+}
+
+function integerLiteral(value: Json, path: string): number | bigint {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  if (typeof value === "string" && /^-?\d+$/.test(value)) {
+    const big = BigInt(value);
+    if (big < -(2n ** 63n) || big > 2n ** 64n - 1n) throw fault(path, "integer out of 64-bit range");
+    return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
+  }
+  throw fault(path, "expected an integer (a JSON number, or a decimal string beyond 2^53)");
+}
+
+function finiteAt(value: Json, path: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) throw fault(path, "expected a finite number");
+  return value;
+}
+
+function byteAt(value: Json, path: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 255) throw fault(path, "expected a byte");
+  return value;
+}
+
+function decodeRef(value: Json, path: string): Ref {
+  if (value === "all") return { kind: "all" };
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  switch (tag) {
+    case "ids":
+      return { kind: "ids", ids: arrayAt(body, at).map((id, i) => parseId(id, `${at}[${i}]`)) };
+    case "var":
+      return { kind: "var", name: stringAt(body, at) };
+    case "param":
+      return { kind: "param", name: stringAt(body, at) };
+    default:
+      throw fault(path, `unknown reference ${JSON.stringify(tag)} (expected "all", ids, var or param)`);
+  }
+}
+
+function decodeExpr(value: Json, path: string, depth: number): Expr {
+  if (value === "id") return { kind: "id" };
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  switch (tag) {
+    case "property":
+      return { kind: "property", path: stringAt(body, at) };
+    case "constant":
+      return { kind: "constant", value: decodeLiteral(body, at) };
+    case "param":
+      return { kind: "param", name: stringAt(body, at) };
+    case "count": {
+      const object = objectAt(body, at);
+      allowOnly(object, ["traversal"], at);
+      return { kind: "count", traversal: decodeStep(object.traversal, `${at}.traversal`, depth + 1) };
+    }
+    case "add":
+    case "sub":
+    case "mul":
+    case "div":
+    case "mod": {
+      const object = objectAt(body, at);
+      allowOnly(object, ["left", "right"], at);
+      return {
+        kind: "arith",
+        op: tag,
+        left: decodeExpr(object.left, `${at}.left`, depth + 1),
+        right: decodeExpr(object.right, `${at}.right`, depth + 1),
+      };
+    }
+    case "timestamp":
+    case "date_time_now":
+    case "neg":
+    case "case":
+      throw new SilkError("unsupported_operation", `${at}: expression ${tag} is not supported yet`);
+    default:
+      throw fault(path, `unknown expression ${JSON.stringify(tag)}`);
+  }
+}
+
+const COMPARE_OPS: readonly CompareOp[] = ["eq", "neq", "gt", "gte", "lt", "lte"];
+
+export function decodePredicate(value: Json, path: string, depth = 0): Predicate {
+  if (depth > TREE_DEPTH_MAX) throw new SilkError("limit_exceeded", `${path}: nesting deeper than ${TREE_DEPTH_MAX}`);
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  const object = objectAt(body, at);
+  const expr = (key: string): Expr => decodeExpr(object[key], `${at}.${key}`, depth + 1);
+  if ((COMPARE_OPS as readonly string[]).includes(tag)) {
+    allowOnly(object, ["left", "right"], at);
+    return { kind: "compare", op: tag as CompareOp, left: expr("left"), right: expr("right") };
+  }
+  switch (tag) {
+    case "compare": {
+      allowOnly(object, ["left", "op", "right"], at);
+      const op = stringAt(object.op, `${at}.op`);
+      if (!(COMPARE_OPS as readonly string[]).includes(op)) throw fault(`${at}.op`, `unknown comparison ${JSON.stringify(op)}`);
+      return { kind: "compare", op: op as CompareOp, left: expr("left"), right: expr("right") };
+    }
+    case "between":
+      allowOnly(object, ["value", "min", "max"], at);
+      return { kind: "between", value: expr("value"), min: expr("min"), max: expr("max") };
+    case "is_null":
+    case "is_not_null":
+    case "has_key":
+      allowOnly(object, ["property"], at);
+      return { kind: tag, path: stringAt(object.property, `${at}.property`) };
+    case "contains":
+      allowOnly(object, ["value", "substring"], at);
+      return { kind: "contains", value: expr("value"), needle: expr("substring") };
+    case "starts_with":
+      allowOnly(object, ["value", "prefix"], at);
+      return { kind: "starts_with", value: expr("value"), affix: expr("prefix") };
+    case "ends_with":
+      allowOnly(object, ["value", "suffix"], at);
+      return { kind: "ends_with", value: expr("value"), affix: expr("suffix") };
+    case "is_in":
+      allowOnly(object, ["value", "values"], at);
+      return { kind: "is_in", value: expr("value"), values: expr("values") };
+    case "and":
+    case "or":
+      allowOnly(object, ["predicates"], at);
+      return {
+        kind: tag,
+        predicates: arrayAt(object.predicates, `${at}.predicates`).map((item, i) =>
+          decodePredicate(item, `${at}.predicates[${i}]`, depth + 1),
+        ),
+      };
+    case "not":
+      allowOnly(object, ["predicate"], at);
+      return { kind: "not", predicate: decodePredicate(object.predicate, `${at}.predicate`, depth + 1) };
+    case "exists":
+      allowOnly(object, ["traversal"], at);
+      return { kind: "exists", traversal: decodeStep(object.traversal, `${at}.traversal`, depth + 1) };
+    default:
+      throw fault(path, `unknown predicate ${JSON.stringify(tag)}`);
+  }
+}
+
+function decodeInput(value: Json, path: string): Input {
+  const [tag, body] = tagged(value, path);
+  if (tag === "value") return { kind: "value", value: decodeLiteral(body, `${path}.value`) };
+  if (tag === "expr") return { kind: "expr", expr: decodeExpr(body, `${path}.expr`, 0) };
+  throw fault(path, `expected {"value": literal} or {"expr": expression}, found ${JSON.stringify(tag)}`);
+}
+
+function decodeAssignments(value: Json, path: string): PropertyAssignments {
+  if (value === undefined) return [];
+  const seen = new Set<string>();
+  return arrayAt(value, path).map((pair, i) => {
+    const at = `${path}[${i}]`;
+    const items = arrayAt(pair, at);
+    if (items.length !== 2) throw fault(at, "expected a [name, value] pair");
+    const name = stringAt(items[0], `${at}[0]`);
+    if (seen.has(name)) throw fault(`${at}[0]`, `property ${JSON.stringify(name)} is assigned twice`);
+    seen.add(name);
+    return [name, decodeInput(items[1], `${at}[1]`)] as const;
+  });
+}
+
+function decodeBound(value: Json, path: string): Bound {
+  const [tag, body] = tagged(value, path);
+  if (tag === "literal") {
+    if (typeof body !== "number" || !Number.isSafeInteger(body) || body < 0) throw fault(`${path}.literal`, "expected a non-negative integer");
+    return { kind: "literal", value: body };
+  }
+  if (tag === "expr") return { kind: "expr", expr: decodeExpr(body, `${path}.expr`, 0) };
+  throw fault(path, `expected {"literal": n} or {"expr": ...}`);
+}
+
+function decodeProjection(value: Json, path: string): Projection {
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  const object = objectAt(body, at);
+  if (tag === "property") {
+    allowOnly(object, ["source", "alias"], at);
+    const source = stringAt(object.source, `${at}.source`);
+    return { kind: "property", source, alias: object.alias === undefined ? source : stringAt(object.alias, `${at}.alias`) };
+  }
+  if (tag === "expr") {
+    allowOnly(object, ["alias", "expr"], at);
+    return { kind: "expr", alias: stringAt(object.alias, `${at}.alias`), expr: decodeExpr(object.expr, `${at}.expr`, 0) };
+  }
+  throw fault(path, `unknown projection ${JSON.stringify(tag)}`);
+}
+
+function stringList(value: Json, path: string): string[] {
+  return arrayAt(value, path).map((item, i) => stringAt(item, `${path}[${i}]`));
+}
+
+/** Decodes one step (and, through `input`, everything before it). */
+export function decodeStep(value: Json, path: string, depth = 0): Step {
+  if (depth > TREE_DEPTH_MAX) throw new SilkError("limit_exceeded", `${path}: nesting deeper than ${TREE_DEPTH_MAX}`);
+  if (value === "context") return { op: "context" };
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  if (KNOWN_UNSUPPORTED.has(tag)) throw new SilkError("unsupported_operation", `${at}: step ${tag} is not supported yet`);
+  const object = objectAt(body ?? {}, at);
+  const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
+  const only = (...keys: string[]): void => allowOnly(object, keys, at);
+  switch (tag) {
+    case "nodes":
+    case "edges":
+    case "vectors":
+      only("reference");
+      return { op: tag, ref: decodeRef(object.reference, `${at}.reference`) };
+    case "nodes_where":
+    case "edges_where":
+    case "vectors_where":
+      only("predicate");
+      return { op: tag, predicate: decodePredicate(object.predicate, `${at}.predicate`, depth + 1) };
+    case "out":
+    case "in":
+    case "both":
+    case "out_e":
+    case "in_e":
+    case "both_e":
+      only("input", "label");
+      return { op: tag, input: input(), label: object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`) };
+    case "out_n":
+    case "in_n":
+    case "other_n":
+    case "dedup":
+    case "count":
+    case "exists":
+    case "id":
+    case "label":
+    case "drop":
+      only("input");
+      return { op: tag, input: input() };
+    case "has":
+      only("input", "property", "value");
+      return { op: "has", input: input(), path: stringAt(object.property, `${at}.property`), value: decodeLiteral(object.value, `${at}.value`) };
+    case "has_label":
+      only("input", "label");
+      return { op: "has_label", input: input(), label: labelAt(object.label, `${at}.label`) };
+    case "has_key":
+      only("input", "property");
+      return { op: "has_key", input: input(), path: stringAt(object.property, `${at}.property`) };
+    case "where":
+      only("input", "predicate");
+      return { op: "where", input: input(), predicate: decodePredicate(object.predicate, `${at}.predicate`, depth + 1) };
+    case "within":
+    case "without":
+      only("input", "variable");
+      return { op: tag, input: input(), variable: stringAt(object.variable, `${at}.variable`) };
+    case "limit":
+    case "skip":
+      only("input", "count");
+      return { op: tag, input: input(), count: decodeBound(object.count, `${at}.count`) };
+    case "range":
+      only("input", "start", "end");
+      return { op: "range", input: input(), start: decodeBound(object.start, `${at}.start`), end: decodeBound(object.end, `${at}.end`) };
+    case "values":
+      only("input", "properties");
+      return { op: "values", input: input(), properties: stringList(object.properties, `${at}.properties`) };
+    case "value_map":
+      only("input", "properties");
+      return {
+        op: "value_map",
+        input: input(),
+        properties: object.properties === undefined || object.properties === null ? undefined : stringList(object.properties, `${at}.properties`),
+      };
+    case "project":
+      only("input", "projections");
+      return {
+        op: "project",
+        input: input(),
+        projections: arrayAt(object.projections, `${at}.projections`).map((item, i) => decodeProjection(item, `${at}.projections[${i}]`)),
+      };
+    case "order_by": {
+      only("input", "property", "order");
+      const order = object.order === undefined ? "asc" : stringAt(object.order, `${at}.order`);
+      if (order !== "asc" && order !== "desc") throw fault(`${at}.order`, 'expected "asc" or "desc"');
+      return { op: "order_by", input: input(), path: stringAt(object.property, `${at}.property`), order };
+    }
+    case "add_n":
+      only("input", "label", "properties");
+      return {
+        op: "add_n",
+        input: object.input === undefined ? undefined : input(),
+        label: labelAt(object.label, `${at}.label`),
+        properties: decodeAssignments(object.properties, `${at}.properties`),
+      };
+    case "add_e":
+      only("input", "label", "to", "properties");
+      return {
+        op: "add_e",
+        input: input(),
+        label: labelAt(object.label, `${at}.label`),
+        to: decodeRef(object.to, `${at}.to`),
+        properties: decodeAssignments(object.properties, `${at}.properties`),
+      };
+    case "add_v":
+      only("label", "vector", "properties");
+      return {
+        op: "add_v",
+        label: labelAt(object.label, `${at}.label`),
+        vector: decodeInput(object.vector, `${at}.vector`),
+        properties: decodeAssignments(object.properties, `${at}.properties`),
+      };
+    case "set_property":
+      only("input", "name", "value");
+      return { op: "set_property", input: input(), name: stringAt(object.name, `${at}.name`), value: decodeInput(object.value, `${at}.value`) };
+    case "update":
+      only("input", "properties");
+      return { op: "update", input: input(), properties: decodeAssignments(object.properties, `${at}.properties`) };
+    case "remove_property":
+      only("input", "name");
+      return { op: "remove_property", input: input(), name: stringAt(object.name, `${at}.name`) };
+    default:
+      throw fault(path, `unknown step ${JSON.stringify(tag)}`);
+  }
+}
+
+function decodeCondition(value: Json, path: string): Condition {
+  if (value === "prev_not_empty") return { kind: "prev_not_empty" };
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  switch (tag) {
+    case "var_empty":
+    case "var_not_empty":
+      return { kind: tag, name: stringAt(body, at) };
+    case "var_min_size": {
+      const pair = arrayAt(body, at);
+      const size = pair[1];
+      if (pair.length !== 2 || typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) {
+        throw fault(at, "expected [variable, size]");
+      }
+      return { kind: "var_min_size", name: stringAt(pair[0], `${at}[0]`), size };
+    }
+    default:
+      throw fault(path, `unknown condition ${JSON.stringify(tag)}`);
+  }
+}
+
+function decodeEntry(value: Json, path: string): Entry {
+  const [tag, body] = tagged(value, path);
+  const at = `${path}.${tag}`;
+  const object = objectAt(body, at);
+  if (tag === "query") {
+    allowOnly(object, ["name", "root", "condition"], at);
+    return {
+      kind: "query",
+      name: object.name === undefined || object.name === null ? undefined : stringAt(object.name, `${at}.name`),
+      root: decodeStep(object.root, `${at}.root`),
+      condition: object.condition === undefined || object.condition === null ? undefined : decodeCondition(object.condition, `${at}.condition`),
+    };
+  }
+  if (tag === "for_each") {
+    allowOnly(object, ["param", "body"], at);
+    return {
+      kind: "for_each",
+      param: stringAt(object.param, `${at}.param`),
+      body: arrayAt(object.body, `${at}.body`).map((item, i) => decodeEntry(item, `${at}.body[${i}]`)),
+    };
+  }
+  throw fault(path, `unknown entry ${JSON.stringify(tag)} (expected query or for_each)`);
+}
+
+function containsMutation(step: Step): boolean {
+  if (isMutation(step.op)) return true;
+  return "input" in step && step.input !== undefined ? containsMutation(step.input) : false;
+}
+
+function entriesContainMutation(entries: readonly Entry[]): boolean {
+  return entries.some((entry) => (entry.kind === "query" ? containsMutation(entry.root) : entriesContainMutation(entry.body)));
+}
+
+/** Decodes and validates a whole `/v2/query` request body. Nothing executes before this returns. */
+export function decodeRequest(body: Json): Plan {
+  const request = objectAt(body, "$");
+  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types"], "$");
+  const requestType = request.request_type;
+  if (requestType !== "read" && requestType !== "write") throw fault("$.request_type", 'must be lowercase "read" or "write"');
+  if (request.query === undefined) throw fault("$.query", "a request must include query");
+  const [batchType, batchBody] = tagged(request.query, "$.query");
+  if (batchType !== requestType) throw fault("$.query", `request_type ${requestType} does not match the ${batchType} batch`);
+  const batch = objectAt(batchBody, `$.query.${batchType}`);
+  allowOnly(batch, ["entries", "returns"], `$.query.${batchType}`);
+  const entriesJson = arrayAt(batch.entries, `$.query.${batchType}.entries`);
+  if (entriesJson.length === 0) throw fault(`$.query.${batchType}.entries`, "a batch needs at least one entry");
+  if (entriesJson.length > BATCH_ENTRIES_MAX) {
+    throw new SilkError("limit_exceeded", `a batch holds at most ${BATCH_ENTRIES_MAX} entries, this one ${entriesJson.length}`);
+  }
+  const entries = entriesJson.map((item, i) => decodeEntry(item, `$.query.${batchType}.entries[${i}]`));
+  const returns = batch.returns === undefined ? [] : stringList(batch.returns, `$.query.${batchType}.returns`);
+  if (new Set(returns).size !== returns.length) throw fault(`$.query.${batchType}.returns`, "a name is returned twice");
+  if (requestType === "read" && entriesContainMutation(entries)) {
+    throw new SilkError("write_in_read", "a read batch contains a mutation; send it with request_type write");
+  }
+  const parameters = request.parameters === undefined || request.parameters === null ? {} : objectAt(request.parameters, "$.parameters");
+  return {
+    requestType,
+    queryName: typeof request.query_name === "string" ? request.query_name : undefined,
+    entries,
+    returns,
+    parameters,
+  };
+}
