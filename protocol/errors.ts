@@ -18,7 +18,7 @@ export const ERROR_CODES = {
   invalid_id: { status: 400, kind: "user", doc: "An ID is not an unsigned 64-bit integer (0 to 2^64-1) written as a decimal string or integer." },
   invalid_type: { status: 400, kind: "user", doc: "A value does not have the type its field or parameter declares." },
   invalid_field: { status: 400, kind: "user", doc: "A property name is not declared in the schema for that label, or uses the reserved key $label." },
-  missing_property: { status: 400, kind: "user", doc: "A required property (declared without a DEFAULT) was not supplied when creating a record." },
+  missing_property: { status: 400, kind: "user", doc: "A field marked REQUIRED (and without a DEFAULT) was not supplied when creating a record." },
   invalid_value: { status: 400, kind: "user", doc: "A value is malformed (for example a Date that is not ISO 8601, or a nesting deeper than the limit)." },
   // Schema.
   schema_syntax: { status: 400, kind: "user", doc: "The schema text does not parse; the message gives file:line:column." },

@@ -64,8 +64,7 @@ function describeIdInput(input: unknown): string {
     const shown = input.length > 40 ? `${input.slice(0, 40)}...` : input;
     return JSON.stringify(shown);
   }
-  if (typeof input === "bigint") return `${input}n`;
-  if (typeof input === "number") return String(input);
+  if (typeof input === "bigint" || typeof input === "number") return String(input);
   if (input === null) return "null";
   if (Array.isArray(input)) return "an array";
   return `a value of type ${typeof input}`;

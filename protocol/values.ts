@@ -146,7 +146,7 @@ function compareNumbers(a: number, b: number): number | undefined {
 }
 
 function negate(order: number | undefined): number | undefined {
-  return order === undefined ? undefined : -order;
+  return order === undefined || order === 0 ? order : -order; // never -0, which is not === 0 under Object.is
 }
 
 /** Exact: a bigint beyond 2^53 is never rounded to a double; a fractional number is placed between two integers. */

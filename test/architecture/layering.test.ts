@@ -1,0 +1,43 @@
+/**
+ * Keeps the dependency direction of docs/ARCHITECTURE.md: protocol ← node ← cluster ← gateway. A file may import
+ * only from its own folder and the folders to its left.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve, dirname } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = resolve(import.meta.dirname, "../..");
+const allowed: Record<string, string[]> = {
+  protocol: ["protocol"],
+  node: ["protocol", "node"],
+  cluster: ["protocol", "node", "cluster"],
+  gateway: ["protocol", "node", "cluster", "gateway"],
+};
+
+function sourceFiles(folder: string): string[] {
+  const files: string[] = [];
+  for (const name of readdirSync(folder)) {
+    const path = join(folder, name);
+    if (name === "generated" || name === "node_modules") continue;
+    if (statSync(path).isDirectory()) files.push(...sourceFiles(path));
+    else if (name.endsWith(".ts")) files.push(path);
+  }
+  return files;
+}
+
+describe("layering", () => {
+  for (const [layer, may] of Object.entries(allowed)) {
+    it(`${layer}/ imports only from ${may.join(", ")}`, () => {
+      const violations: string[] = [];
+      for (const file of sourceFiles(join(root, layer))) {
+        const text = readFileSync(file, "utf8");
+        for (const match of text.matchAll(/from\s+"(\.{1,2}\/[^"]+)"/g)) {
+          const target = relative(root, resolve(dirname(file), match[1]));
+          const top = target.split("/")[0];
+          if (!may.includes(top)) violations.push(`${relative(root, file)} imports ${target}`);
+        }
+      }
+      expect(violations).toEqual([]);
+    });
+  }
+});
