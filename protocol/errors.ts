@@ -42,6 +42,11 @@ export const ERROR_CODES = {
   transaction_conflict: { status: 409, kind: "user", doc: "Another transaction holds a record this one writes; retry." },
   // Import.
   import_bad_row: { status: 400, kind: "user", doc: "An import row is malformed; the message gives file and line. Nothing of the failing batch was written." },
+  // HTTP gateway.
+  invalid_query_json: { status: 400, kind: "user", doc: "The request body is empty or not valid JSON; send the operation tree as a JSON object." },
+  payload_too_large: { status: 413, kind: "user", doc: "The request body exceeds the gateway's limit (16 MiB for /v2/query); split the batch." },
+  unsupported_media_type: { status: 415, kind: "user", doc: "The request's Content-Type is not application/json; send the body as JSON with that header." },
+  route_not_found: { status: 404, kind: "user", doc: "No route has this method and path; see docs/SERVER.md for the routes a server answers." },
   // Service side.
   storage_error: { status: 500, kind: "io", doc: "The storage layer failed (disk full, I/O error). The transaction was rolled back." },
   internal: { status: 500, kind: "internal", doc: "A bug in Silk. The transaction was rolled back; please report it with the message." },

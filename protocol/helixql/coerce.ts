@@ -10,11 +10,9 @@
 import { SilkError } from "../errors.js";
 import type { FieldDecl, FieldType, ScalarTypeName } from "../schema.js";
 import { RESERVED_LABEL_KEY, isPlainObject, type Properties, type Value } from "../values.js";
-import { coerceScalar, describeInput, typeError } from "./scalars.js";
+import { coerceScalar, describeInput, F32_MAX, typeError } from "./scalars.js";
 
 export { SCALAR_TYPE_NAMES, isScalarTypeName } from "./scalars.js";
-
-const F32_MAX = 3.4028234663852886e38;
 
 const NUMERIC_SCALARS: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([
   "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "U128", "ID",

@@ -54,7 +54,7 @@ export function isIntegerTypeName(name: ScalarTypeName): name is IntegerTypeName
 }
 
 /** The largest finite float32; an F32 value beyond it would become Infinity in any 32-bit consumer. */
-const F32_MAX = 3.4028234663852886e38;
+export const F32_MAX = 3.4028234663852886e38;
 
 /** Digits of 2^128 - 1, the widest integer type; a longer significant part is out of range without parsing it. */
 const INTEGER_DIGITS_MAX = 39;
