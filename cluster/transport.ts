@@ -3,9 +3,8 @@
  * works here works over NATS (the cluster issue adds that transport behind the same interface).
  */
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import { decodeMessage, encodeMessage, type PartitionReply, type PartitionReplyBody, type PartitionRequest } from "../protocol/messages.js";
 import type { PartitionActor } from "../node/partition-actor.js";
-import { packr } from "../node/partition-store.js";
 
 export interface Transport {
   request(partition: number, message: PartitionRequest): Promise<PartitionReplyBody>;
@@ -23,8 +22,7 @@ export class InProcessTransport implements Transport {
   async request(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
     const actor = this.actors[partition];
     if (actor === undefined) throw new SilkError("internal", `no partition ${partition} (a routing bug)`);
-    const delivered = packr.unpack(packr.pack(message)) as PartitionRequest;
-    const reply = await actor.handle(delivered);
-    return unwrap(packr.unpack(packr.pack(reply)) as PartitionReply);
+    const reply = await actor.handle(decodeMessage<PartitionRequest>(encodeMessage(message)));
+    return unwrap(decodeMessage<PartitionReply>(encodeMessage(reply)));
   }
 }

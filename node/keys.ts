@@ -23,8 +23,10 @@ export function idKey(id: bigint): Buffer {
   return key;
 }
 
+/** Reads a big-endian u64. LMDB hands out Buffers; a plain Uint8Array is wrapped (slower, never on hot paths). */
 export function readId(bytes: Uint8Array, offset = 0): bigint {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readBigUInt64BE(offset);
+  const buffer = bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return buffer.readBigUInt64BE(offset);
 }
 
 export function adjacencyKey(owner: bigint, label: string, edge: bigint): Buffer {
@@ -56,11 +58,14 @@ export function adjacencyRange(owner: bigint, label?: string): { start: Buffer; 
   return { start, end };
 }
 
-/** Splits an adjacency key back into its edge label and edge id (the owner is known to the caller). */
-export function decodeAdjacencyKey(key: Uint8Array): { label: string; edge: bigint } {
-  const buffer = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
-  const labelEnd = buffer.length - ID_BYTES - 1;
-  return { label: buffer.toString("utf8", ID_BYTES, labelEnd), edge: buffer.readBigUInt64BE(labelEnd + 1) };
+/** The edge id at the end of an adjacency key. */
+export function adjacencyKeyEdge(key: Buffer): bigint {
+  return key.readBigUInt64BE(key.length - ID_BYTES);
+}
+
+/** The edge label inside an adjacency key (the owner is known to the caller). */
+export function adjacencyKeyLabel(key: Buffer): string {
+  return key.toString("utf8", ID_BYTES, key.length - ID_BYTES - 1);
 }
 
 export function labelKey(kind: RecordKind, label: string, id: bigint): Buffer {

