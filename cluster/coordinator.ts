@@ -167,9 +167,13 @@ export class Coordinator {
   async run(plan: Plan): Promise<QueryResult> {
     const { transport, map } = this.options;
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
-    if (map.count === 1) return expect(await transport.request(0, { type: "execute", plan }), "result").result;
+    const executeOnOnlyPartition = async (): Promise<QueryResult> => expect(await transport.request(0, { type: "execute", plan }), "result").result;
+    // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
+    // its endpoints, then commits) cannot interleave with them.
+    if (map.count === 1 && plan.requestType === "read") return executeOnOnlyPartition();
     const release = await this.lock.acquire(plan.requestType === "write");
     try {
+      if (map.count === 1) return await executeOnOnlyPartition();
       const view = new TxnView(new ScatterReader(transport, map), new RemoteIdSource(transport, map));
       const result = await executePlan(plan, {
         view,

@@ -120,6 +120,8 @@ export class Database {
     const memory = options.storage === "memory";
     const directory = memory ? mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "silk-")) : (options.storage as { disk: string }).disk;
     let lock: WriterLock | undefined;
+    // LMDB environments opened so far; a failed open closes them, or lmdb-js's per-path env cache breaks later opens.
+    const opened: { close(): Promise<void> }[] = [];
     const release = (): void => {
       lock?.release();
       if (memory) rmSync(directory, { recursive: true, force: true });
@@ -140,8 +142,10 @@ export class Database {
           mapSizeBytes: options.cache?.mapSizeBytes,
         }),
       );
+      opened.push(...stores);
       const actors = stores.map((store) => new PartitionActor({ store, schema, writable: !readOnly, now }));
       const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
+      opened.push(decisions);
       const coordinator = new Coordinator({
         transport: new InProcessTransport(actors),
         map,
@@ -158,6 +162,7 @@ export class Database {
       } else await coordinator.recover();
       return new Database(coordinator, stores, decisions, release, schema, mode);
     } catch (cause) {
+      await Promise.all(opened.map((handle) => handle.close()));
       release();
       throw cause;
     }

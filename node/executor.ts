@@ -69,7 +69,8 @@ async function runEntries(
   for (const entry of entries) {
     if (entry.kind === "for_each") {
       const rows = parameters[entry.param];
-      if (!Array.isArray(rows)) throw new SilkError("missing_parameter", `for_each needs array parameter ${JSON.stringify(entry.param)}`);
+      if (!(entry.param in parameters)) throw new SilkError("missing_parameter", `for_each needs array parameter ${JSON.stringify(entry.param)}`);
+      if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must be an array`);
       for (const row of rows) {
         if (typeof row !== "object" || row === null || Array.isArray(row)) {
           throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must hold objects`);

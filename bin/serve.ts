@@ -1,0 +1,82 @@
+/**
+ * `silk serve`: the single-server mode. Loads every `.hx` file of the project as the schema, opens the database
+ * on local disk, and serves the HTTP gateway (gateway/server.ts) on 127.0.0.1:6969 unless told otherwise.
+ * SIGINT and SIGTERM stop accepting requests, let the ones in flight finish, and close the database cleanly
+ * (its writer lock is released, so the next start does not have to take over a stale one).
+ */
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import { Database } from "../cluster/embedded.js";
+import { buildGateway } from "../gateway/server.js";
+import { asSilkError, SilkError } from "../protocol/errors.js";
+import { loadSchemaSources } from "./schema-files.js";
+
+export const SERVE_PORT_DEFAULT = 6969;
+export const SERVE_HOST_DEFAULT = "127.0.0.1";
+export const SERVE_DATA_DEFAULT = "./data";
+
+export interface ServeOptions {
+  readonly project: string;
+  readonly port?: string;
+  readonly host?: string;
+  readonly data?: string;
+}
+
+/** The port from --port, else $SILK_PORT, else 6969; 0 asks the system for a free one. */
+export function servePort(option: string | undefined, environment: string | undefined): number {
+  const text = option ?? environment;
+  if (text === undefined || text === "") return SERVE_PORT_DEFAULT;
+  const port = Number(text);
+  if (!/^[0-9]+$/.test(text) || port > 65_535) {
+    throw new SilkError("invalid_option", `the port must be an integer from 0 to 65535, got ${JSON.stringify(text)}`);
+  }
+  return port;
+}
+
+/** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
+export async function runServe(options: ServeOptions): Promise<void> {
+  const port = servePort(options.port, process.env.SILK_PORT);
+  const host = options.host ?? SERVE_HOST_DEFAULT;
+  const data = options.data ?? SERVE_DATA_DEFAULT;
+  const logger = pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true }));
+  const database = await Database.open({ storage: { disk: data }, schema: loadSchemaSources(options.project) });
+  let app: Awaited<ReturnType<typeof buildGateway>> | undefined;
+  try {
+    app = await buildGateway({ database, schema: database.schema, logger });
+    await app.listen({ port, host });
+  } catch (cause) {
+    await app?.close();
+    await database.close();
+    if (app === undefined) throw cause;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new SilkError("invalid_option", `cannot listen on ${host}:${port}: ${reason}`);
+  }
+  const server = app;
+  const address = server.server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  process.stdout.write(`silk: serving ${options.project} on http://${shown}:${address.port} (data in ${data})\n`);
+  let closing = false;
+  const close = (signal: NodeJS.Signals): void => {
+    if (closing) {
+      // A second signal while closing means the operator does not want to wait.
+      process.exit(1);
+    }
+    closing = true;
+    logger.info(`${signal}: closing the server and the database`);
+    server
+      .close()
+      .then(() => database.close())
+      .then(() => logger.info("closed"))
+      .catch((cause: unknown) => {
+        const error = asSilkError(cause);
+        logger.error({ err: cause }, `closing failed: ${error.code}: ${error.message}`);
+        process.exitCode = 1;
+      })
+      .finally(() => {
+        process.removeListener("SIGINT", close);
+        process.removeListener("SIGTERM", close);
+      });
+  };
+  process.on("SIGINT", close);
+  process.on("SIGTERM", close);
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+/**
+ * The `silk` command line: `silk import` (bulk loading, bin/import/), `silk serve` (the single-server mode,
+ * bin/serve.ts) and `silk check` (schema diagnostics, bin/check.ts). This file only declares the commands and
+ * their options with commander and turns failures into `silk <command>: <code>: <message>` and an exit code.
+ */
+import { readFileSync } from "node:fs";
+import { Command, InvalidArgumentError } from "commander";
+import { asSilkError } from "../protocol/errors.js";
+import { runCheck } from "./check.js";
+import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
+import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT } from "./serve.js";
+
+function positiveInteger(text: string): number {
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError("expected a positive integer");
+  return value;
+}
+
+/** The package version, from package.json two levels up in dist/ or one level up when run from source. */
+function packageVersion(): string {
+  for (const relative of ["../package.json", "../../package.json"]) {
+    try {
+      const json = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (json.name === "silk-db" && typeof json.version === "string") return json.version;
+    } catch {
+      // Not there: try the next place.
+    }
+  }
+  return "unknown";
+}
+
+function fail(command: string, cause: unknown): void {
+  const error = asSilkError(cause);
+  process.stderr.write(`silk ${command}: ${error.code}: ${error.message}\n`);
+  process.exitCode = 1;
+}
+
+interface ImportFlags {
+  data: string;
+  schema?: string;
+  partitions?: number;
+  batchSize: number;
+  label?: string;
+  edgeList?: string;
+  nodeLabel?: string;
+  keyProperty?: string;
+  progress: boolean;
+}
+
+function importCommand(): Command {
+  return new Command("import")
+    .description("bulk load nodes and edges from .jsonl/.ndjson, .csv and .txt/.tsv edge-list files (docs/IMPORT.md)")
+    .argument("<files...>", "input files, read in this order (node files before the edges that refer to their keys)")
+    .requiredOption("--data <dir>", "the database directory (created if absent)")
+    .option("--schema <path>", "a .hx file, or a directory whose .hx files (recursively) are the schema")
+    .option("--partitions <n>", "partitions of a new database (fixed at creation)", positiveInteger)
+    .option("--batch-size <n>", "records (nodes + edges) per transaction", positiveInteger, IMPORT_BATCH_RECORDS_DEFAULT)
+    .option("--label <label>", "label of CSV files without a label column (default: the file name up to its first dot)")
+    .option("--edge-list <label>", "edge label of .txt/.tsv edge lists")
+    .option("--node-label <label>", "label of the nodes an edge list creates on first sight")
+    .option("--key-property <name>", "also store each node's key in this property")
+    .option("--no-progress", "do not show progress on stderr")
+    .action(async (files: string[], flags: ImportFlags) => {
+      const io = { stdout: process.stdout, stderr: process.stderr, now: () => performance.now() };
+      process.exitCode = await runImport(files, flags, io);
+    });
+}
+
+function serveCommand(): Command {
+  return new Command("serve")
+    .description("serve a project's database over HTTP (docs/SERVER.md)")
+    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema")
+    .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
+    .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
+    .action(async (flags: { project: string; port?: string; host: string; data: string }) => {
+      try {
+        await runServe(flags);
+      } catch (cause) {
+        fail("serve", cause);
+      }
+    });
+}
+
+function checkCommand(): Command {
+  return new Command("check")
+    .description("check a project's .hx files and print every diagnostic; exit code 1 if there is any")
+    .argument("<path>", "a .hx file or a directory searched recursively")
+    .action((path: string) => {
+      try {
+        process.exitCode = runCheck(path, { stdout: process.stdout, stderr: process.stderr });
+      } catch (cause) {
+        fail("check", cause);
+      }
+    });
+}
+
+const program = new Command("silk")
+  .description("Silk: a graph + vector + full-text database")
+  .version(packageVersion())
+  .addCommand(importCommand())
+  .addCommand(serveCommand())
+  .addCommand(checkCommand());
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,34 @@
+/**
+ * `POST /v2/query`: the operation tree (protocol/tree.ts) as a JSON body, run as one transaction, answered with
+ * the result's JSON. Bodies must be `application/json` and at most REQUEST_BODY_BYTES_MAX; the JSON parser is
+ * fastify's, which refuses `__proto__` and `constructor.prototype` keys rather than let them reach the engine.
+ */
+import type { FastifyPluginAsync } from "fastify";
+import type { QueryResult } from "../node/executor.js";
+import { SilkError } from "../protocol/errors.js";
+import { stringifyJson } from "./json.js";
+
+/** The largest `/v2/query` body, in bytes; a bigger one answers 413 payload_too_large before it is read. */
+export const REQUEST_BODY_BYTES_MAX = 16 * 1024 * 1024;
+
+/** What the route needs from the database: running one request body. */
+export interface QueryRunner {
+  run(tree: unknown): Promise<QueryResult>;
+}
+
+export interface QueryV2Options {
+  readonly database: QueryRunner;
+}
+
+export const queryV2Routes: FastifyPluginAsync<QueryV2Options> = async (app, options) => {
+  // Only JSON is accepted here; fastify's default text/plain parser would hand the handler a string.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string", bodyLimit: REQUEST_BODY_BYTES_MAX }, app.getDefaultJsonParser("error", "error"));
+  app.post("/v2/query", { bodyLimit: REQUEST_BODY_BYTES_MAX }, async (request, reply) => {
+    if (request.body === undefined || request.body === null) {
+      throw new SilkError("invalid_query_json", "the request body is empty; send the operation tree as a JSON object");
+    }
+    const result = await options.database.run(request.body);
+    return reply.type("application/json; charset=utf-8").send(stringifyJson(result));
+  });
+};

@@ -1,0 +1,49 @@
+/** `silk check`: exit code 0 and a summary for a good project, every diagnostic and exit code 1 otherwise. */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "./helpers.js";
+
+afterAll(removeTemporaryDirectories);
+
+describe("silk check", () => {
+  it("passes the example project", async () => {
+    const run = await runSilk(["check", join(REPO, "examples")]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^ok: 1 file, \d+ node, \d+ edge and \d+ vector types/);
+  });
+
+  it("prints every diagnostic of every file, with line, column and caret, and exits 1", async () => {
+    const dir = temporaryDirectory();
+    mkdirSync(join(dir, "nested"));
+    writeFileSync(join(dir, "a.hx"), "N::User { name: Strin }\n");
+    writeFileSync(join(dir, "nested", "b.hx"), "E::Follows { From: User, To: Ghost }\nN::User { x: I32 }\n");
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`${join(dir, "a.hx")}:1:17: unknown field type Strin`);
+    expect(run.stdout).toContain(`${join(dir, "nested", "b.hx")}:1:30: E::Follows: To names Ghost`);
+    expect(run.stdout).toContain(`${join(dir, "nested", "b.hx")}:2:4: duplicate type N::User`);
+    expect(run.stdout).toContain("N::User { name: Strin }\n                ^");
+    expect(run.stderr).toContain("silk check: 3 errors in 2 files");
+  });
+
+  it("reports a syntax error and still checks the other files", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "a.hx"), "N::User { name String }\n");
+    writeFileSync(join(dir, "b.hx"), "N::Post { n: Nope }\n");
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/a\.hx:1:16: syntax error/);
+    expect(run.stdout).toMatch(/b\.hx:1:14: unknown field type Nope/);
+  });
+
+  it("exits 1 for a directory without .hx files or a missing path", async () => {
+    const empty = await runSilk(["check", temporaryDirectory()]);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toMatch(/silk check: invalid_option: .* contains no \.hx files/);
+    const missing = await runSilk(["check", join(temporaryDirectory(), "nope")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/silk check: invalid_option: cannot read/);
+  });
+});

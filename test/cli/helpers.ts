@@ -1,0 +1,82 @@
+/**
+ * Helpers for the CLI and gateway suites: running `bin/silk.ts` as a real child process (through tsx's loader, so
+ * no build is needed), temporary directories, and counting what a database directory holds by opening it
+ * read-only in the test's own process, the way a second reader would.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Database } from "../../cluster/embedded.js";
+
+export const REPO = resolve(import.meta.dirname, "../..");
+export const SILK = join(REPO, "bin", "silk.ts");
+const TSX_LOADER = pathToFileURL(join(REPO, "node_modules", "tsx", "dist", "loader.mjs")).href;
+
+export interface RunResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Starts `silk <args>` as a child process. */
+export function spawnSilk(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ["--import", TSX_LOADER, SILK, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...process.env, ...options.env },
+  });
+}
+
+/** Runs `silk <args>` to completion. */
+export function runSilk(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
+  const child = spawnSilk(args, options);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  return new Promise((done, fail) => {
+    child.on("error", fail);
+    child.on("close", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+const temporaryDirectories: string[] = [];
+
+export function temporaryDirectory(): string {
+  const path = mkdtempSync(join(tmpdir(), "silk-cli-test-"));
+  temporaryDirectories.push(path);
+  return path;
+}
+
+export function removeTemporaryDirectories(): void {
+  for (const path of temporaryDirectories.splice(0)) rmSync(path, { recursive: true, force: true });
+}
+
+/** A read request of named counts: `{ users: countStep, ... }` returns `{ users: n, ... }`. */
+export function countRequest(counts: Record<string, unknown>): unknown {
+  return {
+    request_type: "read",
+    query: {
+      read: {
+        entries: Object.entries(counts).map(([name, root]) => ({ query: { name, root: { count: { input: root } } } })),
+        returns: Object.keys(counts),
+      },
+    },
+  };
+}
+
+export const allNodes = { nodes: { reference: "all" } };
+export const allEdges = { edges: { reference: "all" } };
+export const nodesLabeled = (label: string): unknown => ({ has_label: { input: allNodes, label } });
+export const edgesLabeled = (label: string): unknown => ({ has_label: { input: allEdges, label } });
+
+/** Opens a database directory read-only, runs one request, and closes it. */
+export async function queryDirectory(directory: string, request: unknown): Promise<Record<string, unknown>> {
+  const database = await Database.open({ storage: { disk: directory }, mode: "readonly" });
+  try {
+    return await database.run(request);
+  } finally {
+    await database.close();
+  }
+}

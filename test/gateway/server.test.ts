@@ -1,0 +1,195 @@
+/**
+ * The HTTP gateway over a real on-disk database, driven with a real HTTP client (fetch) on a random port: the
+ * admin routes, `/v2/query` results, every error status with its JSON body, and that a refused write leaves the
+ * data as it was.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Database } from "../../cluster/embedded.js";
+import { buildGateway } from "../../gateway/server.js";
+import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
+import { allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, temporaryDirectory } from "../cli/helpers.js";
+
+let database: Database;
+let app: FastifyInstance;
+let base: string;
+
+beforeAll(async () => {
+  const schema = readFileSync(join(REPO, "examples", "schema.hx"), "utf8");
+  database = await Database.open({ storage: { disk: join(temporaryDirectory(), "data") }, schema: { file: "examples/schema.hx", text: schema } });
+  app = await buildGateway({ database, schema: database.schema });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  base = `http://127.0.0.1:${address.port}`;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await database?.close();
+  removeTemporaryDirectories();
+});
+
+function post(body: string, contentType: string | undefined = "application/json"): Promise<Response> {
+  return fetch(`${base}/v2/query`, { method: "POST", body, headers: contentType === undefined ? {} : { "content-type": contentType } });
+}
+
+const str = (value: string): unknown => ({ value: { string: value } });
+const addUser = (name: string, handle: string, extra: [string, unknown][] = []): unknown => ({
+  add_n: { label: "User", properties: [["name", str(name)], ["handle", str(handle)], ...extra] },
+});
+const write = (roots: Record<string, unknown>, returns: string[] = Object.keys(roots)): unknown => ({
+  request_type: "write",
+  query: { write: { entries: Object.entries(roots).map(([name, root]) => ({ query: { name, root } })), returns } },
+});
+
+async function expectError(response: Response, status: number, code: string): Promise<string> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+  const body = (await response.json()) as { error: string; msg: string };
+  expect(body.error).toBe(code);
+  expect(typeof body.msg).toBe("string");
+  return body.msg;
+}
+
+async function userCount(): Promise<number> {
+  const response = await post(JSON.stringify(countRequest({ users: nodesLabeled("User") })));
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { users: number }).users;
+}
+
+describe("admin routes", () => {
+  it("GET /health answers ok", async () => {
+    const response = await fetch(`${base}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: "ok" });
+  });
+
+  it("GET /introspect returns the schema's JSON and no queries yet", async () => {
+    const body = (await (await fetch(`${base}/introspect`)).json()) as { schema: { version: number; nodes: { name: string }[] }; queries: unknown[] };
+    expect(body.queries).toEqual([]);
+    expect(body.schema.version).toBe(1);
+    expect(body.schema.nodes.map((type) => type.name)).toEqual(["User", "Post"]);
+  });
+});
+
+describe("POST /v2/query", () => {
+  it("runs a write and a read; IDs come back as decimal strings", async () => {
+    const created = await post(JSON.stringify(write({ ann: addUser("Ann", "ann") })));
+    expect(created.status).toBe(200);
+    const body = (await created.json()) as { ann: { $id: string; $label: string; name: string }[] };
+    expect(body.ann).toHaveLength(1);
+    expect(body.ann[0]).toMatchObject({ $label: "User", name: "Ann", handle: "ann" });
+    expect(body.ann[0].$id).toMatch(/^[0-9]+$/);
+    const counted = await post(JSON.stringify(countRequest({ users: nodesLabeled("User"), all: allNodes })), "application/json; charset=utf-8");
+    expect(counted.status).toBe(200);
+    expect(await counted.json()).toEqual({ users: 1, all: 1 });
+  });
+
+  it("a write that fails part-way leaves the data unchanged", async () => {
+    const before = await userCount();
+    const response = await post(JSON.stringify(write({
+      first: addUser("Bea", "bea"),
+      second: addUser("Cy", "cy", [["age", { value: { string: "not a number" } }]]),
+    })));
+    await expectError(response, 400, "invalid_value");
+    expect(await userCount()).toBe(before);
+  });
+
+  it("malformed JSON is 400 invalid_query_json", async () => {
+    await expectError(await post('{"request_type": "read",'), 400, "invalid_query_json");
+  });
+
+  it("an empty body is 400 invalid_query_json", async () => {
+    await expectError(await post(""), 400, "invalid_query_json");
+    await expectError(await fetch(`${base}/v2/query`, { method: "POST" }), 400, "invalid_query_json");
+  });
+
+  it("a __proto__ key is refused as invalid JSON rather than passed on", async () => {
+    await expectError(await post('{"__proto__": {"polluted": true}}'), 400, "invalid_query_json");
+  });
+
+  it("an unknown step is 400 malformed_tree naming its path", async () => {
+    const body = countRequest({ x: { frobnicate: { input: allNodes } } });
+    const message = await expectError(await post(JSON.stringify(body)), 400, "malformed_tree");
+    expect(message).toContain("frobnicate");
+  });
+
+  it("a mutation in a read batch is 400 write_in_read", async () => {
+    const body = { request_type: "read", query: { read: { entries: [{ query: { name: "a", root: addUser("Dee", "dee") } }] } } };
+    await expectError(await post(JSON.stringify(body)), 400, "write_in_read");
+  });
+
+  it("a Content-Type other than JSON is 415 unsupported_media_type", async () => {
+    await expectError(await post("{}", "text/plain"), 415, "unsupported_media_type");
+    await expectError(await post("{}", "application/x-www-form-urlencoded"), 415, "unsupported_media_type");
+  });
+
+  it("a body over 16 MiB is 413 payload_too_large", async () => {
+    const body = `{"pad":"${"x".repeat(REQUEST_BODY_BYTES_MAX)}"}`;
+    await expectError(await post(body), 413, "payload_too_large");
+  });
+
+  it("a body just under the limit is read and judged on its content", async () => {
+    const padding = REQUEST_BODY_BYTES_MAX - 1024;
+    const body = JSON.stringify({ ...(countRequest({ users: nodesLabeled("User") }) as object), parameters: { pad: "x".repeat(padding) } });
+    expect(body.length).toBeLessThan(REQUEST_BODY_BYTES_MAX);
+    expect((await post(body)).status).toBe(200);
+  });
+});
+
+describe("unknown routes", () => {
+  it("answer 404 route_not_found with a JSON body", async () => {
+    await expectError(await fetch(`${base}/nope`), 404, "route_not_found");
+    await expectError(await fetch(`${base}/v2/query`), 404, "route_not_found");
+    await expectError(await fetch(`${base}/health`, { method: "DELETE" }), 404, "route_not_found");
+  });
+});
+
+describe("replies the engine cannot give through a real database", () => {
+  // A stand-in database: these are the engine's rare failures and values, which a real one cannot be made to
+  // produce on demand.
+  async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
+    const gateway = await buildGateway({ database: { run }, schema: undefined });
+    await gateway.listen({ port: 0, host: "127.0.0.1" });
+    const address = gateway.server.address();
+    if (address === null || typeof address === "string") throw new Error("no TCP address");
+    return { url: `http://127.0.0.1:${address.port}/v2/query`, close: () => gateway.close() };
+  }
+
+  it("a bigint in a result is written as a decimal string", async () => {
+    const server = await gatewayOver(async () => ({ big: 18446744073709551615n, list: [1n, 2] }));
+    try {
+      const response = await fetch(server.url, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe('{"big":"18446744073709551615","list":["1",2]}');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a failure that is not a SilkError is 500 internal, with a JSON body", async () => {
+    const server = await gatewayOver(async () => {
+      throw new TypeError("boom");
+    });
+    try {
+      const response = await fetch(server.url, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+      const message = await expectError(response, 500, "internal");
+      expect(message).toContain("boom");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("introspection of a schemaless server says so", async () => {
+    const server = await gatewayOver(async () => ({}));
+    try {
+      const response = await fetch(server.url.replace("/v2/query", "/introspect"));
+      expect(await response.json()).toEqual({ schema: null, queries: [] });
+    } finally {
+      await server.close();
+    }
+  });
+});
