@@ -143,6 +143,7 @@ async function loadBoth(edges: EdgeList, modules: SilkModules): Promise<Loaded> 
     const silkEdgesPerSecond = median(silkRates);
     const rawEdgesPerSecond = median(rawRates);
     progress(`  bulk load: Silk ${Math.round(silkEdgesPerSecond)} edges/s, raw ${Math.round(rawEdgesPerSecond)} edges/s (median of ${LOAD_RUNS})`);
+    await silk.prepareWorkloads(WORKLOAD_NAMES);
     const load = {
       edges: edges.sources.length,
       nodes: edges.nodes.length,

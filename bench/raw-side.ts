@@ -107,7 +107,6 @@ export class RawSide {
     endpoints.forEach(([from, to], i) => {
       const edge = edgeIds[i];
       this.edgeRecords.putSync(keys.idKey(edge), packr.pack([EDGE_LABEL, from, to, {}, "node", "node"]));
-      this.labels.putSync(keys.labelKey("edge", EDGE_LABEL, edge), EMPTY);
       this.outgoing.putSync(keys.adjacencyKey(from, EDGE_LABEL, edge), keys.adjacencyValue(to, "node"));
       this.incoming.putSync(keys.adjacencyKey(to, EDGE_LABEL, edge), keys.adjacencyValue(from, "node"));
     });

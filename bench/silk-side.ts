@@ -1,6 +1,6 @@
 /**
  * The Silk side of the benchmark: a disk database opened through the embedded API, loaded with `importBatch`, and
- * queried with operation trees through `db.run(tree)`, exactly as an application would use it.
+ * queried with operation trees prepared once through `db.prepare(tree)` and run with a start node per query.
  *
  * It runs with a schema (`N::User { ext: I64, score: I64 }`, `E::Follows { From: User, To: User }`), so every
  * write is validated as a production load would be. Nodes are created the first time an edge names them, with
@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Database, ImportEdge, ImportEndpoint, ImportNode, QueryResult } from "../index.js";
+import type { Database, ImportEdge, ImportEndpoint, ImportNode, PreparedQuery, QueryResult } from "../index.js";
 import type { EdgeList } from "./datasets.js";
 import { nowMillis, secondsSince } from "./measure.js";
 import type { SilkModules } from "./silk-modules.js";
@@ -26,9 +26,12 @@ function readRequest(root: unknown): unknown {
   return { request_type: "read", query: { read: { entries: [{ query: { name: RESULT_NAME, root } }], returns: [RESULT_NAME] } } };
 }
 
-/** The operation tree (HelixDB v3 wire shape) of one workload, starting at one node. */
-export function buildTree(workload: WorkloadName, silkId: bigint): unknown {
-  const start = { nodes: { reference: { ids: [silkId.toString()] } } };
+/**
+ * The operation tree (HelixDB v3 wire shape) of one workload, starting at the node named by parameter `start`.
+ * Each tree is prepared once and run with a new `start` per query, as HelixQL endpoints run.
+ */
+export function buildTree(workload: WorkloadName): unknown {
+  const start = { nodes: { reference: { param: "start" } } };
   const out = (input: unknown): unknown => ({ out: { input, label: EDGE_LABEL } });
   switch (workload) {
     case "point_get":
@@ -48,9 +51,15 @@ export function buildTree(workload: WorkloadName, silkId: bigint): unknown {
   }
 }
 
+export interface WorkloadRequest {
+  readonly workload: WorkloadName;
+  readonly parameters: { readonly start: string };
+}
+
 export class SilkSide {
   private readonly silkIdOfSnap = new Map<number, bigint>();
   private readonly snapOfSilkId = new Map<string, number>();
+  private readonly prepared = new Map<WorkloadName, PreparedQuery>();
 
   private constructor(
     private readonly db: Database,
@@ -102,12 +111,19 @@ export class SilkSide {
   }
 
   /** The request of one workload starting at one SNAP node, built before the clock starts. */
-  workloadTree(workload: WorkloadName, snapId: number): unknown {
-    return buildTree(workload, this.silkIdOf(snapId));
+  workloadTree(workload: WorkloadName, snapId: number): WorkloadRequest {
+    return { workload, parameters: { start: this.silkIdOf(snapId).toString() } };
   }
 
-  run(tree: unknown): Promise<QueryResult> {
-    return this.db.run(tree);
+  /** Prepares every workload's tree (once, before any clock starts). */
+  async prepareWorkloads(workloads: readonly WorkloadName[]): Promise<void> {
+    for (const workload of workloads) this.prepared.set(workload, await this.db.prepare(buildTree(workload)));
+  }
+
+  run(request: WorkloadRequest): Promise<QueryResult> {
+    const prepared = this.prepared.get(request.workload);
+    if (prepared === undefined) throw new Error(`workload ${request.workload} was not prepared`);
+    return prepared.run(request.parameters);
   }
 
   /** How many User nodes the database holds (a sanity check of the load, not a timed workload). */

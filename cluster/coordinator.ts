@@ -13,7 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionReplyBody } from "../protocol/messages.js";
+import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import {
   mutationOwner,
   type AdjacencyEntry,
@@ -157,17 +157,51 @@ class ReadWriteLock {
   }
 }
 
+/** A plan kept for repeated runs with different parameters. */
+export interface PreparedPlan {
+  run(parameters: Readonly<Record<string, unknown>>): Promise<QueryResult>;
+  release(): Promise<void>;
+}
+
 export class Coordinator {
   private readonly lock = new ReadWriteLock();
+  private planCounter = 0;
   private transactionCounter = 0;
   private readonly transactionPrefix = randomBytes(6).toString("hex");
 
   constructor(private readonly options: CoordinatorOptions) {}
 
   async run(plan: Plan): Promise<QueryResult> {
+    return this.runOn(plan, { type: "execute", plan });
+  }
+
+  /**
+   * Prepares a plan for repeated runs. With one partition the plan is sent once and kept there, so each run sends
+   * only the plan's number and its parameters; with several the coordinator runs it itself and keeps it here.
+   */
+  async prepare(plan: Plan): Promise<PreparedPlan> {
+    const planId = (this.planCounter += 1);
+    const { transport, map } = this.options;
+    if (map.count === 1) await transport.request(0, { type: "register_plan", planId, plan });
+    let released = false;
+    return {
+      run: (parameters) => {
+        if (released) throw new SilkError("closed", "this prepared query was released");
+        const bound = { ...plan, parameters: { ...plan.parameters, ...parameters } };
+        return this.runOn(bound, { type: "execute_prepared", planId, parameters: bound.parameters });
+      },
+      release: async () => {
+        if (released) return;
+        released = true;
+        if (map.count === 1) await transport.request(0, { type: "release_plan", planId });
+      },
+    };
+  }
+
+  private async runOn(plan: Plan, request: Extract<PartitionRequest, { type: "execute" | "execute_prepared" }>): Promise<QueryResult> {
     const { transport, map } = this.options;
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
-    const executeOnOnlyPartition = async (): Promise<QueryResult> => expect(await transport.request(0, { type: "execute", plan }), "result").result;
+    const executeOnOnlyPartition = async (): Promise<QueryResult> => expect(await transport.request(0, request), "result").result;
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
     // its endpoints, then commits) cannot interleave with them.
     if (map.count === 1 && plan.requestType === "read") return executeOnOnlyPartition();

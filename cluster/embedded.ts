@@ -101,6 +101,12 @@ function readManifest(directory: string, partitions: number | undefined, create:
   return manifest;
 }
 
+/** A prepared operation tree (see Database.prepare). */
+export interface PreparedQuery {
+  run(parameters?: Readonly<Record<string, unknown>>): Promise<QueryResult>;
+  release(): Promise<void>;
+}
+
 export class Database {
   private closed = false;
 
@@ -180,6 +186,28 @@ export class Database {
     const plan = decodeRequest(tree);
     if (plan.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
     return this.coordinator.run(plan);
+  }
+
+  /**
+   * Decodes and checks a tree once for many runs; each `run(parameters)` is one transaction with the tree's
+   * parameters overridden by the given ones. This is how repeated queries avoid re-sending and re-decoding the
+   * tree (HelixQL endpoints are prepared this way). Call `release()` when done with it.
+   */
+  async prepare(tree: unknown): Promise<PreparedQuery> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    const plan = decodeRequest(tree);
+    if (plan.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
+    const prepared = await this.coordinator.prepare(plan);
+    return {
+      run: async (parameters = {}) => {
+        if (this.closed) throw new SilkError("closed", "this database handle was closed");
+        if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
+          throw new SilkError("invalid_type", "parameters must be an object");
+        }
+        return prepared.run(parameters);
+      },
+      release: () => prepared.release(),
+    };
   }
 
   /** Writes a batch of nodes and edges as one transaction (bulk import); see cluster/bulk-import.ts. */

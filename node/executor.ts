@@ -196,6 +196,7 @@ function requireWritable(scope: EvalScope, op: string): void {
 async function traverse(items: Element[], scope: EvalScope, directions: Direction[], label: string | undefined): Promise<AdjacencyEntry[][]> {
   const owners = items.filter((item) => item.kind !== "edge");
   const ids = owners.map((item) => item.id);
+  if (directions.length === 1) return scope.context.view.adjacency(ids, directions[0], label);
   const perDirection = await Promise.all(directions.map((direction) => scope.context.view.adjacency(ids, direction, label)));
   return ids.map((_, i) => perDirection.flatMap((lists) => lists[i]));
 }
@@ -225,7 +226,9 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       const items = elementsOf(await evalStep(step.input, scope), step.op);
       const directions: Direction[] = step.op === "both" ? ["out", "in"] : [step.op];
       const lists = await traverse(items, scope, directions, step.label);
-      return elements(lists.flatMap((list) => list.map((entry) => ({ kind: entry.otherKind as RecordKind, id: entry.other }))));
+      const neighbours: Element[] = [];
+      for (const list of lists) for (const entry of list) neighbours.push({ kind: entry.otherKind, id: entry.other });
+      return elements(neighbours);
     }
     case "out_e":
     case "in_e":
@@ -233,7 +236,9 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       const items = elementsOf(await evalStep(step.input, scope), step.op);
       const directions: Direction[] = step.op === "both_e" ? ["out", "in"] : [step.op === "out_e" ? "out" : "in"];
       const lists = await traverse(items, scope, directions, step.label);
-      return elements(lists.flatMap((list) => list.map((entry) => ({ kind: "edge" as const, id: entry.edge }))));
+      const edges: Element[] = [];
+      for (const list of lists) for (const entry of list) edges.push({ kind: "edge", id: entry.edge });
+      return elements(edges);
     }
     case "out_n":
     case "in_n":

@@ -4,7 +4,7 @@
  *   nodes / edges / vectors   id(8, big-endian)                                → msgpackr record
  *   out                       source(8) | edge label (UTF-8) | 0x00 | edge(8)  → target(8) | kind(1)
  *   in                        target(8) | edge label (UTF-8) | 0x00 | edge(8)  → source(8) | kind(1)
- *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty
+ *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty   (nodes and vectors only)
  *
  * Architecture invariant: "edges with label L out of node N" is the one prefix `N | L | 0x00` of `out`, and "all
  * edges out of N" the prefix `N`. Labels never contain 0x00 (the schema and the tree validator only admit

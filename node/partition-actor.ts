@@ -33,6 +33,8 @@ export class SnapshotReader implements BaseReader {
   }
 }
 
+export const PREPARED_PLANS_MAX = 100_000;
+
 export interface PartitionActorOptions {
   readonly store: PartitionStore;
   readonly schema: Schema | undefined;
@@ -42,6 +44,7 @@ export interface PartitionActorOptions {
 
 export class PartitionActor {
   private writeQueue: Promise<unknown> = Promise.resolve();
+  private readonly plans = new Map<number, Plan>();
 
   constructor(private readonly options: PartitionActorOptions) {}
 
@@ -62,11 +65,19 @@ export class PartitionActor {
     const { store } = this.options;
     switch (request.type) {
       case "execute":
-        if (request.plan.requestType === "write") {
-          this.requireWritable();
-          return this.serialized(() => this.execute(request.plan));
-        }
-        return this.execute(request.plan);
+        return this.executeAny(request.plan);
+      case "register_plan":
+        if (this.plans.size >= PREPARED_PLANS_MAX) throw new SilkError("limit_exceeded", `a partition keeps at most ${PREPARED_PLANS_MAX} prepared plans`);
+        this.plans.set(request.planId, request.plan);
+        return { type: "done" };
+      case "execute_prepared": {
+        const plan = this.plans.get(request.planId);
+        if (plan === undefined) throw new SilkError("internal", `no prepared plan ${request.planId} (it was released)`);
+        return this.executeAny({ ...plan, parameters: request.parameters });
+      }
+      case "release_plan":
+        this.plans.delete(request.planId);
+        return { type: "done" };
       case "read_records":
         return this.withSnapshot((reader) => ({ type: "records", records: reader.records(request.kind, request.ids) }));
       case "read_adjacency":
@@ -95,6 +106,14 @@ export class PartitionActor {
         throw new Error(`unknown request ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  private executeAny(plan: Plan): Promise<PartitionReplyBody> {
+    if (plan.requestType === "write") {
+      this.requireWritable();
+      return this.serialized(() => this.execute(plan));
+    }
+    return this.execute(plan);
   }
 
   private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {

@@ -170,8 +170,8 @@ export class PartitionStore {
         case "put_record": {
           const record = mutation.record;
           this.records[record.kind].putSync(idKey(record.id), encodeRecord(record));
-          this.labels.putSync(labelKey(record.kind, record.label, record.id), EMPTY);
-          if (record.kind === "edge") {
+          if (record.kind !== "edge") this.labels.putSync(labelKey(record.kind, record.label, record.id), EMPTY);
+          else {
             this.adjacency.out.putSync(adjacencyKey(record.from, record.label, record.id), adjacencyValue(record.to, record.toKind));
           }
           if (record.id > highest) highest = record.id;
@@ -180,8 +180,8 @@ export class PartitionStore {
         case "delete_record": {
           const record = mutation.record;
           this.records[record.kind].removeSync(idKey(record.id));
-          this.labels.removeSync(labelKey(record.kind, record.label, record.id));
-          if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKey(record.from, record.label, record.id));
+          if (record.kind !== "edge") this.labels.removeSync(labelKey(record.kind, record.label, record.id));
+          else this.adjacency.out.removeSync(adjacencyKey(record.from, record.label, record.id));
           break;
         }
         case "put_in":
@@ -264,7 +264,7 @@ export class Snapshot {
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
     const range = adjacencyRange(owner, label);
     const entries: AdjacencyEntry[] = [];
-    for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...range, transaction: this.transaction })) {
+    for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...range, transaction: this.cursorTransaction() })) {
       entries.push({
         edge: adjacencyKeyEdge(key),
         // With a label given, every key in the range carries it: no need to decode it again.
@@ -276,13 +276,37 @@ export class Snapshot {
     return entries;
   }
 
-  /** Every ID of one kind and label, in ID order. */
+  /**
+   * The transaction option for range reads. Passing a transaction makes lmdb-js open a fresh native cursor per
+   * range (it costs about a third of a short adjacency scan); while this snapshot's transaction is still lmdb-js's
+   * current shared read transaction (`notCurrent` unset), an implicit read uses that same transaction and reuses a
+   * cached cursor, so the snapshot is the same either way.
+   */
+  private cursorTransaction(): Transaction | undefined {
+    return (this.transaction as Transaction & { notCurrent?: boolean }).notCurrent ? this.transaction : undefined;
+  }
+
+  /**
+   * Every ID of one kind and label, in ID order. Nodes and vectors have a label index; edges do not (it would cost
+   * a quarter of every edge write), so an edge label is a scan of the out-adjacency keys, which carry the label.
+   */
   idsOfLabel(kind: RecordKind, label: string): bigint[] {
+    if (kind === "edge") return this.edgeIdsOfLabel(label);
     const ids: bigint[] = [];
     for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) {
       ids.push(readId(key, key.length - 8));
     }
     return ids;
+  }
+
+  private edgeIdsOfLabel(label: string): bigint[] {
+    const ids: bigint[] = [];
+    const wanted = Buffer.from(label, "utf8");
+    for (const key of this.adjacencyDbs.out.getKeys({ transaction: this.transaction })) {
+      const labelEnd = key.length - 9;
+      if (labelEnd - 8 === wanted.length && wanted.equals(key.subarray(8, labelEnd))) ids.push(adjacencyKeyEdge(key));
+    }
+    return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   /** Every ID of one kind, in ID order. */

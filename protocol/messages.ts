@@ -10,6 +10,10 @@ import type { Plan } from "./tree.js";
 export type PartitionRequest =
   /** Runs a whole plan on this partition in one LMDB transaction (the single-partition fast path). */
   | { readonly type: "execute"; readonly plan: Plan }
+  /** Keeps a plan on the partition so repeated runs send only its number and parameters (prepared queries). */
+  | { readonly type: "register_plan"; readonly planId: number; readonly plan: Plan }
+  | { readonly type: "execute_prepared"; readonly planId: number; readonly parameters: Readonly<Record<string, unknown>> }
+  | { readonly type: "release_plan"; readonly planId: number }
   | { readonly type: "read_records"; readonly kind: RecordKind; readonly ids: readonly bigint[] }
   | { readonly type: "read_adjacency"; readonly owners: readonly bigint[]; readonly direction: Direction; readonly label?: string }
   | { readonly type: "read_label"; readonly kind: RecordKind; readonly label: string }
