@@ -522,7 +522,12 @@ async function mutate(step: Extract<Step, { op: "add_n" | "add_e" | "add_v" | "s
 async function addEdges(step: Extract<Step, { op: "add_e" }>, scope: EvalScope): Promise<Stream> {
   const { view, schema, now } = scope.context;
   checkLabel(schema, "edge", step.label);
-  const sources = await loaded(view, elementsOf(await evalStep(step.input, scope), "add_e").filter((item) => item.kind !== "edge"));
+  // Sources named by ID must exist, as targets must: an edge from a missing node is an error, not nothing.
+  const input = step.input;
+  const namedSources = (input.op === "nodes" || input.op === "vectors") && (input.ref.kind === "ids" || input.ref.kind === "param");
+  const sources = namedSources
+    ? await resolveEndpoints(input.ref, scope)
+    : await loaded(view, elementsOf(await evalStep(input, scope), "add_e").filter((item) => item.kind !== "edge"));
   const targets = await resolveEndpoints(step.to, scope);
   const declared = schema?.edges.get(step.label);
   for (const [role, list, expected] of [["From", sources, declared?.from], ["To", targets, declared?.to]] as const) {
@@ -556,7 +561,7 @@ async function addEdges(step: Extract<Step, { op: "add_e" }>, scope: EvalScope):
   return elements(created);
 }
 
-/** An edge's `to`: nodes or vectors, which must exist (an ID naming nothing is `node_not_found`). */
+/** An edge's endpoints named by reference: nodes or vectors, which must exist (an ID naming nothing is `node_not_found`). */
 async function resolveEndpoints(ref: Ref, scope: EvalScope): Promise<Element[]> {
   const { view } = scope.context;
   if (ref.kind === "var") {
@@ -567,14 +572,14 @@ async function resolveEndpoints(ref: Ref, scope: EvalScope): Promise<Element[]> 
   if (ref.kind === "all") return loaded(view, (await view.allIds("node")).map((id) => ({ kind: "node" as const, id })));
   const raw = ref.kind === "ids" ? ref.ids : scope.parameters[ref.name];
   if (ref.kind === "param" && !(ref.name in scope.parameters)) {
-    throw new SilkError("missing_parameter", `add_e.to: parameter ${JSON.stringify(ref.name)} was not supplied`);
+    throw new SilkError("missing_parameter", `add_e: parameter ${JSON.stringify(ref.name)} was not supplied`);
   }
-  const ids = (Array.isArray(raw) ? raw : [raw]).map((id, i) => parseId(id, `add_e.to[${i}]`));
+  const ids = (Array.isArray(raw) ? raw : [raw]).map((id, i) => parseId(id, `add_e endpoint [${i}]`));
   const found: Element[] = [];
   for (const id of ids) {
     const [node] = await view.records("node", [id]);
     const record = node ?? (await view.records("vector", [id]))[0];
-    if (record === undefined) throw new SilkError("node_not_found", `add_e.to: no node or vector has id ${idToString(id)}`);
+    if (record === undefined) throw new SilkError("node_not_found", `add_e: no node or vector has id ${idToString(id)}`);
     found.push({ kind: record.kind, id, record });
   }
   return found;
@@ -592,9 +597,14 @@ async function dropAll(items: Element[], scope: EvalScope): Promise<void> {
   for (const owner of owners) view.drop(owner.record!);
 }
 
+/**
+ * Renders a returned stream. Records show their state at the end of the transaction: after a write, every record is
+ * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
+ */
 async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
   if (stream.kind === "scalar") return stream.value;
   if (stream.kind === "values") return stream.items;
-  const items = await loaded(context.view, stream.items);
+  const fresh = context.view.hasWrites ? stream.items.map((item) => ({ kind: item.kind, id: item.id })) : stream.items;
+  const items = await loaded(context.view, fresh);
   return items.map((item) => recordToJson(item.record!));
 }
