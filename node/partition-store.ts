@@ -262,9 +262,9 @@ export class Snapshot {
   }
 
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
-    const range = adjacencyRange(owner, label);
+    const { start, end } = adjacencyRange(owner, label);
     const entries: AdjacencyEntry[] = [];
-    for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...range, transaction: this.cursorTransaction() })) {
+    for (const { key, value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
       entries.push({
         edge: adjacencyKeyEdge(key),
         // With a label given, every key in the range carries it: no need to decode it again.
