@@ -79,6 +79,10 @@ class ScatterReader implements BaseReader {
     return result;
   }
 
+  async exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
+    return (await this.records(kind, ids)).map((record) => record !== undefined);
+  }
+
   async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
     const result: AdjacencyEntry[][] = new Array(owners.length);
     await Promise.all(

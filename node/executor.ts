@@ -144,13 +144,23 @@ export async function loaded(view: TxnView, items: Element[]): Promise<Element[]
   return items.filter((item) => item.record !== undefined);
 }
 
+/** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
+async function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Promise<Element[]> {
+  const found = await view.exists(kind, ids);
+  const items: Element[] = [];
+  ids.forEach((id, i) => {
+    if (found[i]) items.push({ kind, id });
+  });
+  return items;
+}
+
 async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string): Promise<Element[]> {
   const { view } = scope.context;
   switch (ref.kind) {
     case "all":
       return (await view.allIds(kind)).map((id) => ({ kind, id }));
     case "ids":
-      return loaded(view, ref.ids.map((id) => ({ kind, id })));
+      return existing(view, kind, ref.ids);
     case "var": {
       const stream = scope.variables.get(ref.name);
       if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(ref.name)}`);
@@ -160,7 +170,7 @@ async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: s
       if (!(ref.name in scope.parameters)) throw new SilkError("missing_parameter", `${where}: parameter ${JSON.stringify(ref.name)} was not supplied`);
       const raw = scope.parameters[ref.name];
       const list = Array.isArray(raw) ? raw : [raw];
-      return loaded(view, list.map((id, i) => ({ kind, id: parseId(id, `parameter ${ref.name}[${i}]`) })));
+      return existing(view, kind, list.map((id, i) => parseId(id, `parameter ${ref.name}[${i}]`)));
     }
     default: {
       const unreachable: never = ref;

@@ -20,6 +20,10 @@ export class SnapshotReader implements BaseReader {
     return ids.map((id) => this.snapshot.record(kind, id));
   }
 
+  exists(kind: RecordKind, ids: readonly bigint[]): boolean[] {
+    return ids.map((id) => this.snapshot.exists(kind, id));
+  }
+
   adjacency(owners: readonly bigint[], direction: Direction, label?: string): AdjacencyEntry[][] {
     return owners.map((owner) => this.snapshot.adjacency(owner, direction, label));
   }

@@ -258,7 +258,9 @@ export class Snapshot {
   }
 
   exists(kind: RecordKind, id: bigint): boolean {
-    return this.records[kind].get(idKey(id), { transaction: this.transaction }) !== undefined;
+    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
+    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Buffer | undefined;
+    return read.call(this.records[kind], idKey(id), { transaction: this.transaction }) !== undefined;
   }
 
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {

@@ -13,6 +13,8 @@ type MaybePromise<T> = T | Promise<T>;
 /** Committed data as of the invocation's start. Batched, so a remote implementation costs one round trip a step. */
 export interface BaseReader {
   records(kind: RecordKind, ids: readonly bigint[]): MaybePromise<(StoredRecord | undefined)[]>;
+  /** Whether each ID names a record of this kind (cheaper than `records`: nothing is decoded). */
+  exists(kind: RecordKind, ids: readonly bigint[]): MaybePromise<boolean[]>;
   adjacency(owners: readonly bigint[], direction: Direction, label?: string): MaybePromise<AdjacencyEntry[][]>;
   idsOfLabel(kind: RecordKind, label: string): MaybePromise<bigint[]>;
   allIds(kind: RecordKind): MaybePromise<bigint[]>;
@@ -55,6 +57,11 @@ export class TxnView {
       missing.forEach((index, j) => (result[index] = fetched[j]));
     }
     return result;
+  }
+
+  async exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
+    if (this.changed.size === 0) return this.base.exists(kind, ids);
+    return (await this.records(kind, ids)).map((record) => record !== undefined);
   }
 
   async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
