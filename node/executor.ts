@@ -8,7 +8,7 @@ import { idToString, parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Bound, Entry, Input, Plan, Predicate, PropertyAssignments, Ref, Step } from "../protocol/tree.js";
-import { valueToJson, type Properties, type Value } from "../protocol/values.js";
+import { compareValues, valueToJson, type Properties, type Value } from "../protocol/values.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { checkLabel, prepareCreate, prepareUpdate, toVector } from "./validation.js";
 import type { TxnView } from "./txn-view.js";
@@ -390,7 +390,6 @@ async function orderBy(step: Extract<Step, { op: "order_by" }>, scope: EvalScope
   const keyed = await Promise.all(
     items.map(async (element) => ({ element, key: await evaluateExpr({ kind: "property", path: step.path }, element, scope) })),
   );
-  const { compareValues } = await import("../protocol/values.js");
   const sign = step.order === "asc" ? 1 : -1;
   keyed.sort((a, b) => {
     // Records without the property sort last in either direction.
