@@ -12,6 +12,7 @@
  */
 import { SilkError } from "./errors.js";
 import { parseId } from "./ids.js";
+import { checkParameters } from "./parameter-types.js";
 import type { Value } from "./values.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -621,7 +622,8 @@ export function decodeRequest(body: Json): Plan {
   if (requestType === "read" && entriesContainMutation(entries)) {
     throw new SilkError("write_in_read", "a read batch contains a mutation; send it with request_type write");
   }
-  const parameters = request.parameters === undefined || request.parameters === null ? {} : objectAt(request.parameters, "$.parameters");
+  const supplied = request.parameters === undefined || request.parameters === null ? {} : objectAt(request.parameters, "$.parameters");
+  const parameters = request.parameter_types === undefined || request.parameter_types === null ? supplied : checkParameters(request.parameter_types, supplied);
   return {
     requestType,
     queryName: typeof request.query_name === "string" ? request.query_name : undefined,
