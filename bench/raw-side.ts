@@ -1,6 +1,6 @@
 /**
  * The raw ceiling: a separate lmdb-js environment holding the same bytes Silk would write for the same graph (the
- * key layout of node/keys.ts, node and edge records packed with Silk's own msgpackr settings), read by tight
+ * key layout of node/keys.ts, node and edge records encoded by Silk's own encodeRecord), read by tight
  * synchronous loops over `get` and `getRange`. No executor, no operation tree, no transport: what is left is the
  * cost of LMDB and lmdb-js on this machine, the best any engine on this stack can do with this layout.
  *
@@ -45,6 +45,7 @@ export class RawSide {
 
   private readonly keys: SilkModules["keys"];
   private readonly packr: SilkModules["packr"];
+  private readonly encodeRecord: SilkModules["encodeRecord"];
 
   private constructor(
     private readonly directory: string,
@@ -52,6 +53,7 @@ export class RawSide {
   ) {
     this.keys = silk.keys;
     this.packr = silk.packr;
+    this.encodeRecord = silk.encodeRecord;
     this.root = openLmdb({ path: directory, maxDbs: 16, encoding: "binary" });
     const binary = (name: string): LmdbDatabase<Buffer, Buffer> =>
       this.root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
@@ -106,7 +108,10 @@ export class RawSide {
     }
     endpoints.forEach(([from, to], i) => {
       const edge = edgeIds[i];
-      this.edgeRecords.putSync(keys.idKey(edge), packr.pack([EDGE_LABEL, from, to, {}, "node", "node"]));
+      this.edgeRecords.putSync(
+        keys.idKey(edge),
+        this.encodeRecord({ kind: "edge", id: edge, label: EDGE_LABEL, from, to, fromKind: "node", toKind: "node", props: {} }),
+      );
       this.outgoing.putSync(keys.adjacencyKey(from, EDGE_LABEL, edge), keys.adjacencyValue(to, "node"));
       this.incoming.putSync(keys.adjacencyKey(to, EDGE_LABEL, edge), keys.adjacencyValue(from, "node"));
     });

@@ -17,6 +17,7 @@ export interface SilkModules {
   readonly index: typeof SilkIndex;
   readonly keys: typeof SilkKeys;
   readonly packr: typeof SilkStore.packr;
+  readonly encodeRecord: typeof SilkStore.encodeRecord;
   /** What was loaded, for the report header. */
   readonly origin: string;
 }
@@ -63,5 +64,5 @@ export async function loadSilkModules(forceSource: boolean, notice: (message: st
     importFrom<typeof SilkKeys>(base, "node/keys.js"),
     importFrom<typeof SilkStore>(base, "node/partition-store.js"),
   ]);
-  return { index, keys, packr: store.packr, origin: useSource ? "TypeScript sources through tsx" : "dist/ (compiled by tsc)" };
+  return { index, keys, packr: store.packr, encodeRecord: store.encodeRecord, origin: useSource ? "TypeScript sources through tsx" : "dist/ (compiled by tsc)" };
 }

@@ -140,6 +140,8 @@ const KNOWN_UNSUPPORTED = new Set([
 export const TREE_DEPTH_MAX = 255;
 export const BATCH_ENTRIES_MAX = 1_000;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Labels are stored with a one-byte length (node/partition-store.ts). */
+export const LABEL_BYTES_MAX = 255;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.
@@ -166,7 +168,9 @@ function stringAt(value: Json, path: string): string {
 
 function labelAt(value: Json, path: string): string {
   const label = stringAt(value, path);
-  if (!IDENTIFIER.test(label)) throw fault(path, `label ${JSON.stringify(label)} is not an identifier`);
+  if (!IDENTIFIER.test(label) || label.length > LABEL_BYTES_MAX) {
+    throw fault(path, `label ${JSON.stringify(label)} is not an identifier of at most ${LABEL_BYTES_MAX} characters`);
+  }
   return label;
 }
 
