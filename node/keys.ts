@@ -11,6 +11,8 @@
  * identifiers), so the separator cannot occur inside a label.
  */
 
+import { writeU64 } from "../protocol/ids.js";
+
 export const ID_BYTES = 8;
 
 export type RecordKind = "node" | "edge" | "vector";
@@ -19,7 +21,7 @@ const KIND_BYTE: Record<RecordKind, number> = { node: 0x4e, edge: 0x45, vector: 
 
 export function idKey(id: bigint): Buffer {
   const key = Buffer.allocUnsafe(ID_BYTES);
-  key.writeBigUInt64BE(id, 0);
+  writeU64(key, id, 0);
   return key;
 }
 
@@ -32,10 +34,10 @@ export function readId(bytes: Uint8Array, offset = 0): bigint {
 export function adjacencyKey(owner: bigint, label: string, edge: bigint): Buffer {
   const labelBytes = Buffer.byteLength(label, "utf8");
   const key = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1 + ID_BYTES);
-  key.writeBigUInt64BE(owner, 0);
+  writeU64(key, owner, 0);
   key.write(label, ID_BYTES, "utf8");
   key[ID_BYTES + labelBytes] = 0;
-  key.writeBigUInt64BE(edge, ID_BYTES + labelBytes + 1);
+  writeU64(key, edge, ID_BYTES + labelBytes + 1);
   return key;
 }
 
@@ -50,7 +52,7 @@ export function adjacencyRange(owner: bigint, label?: string): { start: Buffer; 
   }
   const labelBytes = Buffer.byteLength(label, "utf8");
   const start = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1);
-  start.writeBigUInt64BE(owner, 0);
+  writeU64(start, owner, 0);
   start.write(label, ID_BYTES, "utf8");
   start[ID_BYTES + labelBytes] = 0;
   const end = Buffer.from(start);
@@ -74,7 +76,7 @@ export function labelKey(kind: RecordKind, label: string, id: bigint): Buffer {
   key[0] = KIND_BYTE[kind];
   key.write(label, 1, "utf8");
   key[1 + labelBytes] = 0;
-  key.writeBigUInt64BE(id, 2 + labelBytes);
+  writeU64(key, id, 2 + labelBytes);
   return key;
 }
 
@@ -92,7 +94,7 @@ export function labelRange(kind: RecordKind, label: string): { start: Buffer; en
 /** The value of an adjacency entry: the record at the other end and its kind, so traversals need no lookup. */
 export function adjacencyValue(other: bigint, kind: "node" | "vector"): Buffer {
   const value = Buffer.allocUnsafe(ID_BYTES + 1);
-  value.writeBigUInt64BE(other, 0);
+  writeU64(value, other, 0);
   value[ID_BYTES] = KIND_BYTE[kind];
   return value;
 }

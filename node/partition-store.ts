@@ -9,6 +9,7 @@
 import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { Packr } from "msgpackr";
 import { SilkError } from "../protocol/errors.js";
+import { writeU64 } from "../protocol/ids.js";
 import { decodeMutations, encodeMutations } from "../protocol/mutation-codec.js";
 import type { AdjacencyEntry, Direction, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
@@ -220,8 +221,8 @@ function encodeEdge(record: Extract<StoredRecord, { kind: "edge" }>): Buffer {
   }
   const props = empty ? undefined : packr.pack(record.props);
   const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + labelBytes + (props?.length ?? 0));
-  value.writeBigUInt64BE(record.from, 0);
-  value.writeBigUInt64BE(record.to, 8);
+  writeU64(value, record.from, 0);
+  writeU64(value, record.to, 8);
   value[16] = record.fromKind === "vector" ? 1 : 0;
   value[17] = record.toKind === "vector" ? 1 : 0;
   value[18] = labelBytes;

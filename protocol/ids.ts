@@ -69,3 +69,16 @@ function describeIdInput(input: unknown): string {
   if (Array.isArray(input)) return "an array";
   return `a value of type ${typeof input}`;
 }
+
+// Writing a u64 through one scratch DataView and copying its 8 bytes is about twice as fast as
+// Buffer#writeBigUInt64BE, whose range checks on BigInts dominate bulk writes of keys and mutation lists.
+const scratch = new ArrayBuffer(8);
+const scratchView = new DataView(scratch);
+const scratchBytes = new Uint8Array(scratch);
+
+/** Writes `value` (0 to 2^64-1) big-endian at `offset`; returns the offset after it. */
+export function writeU64(target: Uint8Array, value: bigint, offset: number): number {
+  scratchView.setBigUint64(0, value, false);
+  target.set(scratchBytes, offset);
+  return offset + 8;
+}

@@ -15,6 +15,7 @@
  */
 import { Packr } from "msgpackr";
 import { SilkError } from "./errors.js";
+import { writeU64 } from "./ids.js";
 import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "./records.js";
 import type { Properties } from "./values.js";
 
@@ -45,7 +46,7 @@ class Writer {
 
   u64(value: bigint): void {
     this.room(8);
-    this.offset = this.buffer.writeBigUInt64BE(value, this.offset);
+    this.offset = writeU64(this.buffer, value, this.offset);
   }
 
   f64(value: number): void {
