@@ -127,11 +127,9 @@ export class TxnView {
     this.changed.set(record.id, null);
   }
 
+  /** Keeps the committed form of a record the first time this invocation changes it. */
   private remember(record: StoredRecord): void {
-    if (!this.created.has(record.id) && !this.original.has(record.id)) {
-      const committed = this.changed.has(record.id) ? undefined : record;
-      if (committed) this.original.set(record.id, committed);
-    }
+    if (!this.changed.has(record.id)) this.original.set(record.id, record);
   }
 
   private addCreatedAdjacency(direction: Direction, owner: bigint, entry: AdjacencyEntry): void {
