@@ -6,7 +6,7 @@
 import { SilkError } from "../protocol/errors.js";
 import type { RecordKind } from "../protocol/records.js";
 import { prepareProperties, type FieldDecl, type Schema } from "../protocol/schema.js";
-import { LABEL_BYTES_MAX } from "../protocol/tree.js";
+import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree.js";
 import { RESERVED_LABEL_KEY, type Properties, type Value } from "../protocol/values.js";
 
 const KIND_WORD: Record<RecordKind, string> = { node: "N::", edge: "E::", vector: "V::" };
@@ -17,11 +17,9 @@ function fieldsOf(schema: Schema, kind: RecordKind, label: string): ReadonlyMap<
   return declared.fields;
 }
 
-const LABEL = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
 export function checkLabel(schema: Schema | undefined, kind: RecordKind, label: string): void {
   if (schema !== undefined) fieldsOf(schema, kind, label);
-  else if (!LABEL.test(label) || label.length > LABEL_BYTES_MAX) {
+  else if (!isLabel(label)) {
     throw new SilkError("unknown_label", `label ${JSON.stringify(label)} is not an identifier of at most ${LABEL_BYTES_MAX} characters`);
   }
 }

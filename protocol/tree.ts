@@ -143,6 +143,11 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Labels are stored with a one-byte length (node/partition-store.ts). */
 export const LABEL_BYTES_MAX = 255;
 
+/** A label is an identifier of at most LABEL_BYTES_MAX characters (ASCII, so characters are bytes). */
+export function isLabel(label: string): boolean {
+  return label.length <= LABEL_BYTES_MAX && IDENTIFIER.test(label);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.
 
@@ -168,7 +173,7 @@ function stringAt(value: Json, path: string): string {
 
 function labelAt(value: Json, path: string): string {
   const label = stringAt(value, path);
-  if (!IDENTIFIER.test(label) || label.length > LABEL_BYTES_MAX) {
+  if (!isLabel(label)) {
     throw fault(path, `label ${JSON.stringify(label)} is not an identifier of at most ${LABEL_BYTES_MAX} characters`);
   }
   return label;
