@@ -26,7 +26,7 @@ import {
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
-import { TxnView, type BaseReader, type IdSource } from "../node/txn-view.js";
+import { TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
 import type { DecisionLog } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
@@ -91,6 +91,13 @@ class ScatterReader implements BaseReader {
         expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
       }),
     );
+    return result;
+  }
+
+  async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
+    const lists = await this.adjacency(owners, direction, label);
+    const result: Neighbour[] = [];
+    for (const list of lists) for (const entry of list) result.push({ kind: entry.otherKind, id: entry.other });
     return result;
   }
 

@@ -234,8 +234,9 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "in":
     case "both": {
       const items = elementsOf(await evalStep(step.input, scope), step.op);
-      const directions: Direction[] = step.op === "both" ? ["out", "in"] : [step.op];
-      const lists = await traverse(items, scope, directions, step.label);
+      const owners = items.filter((item) => item.kind !== "edge").map((item) => item.id);
+      if (step.op !== "both") return elements(await view.neighbours(owners, step.op, step.label));
+      const lists = await traverse(items, scope, ["out", "in"], step.label);
       const neighbours: Element[] = [];
       for (const list of lists) for (const entry of list) neighbours.push({ kind: entry.otherKind, id: entry.other });
       return elements(neighbours);

@@ -10,7 +10,7 @@ import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { executePlan } from "./executor.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
-import { TxnView, type BaseReader } from "./txn-view.js";
+import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
 
 /** Reads of one partition through one snapshot. */
 export class SnapshotReader implements BaseReader {
@@ -26,6 +26,12 @@ export class SnapshotReader implements BaseReader {
 
   adjacency(owners: readonly bigint[], direction: Direction, label?: string): AdjacencyEntry[][] {
     return owners.map((owner) => this.snapshot.adjacency(owner, direction, label));
+  }
+
+  neighbours(owners: readonly bigint[], direction: Direction, label?: string): Neighbour[] {
+    const result: Neighbour[] = [];
+    for (const owner of owners) this.snapshot.neighbours(owner, direction, label, result);
+    return result;
   }
 
   idsOfLabel(kind: RecordKind, label: string): bigint[] {

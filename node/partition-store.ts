@@ -318,6 +318,14 @@ export class Snapshot {
     return entries;
   }
 
+  /** Appends the other ends of one owner's edges to `into` (no edge IDs decoded: the hot path of Out and In). */
+  neighbours(owner: bigint, direction: Direction, label: string | undefined, into: { kind: "node" | "vector"; id: bigint }[]): void {
+    const { start, end } = adjacencyRange(owner, label);
+    for (const { value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
+      into.push({ kind: adjacencyValueKind(value), id: value.readBigUInt64BE(0) });
+    }
+  }
+
   /**
    * The transaction option for range reads. Passing a transaction makes lmdb-js open a fresh native cursor per
    * range (it costs about a third of a short adjacency scan); while this snapshot's transaction is still lmdb-js's

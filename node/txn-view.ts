@@ -16,8 +16,15 @@ export interface BaseReader {
   /** Whether each ID names a record of this kind (cheaper than `records`: nothing is decoded). */
   exists(kind: RecordKind, ids: readonly bigint[]): MaybePromise<boolean[]>;
   adjacency(owners: readonly bigint[], direction: Direction, label?: string): MaybePromise<AdjacencyEntry[][]>;
+  /** The records at the other ends of the owners' edges, flattened: `adjacency` without edge IDs and labels. */
+  neighbours(owners: readonly bigint[], direction: Direction, label?: string): MaybePromise<Neighbour[]>;
   idsOfLabel(kind: RecordKind, label: string): MaybePromise<bigint[]>;
   allIds(kind: RecordKind): MaybePromise<bigint[]>;
+}
+
+export interface Neighbour {
+  readonly kind: EndpointKind;
+  readonly id: bigint;
 }
 
 /** Hands out new IDs; `near` names the record whose partition should own the new one (an edge's source). */
@@ -75,6 +82,15 @@ export class TxnView {
       }
       return live;
     });
+  }
+
+  /** Neighbours through committed data alone while nothing changed (the fast path of Out and In). */
+  async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
+    if (this.changed.size === 0) return this.base.neighbours(owners, direction, label);
+    const lists = await this.adjacency(owners, direction, label);
+    const result: Neighbour[] = [];
+    for (const list of lists) for (const entry of list) result.push({ kind: entry.otherKind, id: entry.other });
+    return result;
   }
 
   async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
