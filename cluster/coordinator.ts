@@ -13,6 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { SilkError } from "../protocol/errors.js";
+import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import {
   mutationOwner,
@@ -273,7 +274,7 @@ export class Coordinator {
     }
     const participants = [...byPartition.keys()].sort((a, b) => a - b);
     if (participants.length === 1) {
-      await transport.request(participants[0], { type: "apply", mutations: byPartition.get(participants[0])! });
+      await transport.request(participants[0], { type: "apply", batch: encodeMutations(byPartition.get(participants[0])!) });
       return;
     }
     const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
@@ -281,7 +282,7 @@ export class Coordinator {
     const prepared: number[] = [];
     try {
       for (const partition of participants) {
-        await transport.request(partition, { type: "prepare", txid, mutations: byPartition.get(partition)! });
+        await transport.request(partition, { type: "prepare", txid, batch: encodeMutations(byPartition.get(partition)!) });
         prepared.push(partition);
         if (prepared.length === 1) hook("prepared_first", txid);
       }

@@ -102,3 +102,39 @@ export function adjacencyValue(other: bigint, kind: "node" | "vector"): Buffer {
 export function adjacencyValueKind(value: Uint8Array): "node" | "vector" {
   return value[ID_BYTES] === KIND_BYTE.vector ? "vector" : "node";
 }
+
+// Builders from raw bytes: the same keys as above, assembled from the 8-byte IDs inside an encoded mutation list
+// (protocol/mutation-codec.ts) without a BigInt in between. `kindByte` is a record-kind byte (N or V).
+
+export function adjacencyKeyFrom(ids: Buffer, ownerAt: number, label: Buffer, edgeAt: number): Buffer {
+  const key = Buffer.allocUnsafe(ID_BYTES + label.length + 1 + ID_BYTES);
+  copyBytes(ids, ownerAt, key, 0, ID_BYTES);
+  copyBytes(label, 0, key, ID_BYTES, label.length);
+  key[ID_BYTES + label.length] = 0;
+  copyBytes(ids, edgeAt, key, ID_BYTES + label.length + 1, ID_BYTES);
+  return key;
+}
+
+export function adjacencyValueFrom(ids: Buffer, otherAt: number, kindByte: number): Buffer {
+  const value = Buffer.allocUnsafe(ID_BYTES + 1);
+  copyBytes(ids, otherAt, value, 0, ID_BYTES);
+  value[ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
+  return value;
+}
+
+export function labelKeyFrom(kind: RecordKind, label: Buffer, ids: Buffer, idAt: number): Buffer {
+  const key = Buffer.allocUnsafe(1 + label.length + 1 + ID_BYTES);
+  key[0] = KIND_BYTE[kind];
+  copyBytes(label, 0, key, 1, label.length);
+  key[1 + label.length] = 0;
+  copyBytes(ids, idAt, key, 2 + label.length, ID_BYTES);
+  return key;
+}
+
+/**
+ * Copies a few bytes. For the 8-byte IDs and short labels of keys a plain loop is several times faster than
+ * Buffer#copy, whose argument checks dominate at this size.
+ */
+export function copyBytes(source: Uint8Array, sourceAt: number, target: Uint8Array, targetAt: number, length: number): void {
+  for (let i = 0; i < length; i += 1) target[targetAt + i] = source[sourceAt + i];
+}

@@ -4,6 +4,7 @@
  * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots.
  */
 import { SilkError, asSilkError } from "../protocol/errors.js";
+import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
@@ -101,10 +102,10 @@ export class PartitionActor {
         return { type: "id", id: store.allocateIds(request.count) };
       case "apply":
         this.requireWritable();
-        return this.serialized(async () => (store.apply(request.mutations), { type: "done" as const }));
+        return this.serialized(async () => (store.apply(request.batch), { type: "done" as const }));
       case "prepare":
         this.requireWritable();
-        return this.serialized(async () => (store.prepare(request.txid, request.mutations), { type: "done" as const }));
+        return this.serialized(async () => (store.prepare(request.txid, request.batch), { type: "done" as const }));
       case "commit":
         return this.serialized(async () => (store.commitPrepared(request.txid), { type: "done" as const }));
       case "abort":
@@ -150,7 +151,7 @@ export class PartitionActor {
       const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
       const writable = plan.requestType === "write" && this.options.writable;
       const result = await executePlan(plan, { view, schema, now, writable });
-      if (view.hasWrites) store.apply(view.mutations());
+      if (view.hasWrites) store.apply(encodeMutations(view.mutations()));
       return { type: "result", result };
     } finally {
       snapshot.close();

@@ -10,18 +10,26 @@ import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { Packr } from "msgpackr";
 import { SilkError } from "../protocol/errors.js";
 import { writeU64 } from "../protocol/ids.js";
-import { decodeMutations, encodeMutations } from "../protocol/mutation-codec.js";
+import {
+  decodeMutations,
+  ENDPOINT_KIND_BYTES,
+  visitMutations,
+  type EncodedLabel,
+  type EncodedRecord,
+} from "../protocol/mutation-codec.js";
 import type { AdjacencyEntry, Direction, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 import {
-  adjacencyKey,
-  adjacencyRange,
-  adjacencyValue,
-  adjacencyValueKind,
   adjacencyKeyEdge,
+  adjacencyKeyFrom,
   adjacencyKeyLabel,
+  adjacencyRange,
+  adjacencyValueFrom,
+  adjacencyValueKind,
+  copyBytes,
   idKey,
-  labelKey,
+  ID_BYTES,
+  labelKeyFrom,
   labelRange,
   readId,
 } from "./keys.js";
@@ -113,17 +121,16 @@ export class PartitionStore {
     return new Snapshot(this.root.useReadTransaction(), this.records, this.adjacency, this.labels);
   }
 
-  /** Applies a whole mutation list as one LMDB transaction (a single-partition commit). */
-  apply(mutations: readonly Mutation[]): void {
-    this.root.transactionSync(() => this.write(mutations));
+  /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */
+  apply(batch: Uint8Array): void {
+    this.root.transactionSync(() => this.write(batch));
   }
 
   /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
-  prepare(txid: string, mutations: readonly Mutation[]): void {
-    for (const mutation of mutations) this.assertOwned(mutation);
-    const encoded = encodeMutations(mutations);
+  prepare(txid: string, batch: Uint8Array): void {
+    this.assertOwned(batch);
     this.root.transactionSync(() => {
-      this.intents.putSync(txid, encoded);
+      this.intents.putSync(txid, Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength));
     });
   }
 
@@ -132,7 +139,7 @@ export class PartitionStore {
     this.root.transactionSync(() => {
       const encoded = this.intents.get(txid);
       if (encoded === undefined) return;
-      this.write(decodeMutations(encoded));
+      this.write(encoded);
       this.intents.removeSync(txid);
     });
   }
@@ -157,49 +164,59 @@ export class PartitionStore {
     await this.root.close();
   }
 
-  private assertOwned(mutation: Mutation): void {
-    const owner = mutation.op === "put_in" || mutation.op === "delete_in" ? mutation.target : mutation.record.id;
-    if (!this.owns(owner)) throw new SilkError("internal", `partition does not own id ${owner} (a routing bug)`);
+  /** Refuses a list that touches a key another partition owns (a routing bug), before anything is written. */
+  private assertOwned(batch: Uint8Array): void {
+    const check = (bytes: Buffer, at: number): void => {
+      const owner = bytes.readBigUInt64BE(at);
+      if (!this.owns(owner)) throw new SilkError("internal", `partition does not own id ${owner} (a routing bug)`);
+    };
+    visitMutations(batch, {
+      putRecord: (bytes, record) => check(bytes, record.idAt),
+      deleteRecord: (bytes, record) => check(bytes, record.idAt),
+      putIn: (bytes, targetAt) => check(bytes, targetAt),
+      deleteIn: (bytes, targetAt) => check(bytes, targetAt),
+    });
   }
 
-  /** The body of every write transaction; runs inside `transactionSync`. */
-  private write(mutations: readonly Mutation[]): void {
+  /**
+   * The body of every write transaction; runs inside `transactionSync`. Keys and values are assembled straight from
+   * the encoded list's bytes: no mutation objects, no BigInts but one per record for the ID counter.
+   */
+  private write(batch: Uint8Array): void {
     let highest = this.nextId - 1n;
-    for (const mutation of mutations) {
-      this.assertOwned(mutation);
-      switch (mutation.op) {
-        case "put_record": {
-          const record = mutation.record;
-          this.records[record.kind].putSync(idKey(record.id), encodeRecord(record));
-          if (record.kind !== "edge") this.labels.putSync(labelKey(record.kind, record.label, record.id), EMPTY);
-          else {
-            this.adjacency.out.putSync(adjacencyKey(record.from, record.label, record.id), adjacencyValue(record.to, record.toKind));
-          }
-          if (record.id > highest) highest = record.id;
-          break;
-        }
-        case "delete_record": {
-          const record = mutation.record;
-          this.records[record.kind].removeSync(idKey(record.id));
-          if (record.kind !== "edge") this.labels.removeSync(labelKey(record.kind, record.label, record.id));
-          else this.adjacency.out.removeSync(adjacencyKey(record.from, record.label, record.id));
-          break;
-        }
-        case "put_in":
-          this.adjacency.in.putSync(
-            adjacencyKey(mutation.target, mutation.label, mutation.edge),
-            adjacencyValue(mutation.source, mutation.sourceKind),
+    const owned = (bytes: Buffer, at: number): bigint => {
+      const id = bytes.readBigUInt64BE(at);
+      if (!this.owns(id)) throw new SilkError("internal", `partition does not own id ${id} (a routing bug)`);
+      return id;
+    };
+    visitMutations(batch, {
+      putRecord: (bytes, record) => {
+        const id = owned(bytes, record.idAt);
+        const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
+        this.records[record.kind].putSync(key, encodeRecordFrom(bytes, record));
+        if (record.kind === "edge") {
+          this.adjacency.out.putSync(
+            adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt),
+            adjacencyValueFrom(bytes, record.toAt, record.toKindByte),
           );
-          break;
-        case "delete_in":
-          this.adjacency.in.removeSync(adjacencyKey(mutation.target, mutation.label, mutation.edge));
-          break;
-        default: {
-          const unreachable: never = mutation;
-          throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
-        }
-      }
-    }
+        } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
+        if (id > highest) highest = id;
+      },
+      deleteRecord: (bytes, record) => {
+        owned(bytes, record.idAt);
+        this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
+        if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
+        else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
+      },
+      putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) => {
+        owned(bytes, targetAt);
+        this.adjacency.in.putSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt), adjacencyValueFrom(bytes, sourceAt, sourceKindByte));
+      },
+      deleteIn: (bytes, targetAt, label, edgeAt) => {
+        owned(bytes, targetAt);
+        this.adjacency.in.removeSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt));
+      },
+    });
     if (highest >= this.nextId) this.nextId = highest + 1n;
     this.meta.putSync(META_NEXT_ID, this.nextId);
   }
@@ -244,6 +261,53 @@ function decodeEdge(id: bigint, bytes: Buffer): StoredRecord {
     props: labelEnd === bytes.length ? {} : (packr.unpack(bytes.subarray(labelEnd)) as Properties),
   };
 }
+
+const labelPacks = new WeakMap<EncodedLabel, Buffer>();
+const EMPTY_MAP = Buffer.from([0x80]);
+
+/** The msgpack of a label, once per label of an encoded list. */
+function packedLabel(label: EncodedLabel): Buffer {
+  let packed = labelPacks.get(label);
+  if (packed === undefined) {
+    packed = packr.pack(label.text);
+    labelPacks.set(label, packed);
+  }
+  return packed;
+}
+
+/**
+ * The stored value of a record of an encoded mutation list, from its bytes: the same value `encodeRecord` gives
+ * for the materialised record (msgpack `[label, props]` and `[label, vector, props]` are an array header followed by
+ * the packed elements, and the list already holds the packed properties).
+ */
+function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
+  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
+  switch (record.kind) {
+    case "node":
+      return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
+    case "vector":
+      return Buffer.concat([ARRAY_OF_THREE, packedLabel(record.label), packr.pack(record.vector), props]);
+    case "edge": {
+      const label = record.label.bytes;
+      const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + label.length + record.propsLength);
+      copyBytes(bytes, record.fromAt, value, 0, ID_BYTES);
+      copyBytes(bytes, record.toAt, value, 8, ID_BYTES);
+      value[16] = record.fromKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+      value[17] = record.toKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+      value[18] = label.length;
+      copyBytes(label, 0, value, EDGE_HEADER_BYTES, label.length);
+      bytes.copy(value, EDGE_HEADER_BYTES + label.length, record.propsAt, record.propsAt + record.propsLength);
+      return value;
+    }
+    default: {
+      const unreachable: never = record.kind;
+      throw new Error(`unknown kind ${String(unreachable)}`);
+    }
+  }
+}
+
+const ARRAY_OF_TWO = Buffer.from([0x92]);
+const ARRAY_OF_THREE = Buffer.from([0x93]);
 
 /** The stored value of a record (exported so the benchmark's raw loop writes exactly the same bytes). */
 export function encodeRecord(record: StoredRecord): Buffer {

@@ -154,75 +154,143 @@ function recordKind(byte: number): RecordKind {
   throw new SilkError("internal", `corrupt mutation list: record kind ${byte}`);
 }
 
-export function decodeMutations(bytes: Uint8Array): Mutation[] {
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+/** A label of an encoded list: its text and its UTF-8 bytes. */
+export interface EncodedLabel {
+  readonly text: string;
+  readonly bytes: Buffer;
+}
+
+/**
+ * One record of an encoded list, as positions in the list's bytes (`at` offsets of 8-byte big-endian IDs), so a
+ * reader can copy keys straight out of the list. The object is reused from record to record: read it, never keep it.
+ */
+export interface EncodedRecord {
+  kind: RecordKind;
+  idAt: number;
+  label: EncodedLabel;
+  /** Edges: offsets of from and to, and the endpoint kinds as record-kind bytes. */
+  fromAt: number;
+  toAt: number;
+  fromKindByte: number;
+  toKindByte: number;
+  /** Vectors: the components. */
+  vector: Float64Array | undefined;
+  /** Offset and length of the msgpack properties; length 0 means none. */
+  propsAt: number;
+  propsLength: number;
+}
+
+/** Receives the mutations of an encoded list in order, without any being materialised as objects. */
+export interface EncodedMutationVisitor {
+  putRecord(bytes: Buffer, record: EncodedRecord): void;
+  deleteRecord(bytes: Buffer, record: EncodedRecord): void;
+  /** Offsets of target, edge and source IDs; the source's kind as a record-kind byte. */
+  putIn(bytes: Buffer, targetAt: number, label: EncodedLabel, edgeAt: number, sourceAt: number, sourceKindByte: number): void;
+  deleteIn(bytes: Buffer, targetAt: number, label: EncodedLabel, edgeAt: number): void;
+}
+
+export const ENDPOINT_KIND_BYTES: Readonly<Record<EndpointKind, number>> = { node: KIND_BYTE.node, vector: KIND_BYTE.vector };
+
+/** Walks an encoded list, calling the visitor once per mutation. Corrupt input is an internal error. */
+export function visitMutations(encoded: Uint8Array, visitor: EncodedMutationVisitor): void {
+  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   let offset = 0;
-  const labelCount = buffer.readUInt32BE(offset);
+  const labelCount = bytes.readUInt32BE(offset);
   offset += 4;
-  const labels: string[] = [];
+  const labels: EncodedLabel[] = [];
   for (let i = 0; i < labelCount; i += 1) {
-    const length = buffer.readUInt16BE(offset);
-    labels.push(buffer.toString("utf8", offset + 2, offset + 2 + length));
+    const length = bytes.readUInt16BE(offset);
+    const labelBytes = bytes.subarray(offset + 2, offset + 2 + length);
+    labels.push({ text: labelBytes.toString("utf8"), bytes: labelBytes });
     offset += 2 + length;
   }
-  const count = buffer.readUInt32BE(offset);
+  const count = bytes.readUInt32BE(offset);
   offset += 4;
-  const mutations: Mutation[] = new Array(count);
+  const record: EncodedRecord = {
+    kind: "node", idAt: 0, label: labels[0], fromAt: 0, toAt: 0, fromKindByte: 0, toKindByte: 0, vector: undefined, propsAt: 0, propsLength: 0,
+  };
   for (let i = 0; i < count; i += 1) {
-    const op = buffer[offset++];
+    const op = bytes[offset++];
     if (op === OP.put_record || op === OP.delete_record) {
-      const kind = recordKind(buffer[offset]);
-      const id = buffer.readBigUInt64BE(offset + 1);
-      const label = labels[buffer.readUInt32BE(offset + 9)];
+      record.kind = recordKind(bytes[offset]);
+      record.idAt = offset + 1;
+      record.label = labels[bytes.readUInt32BE(offset + 9)];
+      record.vector = undefined;
       offset += 13;
-      let from = 0n;
-      let to = 0n;
-      let fromKind: EndpointKind = "node";
-      let toKind: EndpointKind = "node";
-      let vector: Float64Array | undefined;
-      if (kind === "edge") {
-        from = buffer.readBigUInt64BE(offset);
-        to = buffer.readBigUInt64BE(offset + 8);
-        fromKind = endpointKind(buffer[offset + 16]);
-        toKind = endpointKind(buffer[offset + 17]);
+      if (record.kind === "edge") {
+        record.fromAt = offset;
+        record.toAt = offset + 8;
+        record.fromKindByte = bytes[offset + 16];
+        record.toKindByte = bytes[offset + 17];
         offset += 18;
-      } else if (kind === "vector") {
-        const dimensions = buffer.readUInt32BE(offset);
+      } else if (record.kind === "vector") {
+        const dimensions = bytes.readUInt32BE(offset);
         offset += 4;
-        vector = new Float64Array(dimensions);
-        for (let d = 0; d < dimensions; d += 1, offset += 8) vector[d] = buffer.readDoubleBE(offset);
+        const vector = new Float64Array(dimensions);
+        for (let d = 0; d < dimensions; d += 1, offset += 8) vector[d] = bytes.readDoubleBE(offset);
+        record.vector = vector;
       }
-      const propsLength = buffer.readUInt32BE(offset);
-      offset += 4;
-      const props: Properties = propsLength === 0 ? {} : (properties.unpack(buffer.subarray(offset, offset + propsLength)) as Properties);
-      offset += propsLength;
-      const record: StoredRecord =
-        kind === "edge"
-          ? { kind, id, label, from, to, fromKind, toKind, props }
-          : kind === "vector"
-            ? { kind, id, label, vector: vector!, props }
-            : { kind, id, label, props };
-      mutations[i] = op === OP.put_record ? { op: "put_record", record } : { op: "delete_record", record };
+      record.propsLength = bytes.readUInt32BE(offset);
+      record.propsAt = offset + 4;
+      offset += 4 + record.propsLength;
+      if (op === OP.put_record) visitor.putRecord(bytes, record);
+      else visitor.deleteRecord(bytes, record);
     } else if (op === OP.put_in) {
-      mutations[i] = {
-        op: "put_in",
-        target: buffer.readBigUInt64BE(offset),
-        label: labels[buffer.readUInt32BE(offset + 8)],
-        edge: buffer.readBigUInt64BE(offset + 12),
-        source: buffer.readBigUInt64BE(offset + 20),
-        sourceKind: endpointKind(buffer[offset + 28]),
-      };
+      visitor.putIn(bytes, offset, labels[bytes.readUInt32BE(offset + 8)], offset + 12, offset + 20, bytes[offset + 28]);
       offset += 29;
     } else if (op === OP.delete_in) {
-      mutations[i] = {
-        op: "delete_in",
-        target: buffer.readBigUInt64BE(offset),
-        label: labels[buffer.readUInt32BE(offset + 8)],
-        edge: buffer.readBigUInt64BE(offset + 12),
-      };
+      visitor.deleteIn(bytes, offset, labels[bytes.readUInt32BE(offset + 8)], offset + 12);
       offset += 20;
     } else throw new SilkError("internal", `corrupt mutation list: op ${op}`);
   }
-  if (offset !== buffer.length) throw new SilkError("internal", "corrupt mutation list: trailing bytes");
+  if (offset !== bytes.length) throw new SilkError("internal", "corrupt mutation list: trailing bytes");
+}
+
+function materialise(bytes: Buffer, encoded: EncodedRecord): StoredRecord {
+  const id = bytes.readBigUInt64BE(encoded.idAt);
+  const label = encoded.label.text;
+  const props: Properties =
+    encoded.propsLength === 0 ? {} : (properties.unpack(bytes.subarray(encoded.propsAt, encoded.propsAt + encoded.propsLength)) as Properties);
+  switch (encoded.kind) {
+    case "node":
+      return { kind: "node", id, label, props };
+    case "edge":
+      return {
+        kind: "edge",
+        id,
+        label,
+        from: bytes.readBigUInt64BE(encoded.fromAt),
+        to: bytes.readBigUInt64BE(encoded.toAt),
+        fromKind: endpointKind(encoded.fromKindByte),
+        toKind: endpointKind(encoded.toKindByte),
+        props,
+      };
+    case "vector":
+      return { kind: "vector", id, label, vector: encoded.vector!, props };
+    default: {
+      const unreachable: never = encoded.kind;
+      throw new Error(`unknown kind ${String(unreachable)}`);
+    }
+  }
+}
+
+/** The mutations of an encoded list as objects (intents on inspection, tests). */
+export function decodeMutations(encoded: Uint8Array): Mutation[] {
+  const mutations: Mutation[] = [];
+  visitMutations(encoded, {
+    putRecord: (bytes, record) => mutations.push({ op: "put_record", record: materialise(bytes, record) }),
+    deleteRecord: (bytes, record) => mutations.push({ op: "delete_record", record: materialise(bytes, record) }),
+    putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) =>
+      mutations.push({
+        op: "put_in",
+        target: bytes.readBigUInt64BE(targetAt),
+        label: label.text,
+        edge: bytes.readBigUInt64BE(edgeAt),
+        source: bytes.readBigUInt64BE(sourceAt),
+        sourceKind: endpointKind(sourceKindByte),
+      }),
+    deleteIn: (bytes, targetAt, label, edgeAt) =>
+      mutations.push({ op: "delete_in", target: bytes.readBigUInt64BE(targetAt), label: label.text, edge: bytes.readBigUInt64BE(edgeAt) }),
+  });
   return mutations;
 }

@@ -9,6 +9,7 @@ import { Database, open } from "../../cluster/embedded.js";
 import { ImportRowError } from "../../cluster/bulk-import.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { PartitionStore } from "../../node/partition-store.js";
+import { encodeMutations } from "../../protocol/mutation-codec.js";
 import { BACKENDS, TestDatabase, expectCode, expectConsistent, ids, pluck, removeTempDirs, snapshot, sorted, partitionOf } from "../helpers/engine.js";
 import {
   addE,
@@ -832,7 +833,7 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
         const owner = map.partitionOf(BigInt(s.dave));
         const range = map.ranges[owner];
         const store = PartitionStore.open({ path: join(t.directory, "partitions", `p${owner}`), readOnly: false, noSync: false, idFirst: range.first, idLast: range.last });
-        store.prepare("orphan-1", [{ op: "put_record", record: { kind: "node", id: BigInt(s.dave), label: "User", props: { name: "Hijacked" } } }]);
+        store.prepare("orphan-1", encodeMutations([{ op: "put_record", record: { kind: "node", id: BigInt(s.dave), label: "User", props: { name: "Hijacked" } } }]));
         await store.close();
         await expectCode(Database.open({ storage: { disk: t.directory }, mode: "readonly" }), "invalid_option");
         // The refused open left nothing behind that stops a writer of this process from opening and recovering.
