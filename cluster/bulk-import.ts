@@ -5,8 +5,9 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString } from "../protocol/ids.js";
-import type { EndpointKind, Mutation, StoredRecord } from "../protocol/records.js";
+import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
+import type { Properties } from "../protocol/values.js";
 import { checkLabel, prepareCreate } from "../node/validation.js";
 import type { PartitionMap } from "./partition-map.js";
 
@@ -61,8 +62,32 @@ function rowError(section: "nodes" | "edges", index: number, cause: unknown): ne
   throw cause;
 }
 
+/**
+ * Label checks and property preparation, memoised per batch where the answer cannot differ from row to row: a label
+ * checked once is checked, and rows without properties all get the same (never mutated) prepared properties.
+ */
+function preparer(schema: Schema | undefined, now: () => Date): (kind: RecordKind, label: string, props: Record<string, unknown>) => Properties {
+  const checked = new Set<string>();
+  const empty = new Map<string, Properties>();
+  return (kind, label, props) => {
+    const key = `${kind}:${label}`;
+    if (!checked.has(key)) {
+      checkLabel(schema, kind, label);
+      checked.add(key);
+    }
+    for (const _ in props) return prepareCreate(schema, kind, label, props, now);
+    let prepared = empty.get(key);
+    if (prepared === undefined) {
+      prepared = prepareCreate(schema, kind, label, props, now);
+      empty.set(key, prepared);
+    }
+    return prepared;
+  };
+}
+
 export async function importBatch(batch: ImportBatch, services: ImportServices): Promise<ImportResult> {
   const { map, schema, now } = services;
+  const prepare = preparer(schema, now);
   const nodeRecords: StoredRecord[] = [];
   // Nodes are spread over partitions in contiguous slices, one ID block per partition.
   const perPartition = Math.ceil(batch.nodes.length / map.count);
@@ -76,8 +101,7 @@ export async function importBatch(batch: ImportBatch, services: ImportServices):
   }
   batch.nodes.forEach((node, i) => {
     try {
-      checkLabel(schema, "node", node.label);
-      nodeRecords.push({ kind: "node", id: nodeIds[i], label: node.label, props: prepareCreate(schema, "node", node.label, node.props, now) });
+      nodeRecords.push({ kind: "node", id: nodeIds[i], label: node.label, props: prepare("node", node.label, node.props) });
     } catch (cause) {
       rowError("nodes", i, cause);
     }
@@ -95,19 +119,19 @@ export async function importBatch(batch: ImportBatch, services: ImportServices):
     }
     const record = existing.get(end.id);
     if (record === undefined) throw new SilkError("node_not_found", `${role}: no node or vector has id ${idToString(end.id)}`);
-    return { id: end.id, ...record };
+    return { id: end.id, label: record.label, kind: record.kind };
   };
-  const edgeSources: { from: ReturnType<typeof endpoint>; to: ReturnType<typeof endpoint>; props: ReturnType<typeof prepareCreate> }[] = [];
+  const edgeSources: { from: ReturnType<typeof endpoint>; to: ReturnType<typeof endpoint>; props: Properties }[] = [];
   batch.edges.forEach((edge, i) => {
     try {
-      checkLabel(schema, "edge", edge.label);
+      const props = prepare("edge", edge.label, edge.props);
       const from = endpoint(edge.from, "from");
       const to = endpoint(edge.to, "to");
       const declared = schema?.edges.get(edge.label);
       if (declared && (from.label !== declared.from || to.label !== declared.to)) {
         throw new SilkError("edge_endpoint_mismatch", `${edge.label} joins ${declared.from} to ${declared.to}, not ${from.label} to ${to.label}`);
       }
-      edgeSources.push({ from, to, props: prepareCreate(schema, "edge", edge.label, edge.props, now) });
+      edgeSources.push({ from, to, props });
     } catch (cause) {
       rowError("edges", i, cause);
     }
