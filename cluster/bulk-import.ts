@@ -5,7 +5,8 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString } from "../protocol/ids.js";
-import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+import { MutationListWriter } from "../protocol/mutation-codec.js";
+import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Properties } from "../protocol/values.js";
 import { checkLabel, prepareCreate } from "../node/validation.js";
@@ -31,6 +32,12 @@ export interface ImportBatch {
   readonly edges: readonly ImportEdge[];
 }
 
+interface Endpoint {
+  readonly id: bigint;
+  readonly label: string;
+  readonly kind: EndpointKind;
+}
+
 export interface ImportResult {
   readonly nodeIds: bigint[];
   readonly edgeIds: bigint[];
@@ -54,7 +61,8 @@ export interface ImportServices {
   allocateBlock(partition: number, count: number): Promise<bigint>;
   /** The label and kind of existing records, or undefined for IDs that name no node or vector. */
   lookupEndpoints(ids: readonly bigint[]): Promise<({ label: string; kind: EndpointKind } | undefined)[]>;
-  commit(mutations: Mutation[]): Promise<void>;
+  /** Commits one encoded mutation list per partition as one transaction. */
+  commitLists(lists: ReadonlyMap<number, Uint8Array>): Promise<void>;
 }
 
 function rowError(section: "nodes" | "edges", index: number, cause: unknown): never {
@@ -110,54 +118,62 @@ export async function importBatch(batch: ImportBatch, services: ImportServices):
   for (const edge of batch.edges) for (const end of [edge.from, edge.to]) if ("id" in end) existingIds.add(end.id);
   const existingList = [...existingIds];
   const found = await services.lookupEndpoints(existingList);
-  const existing = new Map(existingList.map((id, i) => [id, found[i]] as const));
-  const endpoint = (end: ImportEndpoint, role: string): { id: bigint; label: string; kind: EndpointKind } => {
-    if ("batch" in end) {
-      const node = batch.nodes[end.batch];
-      if (node === undefined) throw new SilkError("node_not_found", `${role} names node ${end.batch} of the batch, which has ${batch.nodes.length}`);
-      return { id: nodeIds[end.batch], label: node.label, kind: "node" };
-    }
-    const record = existing.get(end.id);
-    if (record === undefined) throw new SilkError("node_not_found", `${role}: no node or vector has id ${idToString(end.id)}`);
-    return { id: end.id, label: record.label, kind: record.kind };
+  // One endpoint object per node of the batch and per existing record, shared by every edge that names it.
+  const existing = new Map<bigint, Endpoint>();
+  existingList.forEach((id, i) => {
+    const record = found[i];
+    if (record !== undefined) existing.set(id, { id, label: record.label, kind: record.kind });
+  });
+  const batchEndpoints: Endpoint[] = batch.nodes.map((node, i) => ({ id: nodeIds[i], label: node.label, kind: "node" }));
+  const endpoint = (end: ImportEndpoint, role: string): Endpoint => {
+    const found = "batch" in end ? batchEndpoints[end.batch] : existing.get(end.id);
+    if (found !== undefined) return found;
+    if ("batch" in end) throw new SilkError("node_not_found", `${role} names node ${end.batch} of the batch, which has ${batch.nodes.length}`);
+    throw new SilkError("node_not_found", `${role}: no node or vector has id ${idToString(end.id)}`);
   };
-  const edgeSources: { from: ReturnType<typeof endpoint>; to: ReturnType<typeof endpoint>; props: Properties }[] = [];
+  const froms: Endpoint[] = new Array(batch.edges.length);
+  const tos: Endpoint[] = new Array(batch.edges.length);
+  const edgeProps: Properties[] = new Array(batch.edges.length);
+  // An edge's ID comes from its source's partition, where its record and out-adjacency live.
+  const edgesPerPartition = new Map<number, number>();
   batch.edges.forEach((edge, i) => {
     try {
-      const props = prepare("edge", edge.label, edge.props);
-      const from = endpoint(edge.from, "from");
-      const to = endpoint(edge.to, "to");
+      edgeProps[i] = prepare("edge", edge.label, edge.props);
+      const from = (froms[i] = endpoint(edge.from, "from"));
+      const to = (tos[i] = endpoint(edge.to, "to"));
       const declared = schema?.edges.get(edge.label);
       if (declared && (from.label !== declared.from || to.label !== declared.to)) {
         throw new SilkError("edge_endpoint_mismatch", `${edge.label} joins ${declared.from} to ${declared.to}, not ${from.label} to ${to.label}`);
       }
-      edgeSources.push({ from, to, props });
     } catch (cause) {
       rowError("edges", i, cause);
     }
+    const partition = map.partitionOf(froms[i].id);
+    edgesPerPartition.set(partition, (edgesPerPartition.get(partition) ?? 0) + 1);
   });
-  // An edge's ID comes from its source's partition, where its record and out-adjacency live.
-  const edgesPerPartition = new Map<number, number[]>();
-  edgeSources.forEach((edge, i) => {
-    const partition = map.partitionOf(edge.from.id);
-    const list = edgesPerPartition.get(partition);
-    if (list) list.push(i);
-    else edgesPerPartition.set(partition, [i]);
+  const nextEdgeId = new Map<number, bigint>();
+  for (const [partition, count] of edgesPerPartition) nextEdgeId.set(partition, await services.allocateBlock(partition, count));
+  const writers = new Map<number, MutationListWriter>();
+  const writerOf = (id: bigint): MutationListWriter => {
+    const partition = map.partitionOf(id);
+    let writer = writers.get(partition);
+    if (writer === undefined) writers.set(partition, (writer = new MutationListWriter()));
+    return writer;
+  };
+  for (const record of nodeRecords) writerOf(record.id).putRecord(record);
+  const edgeIds: bigint[] = new Array(batch.edges.length);
+  batch.edges.forEach((edge, i) => {
+    const from = froms[i];
+    const to = tos[i];
+    const partition = map.partitionOf(from.id);
+    const id = nextEdgeId.get(partition)!;
+    nextEdgeId.set(partition, id + 1n);
+    edgeIds[i] = id;
+    writerOf(from.id).putEdge(id, edge.label, from.id, to.id, from.kind, to.kind, edgeProps[i]);
+    writerOf(to.id).putIn(to.id, edge.label, id, from.id, from.kind);
   });
-  const edgeIds: bigint[] = new Array(edgeSources.length);
-  for (const [partition, indexes] of edgesPerPartition) {
-    const block = await services.allocateBlock(partition, indexes.length);
-    indexes.forEach((index, j) => (edgeIds[index] = block + BigInt(j)));
-  }
-  const mutations: Mutation[] = nodeRecords.map((record) => ({ op: "put_record", record }));
-  edgeSources.forEach((edge, i) => {
-    const label = batch.edges[i].label;
-    mutations.push({
-      op: "put_record",
-      record: { kind: "edge", id: edgeIds[i], label, from: edge.from.id, to: edge.to.id, fromKind: edge.from.kind, toKind: edge.to.kind, props: edge.props },
-    });
-    mutations.push({ op: "put_in", target: edge.to.id, label, edge: edgeIds[i], source: edge.from.id, sourceKind: edge.from.kind });
-  });
-  await services.commit(mutations);
+  const lists = new Map<number, Uint8Array>();
+  for (const [partition, writer] of writers) lists.set(partition, writer.finish());
+  await services.commitLists(lists);
   return { nodeIds, edgeIds };
 }

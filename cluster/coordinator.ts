@@ -255,26 +255,37 @@ export class Coordinator {
             return record === undefined ? undefined : { label: record.label, kind: record.kind as EndpointKind };
           });
         },
-        commit: (mutations) => this.commit(mutations),
+        commitLists: (lists) => this.commitLists(lists),
       });
     } finally {
       release();
     }
   }
 
-  /** Splits mutations by owning partition and commits them: directly for one partition, by 2PC for several. */
+  /** Splits mutations by owning partition and commits them (see commitLists). */
   private async commit(mutations: Mutation[]): Promise<void> {
-    const { transport, map, decisions } = this.options;
     const byPartition = new Map<number, Mutation[]>();
     for (const mutation of mutations) {
-      const partition = map.partitionOf(mutationOwner(mutation));
+      const partition = this.options.map.partitionOf(mutationOwner(mutation));
       const list = byPartition.get(partition);
       if (list) list.push(mutation);
       else byPartition.set(partition, [mutation]);
     }
+    const lists = new Map<number, Uint8Array>();
+    for (const [partition, list] of byPartition) lists.set(partition, encodeMutations(list));
+    await this.commitLists(lists);
+  }
+
+  /**
+   * Commits one encoded mutation list per partition as one transaction: directly when one partition is touched, by
+   * two-phase commit when several are.
+   */
+  private async commitLists(byPartition: ReadonlyMap<number, Uint8Array>): Promise<void> {
+    const { transport, decisions } = this.options;
     const participants = [...byPartition.keys()].sort((a, b) => a - b);
+    if (participants.length === 0) return;
     if (participants.length === 1) {
-      await transport.request(participants[0], { type: "apply", batch: encodeMutations(byPartition.get(participants[0])!) });
+      await transport.request(participants[0], { type: "apply", batch: byPartition.get(participants[0])! });
       return;
     }
     const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
@@ -282,7 +293,7 @@ export class Coordinator {
     const prepared: number[] = [];
     try {
       for (const partition of participants) {
-        await transport.request(partition, { type: "prepare", txid, batch: encodeMutations(byPartition.get(partition)!) });
+        await transport.request(partition, { type: "prepare", txid, batch: byPartition.get(partition)! });
         prepared.push(partition);
         if (prepared.length === 1) hook("prepared_first", txid);
       }

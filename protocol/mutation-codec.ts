@@ -87,52 +87,116 @@ function writeRecord(writer: Writer, record: StoredRecord, labelIndex: number): 
     writer.u32(record.vector.length);
     for (const component of record.vector) writer.f64(component);
   }
-  if (isEmpty(record.props)) writer.u32(0);
+  writeProperties(writer, record.props);
+}
+
+function writeProperties(writer: Writer, props: Properties): void {
+  if (isEmpty(props)) writer.u32(0);
   else {
-    const packed = properties.pack(record.props);
+    const packed = properties.pack(props);
     writer.u32(packed.length);
     writer.bytes(packed);
   }
 }
 
-function labelOf(mutation: Mutation): string {
-  return mutation.op === "put_record" || mutation.op === "delete_record" ? mutation.record.label : mutation.label;
+/**
+ * Builds an encoded list one mutation at a time, for writers that never hold the mutations as objects (bulk
+ * import). The label table is written in front of the body when the list is finished.
+ */
+export class MutationListWriter {
+  private readonly labels = new Map<string, number>();
+  private readonly body = new Writer();
+  private count = 0;
+
+  private labelIndex(label: string): number {
+    let index = this.labels.get(label);
+    if (index === undefined) {
+      index = this.labels.size;
+      this.labels.set(label, index);
+    }
+    return index;
+  }
+
+  putRecord(record: StoredRecord): void {
+    this.record(OP.put_record, record);
+  }
+
+  deleteRecord(record: StoredRecord): void {
+    this.record(OP.delete_record, record);
+  }
+
+  private record(op: number, record: StoredRecord): void {
+    this.count += 1;
+    this.body.u8(op);
+    writeRecord(this.body, record, this.labelIndex(record.label));
+  }
+
+  /** A new edge record without building it as an object first. */
+  putEdge(id: bigint, label: string, from: bigint, to: bigint, fromKind: EndpointKind, toKind: EndpointKind, props: Properties): void {
+    this.count += 1;
+    const body = this.body;
+    body.u8(OP.put_record);
+    body.u8(KIND_BYTE.edge);
+    body.u64(id);
+    body.u32(this.labelIndex(label));
+    body.u64(from);
+    body.u64(to);
+    body.u8(endpointByte(fromKind));
+    body.u8(endpointByte(toKind));
+    writeProperties(body, props);
+  }
+
+  putIn(target: bigint, label: string, edge: bigint, source: bigint, sourceKind: EndpointKind): void {
+    this.count += 1;
+    this.body.u8(OP.put_in);
+    this.body.u64(target);
+    this.body.u32(this.labelIndex(label));
+    this.body.u64(edge);
+    this.body.u64(source);
+    this.body.u8(endpointByte(sourceKind));
+  }
+
+  deleteIn(target: bigint, label: string, edge: bigint): void {
+    this.count += 1;
+    this.body.u8(OP.delete_in);
+    this.body.u64(target);
+    this.body.u32(this.labelIndex(label));
+    this.body.u64(edge);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  finish(): Buffer {
+    const header = new Writer();
+    header.u32(this.labels.size);
+    for (const label of this.labels.keys()) {
+      const bytes = Buffer.from(label, "utf8");
+      header.u8(bytes.length >> 8);
+      header.u8(bytes.length & 0xff);
+      header.bytes(bytes);
+    }
+    header.u32(this.count);
+    return Buffer.concat([header.done(), this.body.done()]);
+  }
 }
 
 export function encodeMutations(mutations: readonly Mutation[]): Buffer {
-  const labels = new Map<string, number>();
+  const writer = new MutationListWriter();
   for (const mutation of mutations) {
-    const label = labelOf(mutation);
-    if (!labels.has(label)) labels.set(label, labels.size);
-  }
-  const writer = new Writer();
-  writer.u32(labels.size);
-  for (const label of labels.keys()) {
-    const bytes = Buffer.from(label, "utf8");
-    writer.u8(bytes.length >> 8);
-    writer.u8(bytes.length & 0xff);
-    writer.bytes(bytes);
-  }
-  writer.u32(mutations.length);
-  for (const mutation of mutations) {
-    writer.u8(OP[mutation.op]);
-    const labelIndex = labels.get(labelOf(mutation))!;
     switch (mutation.op) {
       case "put_record":
+        writer.putRecord(mutation.record);
+        break;
       case "delete_record":
-        writeRecord(writer, mutation.record, labelIndex);
+        writer.deleteRecord(mutation.record);
         break;
       case "put_in":
-        writer.u64(mutation.target);
-        writer.u32(labelIndex);
-        writer.u64(mutation.edge);
-        writer.u64(mutation.source);
-        writer.u8(endpointByte(mutation.sourceKind));
+        writer.putIn(mutation.target, mutation.label, mutation.edge, mutation.source, mutation.sourceKind);
         break;
       case "delete_in":
-        writer.u64(mutation.target);
-        writer.u32(labelIndex);
-        writer.u64(mutation.edge);
+        writer.deleteIn(mutation.target, mutation.label, mutation.edge);
         break;
       default: {
         const unreachable: never = mutation;
@@ -140,7 +204,7 @@ export function encodeMutations(mutations: readonly Mutation[]): Buffer {
       }
     }
   }
-  return writer.done();
+  return writer.finish();
 }
 
 function endpointKind(byte: number): EndpointKind {
