@@ -32,14 +32,28 @@ export interface IdSource {
   allocate(kind: RecordKind, near?: bigint): MaybePromise<bigint>;
 }
 
+interface WriteState {
+  /** The committed form of every changed record that existed before this invocation. */
+  readonly original: Map<bigint, StoredRecord>;
+  readonly created: Set<bigint>;
+  readonly createdByLabel: Map<string, bigint[]>;
+  readonly createdAdjacency: Record<Direction, Map<bigint, AdjacencyEntry[]>>;
+}
+
 export class TxnView {
   /** Records this invocation changed: the new record, or null once dropped. */
   private readonly changed = new Map<bigint, StoredRecord | null>();
-  /** The committed form of every changed record that existed before this invocation. */
-  private readonly original = new Map<bigint, StoredRecord>();
-  private readonly created = new Set<bigint>();
-  private readonly createdByLabel = new Map<string, bigint[]>();
-  private readonly createdAdjacency: Record<Direction, Map<bigint, AdjacencyEntry[]>> = { out: new Map(), in: new Map() };
+  /** Everything else a write needs, made on the first write: most invocations only read. */
+  private writeState: WriteState | undefined;
+
+  private get writes(): WriteState {
+    return (this.writeState ??= {
+      original: new Map(),
+      created: new Set(),
+      createdByLabel: new Map(),
+      createdAdjacency: { out: new Map(), in: new Map() },
+    });
+  }
 
   constructor(
     private readonly base: BaseReader,
@@ -74,7 +88,7 @@ export class TxnView {
   async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
     const committed = await this.base.adjacency(owners, direction, label);
     if (this.changed.size === 0) return committed;
-    const createdHere = this.createdAdjacency[direction];
+    const createdHere = this.writes.createdAdjacency[direction];
     return owners.map((owner, i) => {
       const live = committed[i].filter((entry) => this.changed.get(entry.edge) !== null);
       for (const entry of createdHere.get(owner) ?? []) {
@@ -94,12 +108,12 @@ export class TxnView {
   }
 
   async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
-    return this.mergeCreated(await this.base.idsOfLabel(kind, label), this.createdByLabel.get(`${kind}:${label}`) ?? []);
+    return this.mergeCreated(await this.base.idsOfLabel(kind, label), this.writeState?.createdByLabel.get(`${kind}:${label}`) ?? []);
   }
 
   async allIds(kind: RecordKind): Promise<bigint[]> {
     const created: bigint[] = [];
-    for (const id of this.created) {
+    for (const id of this.writeState?.created ?? []) {
       const record = this.changed.get(id);
       if (record && record.kind === kind) created.push(id);
     }
@@ -120,11 +134,11 @@ export class TxnView {
   /** Adds a freshly built record (its ID from `allocate`). */
   create(record: StoredRecord): void {
     this.changed.set(record.id, record);
-    this.created.add(record.id);
+    this.writes.created.add(record.id);
     const key = `${record.kind}:${record.label}`;
-    const list = this.createdByLabel.get(key);
+    const list = this.writes.createdByLabel.get(key);
     if (list) list.push(record.id);
-    else this.createdByLabel.set(key, [record.id]);
+    else this.writes.createdByLabel.set(key, [record.id]);
     if (record.kind === "edge") {
       this.addCreatedAdjacency("out", record.from, { edge: record.id, label: record.label, other: record.to, otherKind: record.toKind });
       this.addCreatedAdjacency("in", record.to, { edge: record.id, label: record.label, other: record.from, otherKind: record.fromKind });
@@ -145,20 +159,20 @@ export class TxnView {
 
   /** Keeps the committed form of a record the first time this invocation changes it. */
   private remember(record: StoredRecord): void {
-    if (!this.changed.has(record.id)) this.original.set(record.id, record);
+    if (!this.changed.has(record.id)) this.writes.original.set(record.id, record);
   }
 
   private addCreatedAdjacency(direction: Direction, owner: bigint, entry: AdjacencyEntry): void {
-    const list = this.createdAdjacency[direction].get(owner);
+    const list = this.writes.createdAdjacency[direction].get(owner);
     if (list) list.push(entry);
-    else this.createdAdjacency[direction].set(owner, [entry]);
+    else this.writes.createdAdjacency[direction].set(owner, [entry]);
   }
 
   /** The invocation's writes as primitive mutations, in an order a partition can apply one by one. */
   mutations(): Mutation[] {
     const mutations: Mutation[] = [];
     for (const [id, record] of this.changed) {
-      const committed = this.original.get(id);
+      const committed = this.writes.original.get(id);
       if (record === null) {
         if (committed === undefined) continue; // created and dropped within this invocation
         mutations.push({ op: "delete_record", record: committed });
@@ -166,7 +180,7 @@ export class TxnView {
         continue;
       }
       mutations.push({ op: "put_record", record });
-      if (record.kind === "edge" && this.created.has(id)) mutations.push(putIn(record));
+      if (record.kind === "edge" && this.writes.created.has(id)) mutations.push(putIn(record));
     }
     return mutations;
   }
