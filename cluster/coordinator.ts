@@ -27,7 +27,7 @@ import {
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
-import { TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
+import { neighboursOf, TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
 import type { DecisionLog } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
@@ -96,10 +96,7 @@ class ScatterReader implements BaseReader {
   }
 
   async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
-    const lists = await this.adjacency(owners, direction, label);
-    const result: Neighbour[] = [];
-    for (const list of lists) for (const entry of list) result.push({ kind: entry.otherKind, id: entry.other });
-    return result;
+    return neighboursOf(await this.adjacency(owners, direction, label));
   }
 
   private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {

@@ -184,7 +184,6 @@ export class Database {
       throw new SilkError("invalid_option", `the embedded runtime takes no request options (got ${Object.keys(options).join(", ")}): gateway headers and routing options are refused`);
     }
     const plan = decodeRequest(tree);
-    if (plan.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
     return this.coordinator.run(plan);
   }
 

@@ -11,7 +11,7 @@ import type { Bound, Entry, Input, Plan, Predicate, PropertyAssignments, Ref, St
 import { compareValues, valueToJson, type Properties, type Value } from "../protocol/values.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { checkLabel, prepareCreate, prepareUpdate, toVector } from "./validation.js";
-import type { TxnView } from "./txn-view.js";
+import { neighboursOf, type TxnView } from "./txn-view.js";
 
 /** One element of a stream: a record reference, loaded lazily. */
 export interface Element {
@@ -236,10 +236,7 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       const items = elementsOf(await evalStep(step.input, scope), step.op);
       const owners = items.filter((item) => item.kind !== "edge").map((item) => item.id);
       if (step.op !== "both") return elements(await view.neighbours(owners, step.op, step.label));
-      const lists = await traverse(items, scope, ["out", "in"], step.label);
-      const neighbours: Element[] = [];
-      for (const list of lists) for (const entry of list) neighbours.push({ kind: entry.otherKind, id: entry.other });
-      return elements(neighbours);
+      return elements(neighboursOf(await traverse(items, scope, ["out", "in"], step.label)));
     }
     case "out_e":
     case "in_e":

@@ -111,7 +111,7 @@ export class PartitionActor {
       case "abort":
         return this.serialized(async () => (store.abortPrepared(request.txid), { type: "done" as const }));
       case "pending_intents":
-        return { type: "intents", txids: store.pendingIntents().map((intent) => intent.txid) };
+        return { type: "intents", txids: store.pendingIntents() };
       default: {
         const unreachable: never = request;
         throw new Error(`unknown request ${JSON.stringify(unreachable)}`);

@@ -11,7 +11,6 @@ import { Packr } from "msgpackr";
 import { SilkError } from "../protocol/errors.js";
 import { writeU64 } from "../protocol/ids.js";
 import {
-  decodeMutations,
   ENDPOINT_KIND_BYTES,
   visitMutations,
   type EncodedLabel,
@@ -54,11 +53,6 @@ type StoredVector = [label: string, vector: Float64Array, props: Properties];
 
 const META_NEXT_ID = "next_id";
 const EMPTY = Buffer.alloc(0);
-
-export interface Intent {
-  readonly txid: string;
-  readonly mutations: readonly Mutation[];
-}
 
 export class PartitionStore {
   readonly idFirst: bigint;
@@ -151,13 +145,9 @@ export class PartitionStore {
     });
   }
 
-  /** Prepared intents awaiting a decision (after a crash, recovery asks the decision log about each). */
-  pendingIntents(): Intent[] {
-    const pending: Intent[] = [];
-    for (const { key, value } of this.intents.getRange({})) {
-      pending.push({ txid: String(key), mutations: decodeMutations(value) });
-    }
-    return pending;
+  /** The transaction IDs of prepared intents awaiting a decision (recovery asks the decision log about each). */
+  pendingIntents(): string[] {
+    return [...this.intents.getKeys({})].map(String);
   }
 
   async close(): Promise<void> {

@@ -27,6 +27,13 @@ export interface Neighbour {
   readonly id: bigint;
 }
 
+/** The other ends of adjacency lists, flattened in order. */
+export function neighboursOf(lists: readonly AdjacencyEntry[][]): Neighbour[] {
+  const result: Neighbour[] = [];
+  for (const list of lists) for (const entry of list) result.push({ kind: entry.otherKind, id: entry.other });
+  return result;
+}
+
 /** Hands out new IDs; `near` names the record whose partition should own the new one (an edge's source). */
 export interface IdSource {
   allocate(kind: RecordKind, near?: bigint): MaybePromise<bigint>;
@@ -101,10 +108,7 @@ export class TxnView {
   /** Neighbours through committed data alone while nothing changed (the fast path of Out and In). */
   async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
     if (this.changed.size === 0) return this.base.neighbours(owners, direction, label);
-    const lists = await this.adjacency(owners, direction, label);
-    const result: Neighbour[] = [];
-    for (const list of lists) for (const entry of list) result.push({ kind: entry.otherKind, id: entry.other });
-    return result;
+    return neighboursOf(await this.adjacency(owners, direction, label));
   }
 
   async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
