@@ -21,14 +21,17 @@ export const ERROR_CODES = {
   missing_property: { status: 400, kind: "user", doc: "A field marked REQUIRED (and without a DEFAULT) was not supplied when creating a record." },
   invalid_value: { status: 400, kind: "user", doc: "A value is malformed (for example a Date that is not ISO 8601, or a nesting deeper than the limit)." },
   // Schema.
-  schema_syntax: { status: 400, kind: "user", doc: "The schema text does not parse; the message gives file:line:column." },
+  schema_syntax: { status: 400, kind: "user", doc: "HelixQL text (schema or QUERY) does not parse; the message gives file:line:column and a caret." },
   schema_invalid: { status: 400, kind: "user", doc: "The schema parses but is inconsistent (duplicate type, unknown endpoint type, bad DEFAULT)." },
+  query_invalid: { status: 400, kind: "user", doc: "A HelixQL QUERY parses but does not check (unknown step, wrong arguments, misplaced construct); the message gives file:line:column." },
   unknown_label: { status: 400, kind: "user", doc: "A node, edge or vector label is not declared in the schema." },
   // The operation tree.
   malformed_tree: { status: 400, kind: "user", doc: "The operation tree is not of the documented shape; the message names the JSON path at fault." },
   unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet." },
   unknown_variable: { status: 400, kind: "user", doc: "A step refers to a variable that no earlier entry defined." },
-  missing_parameter: { status: 400, kind: "user", doc: "A step refers to a parameter that the request did not supply." },
+  missing_parameter: { status: 400, kind: "user", doc: "A step refers to a parameter that the request did not supply, or a query call omits a declared parameter." },
+  unknown_parameter: { status: 400, kind: "user", doc: "A query call supplies a parameter that the QUERY does not declare; remove it or fix its name." },
+  query_not_found: { status: 404, kind: "user", doc: "No QUERY of that name is defined in the project's .hx files; GET /introspect lists them." },
   write_in_read: { status: 400, kind: "user", doc: "A read batch contains a mutation; send it as a write batch." },
   limit_exceeded: { status: 400, kind: "user", doc: "A request exceeds a documented limit (entries per batch, tree depth, result size)." },
   // Records.

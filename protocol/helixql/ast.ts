@@ -19,12 +19,12 @@ export interface NameAst {
   readonly loc: SourceLocation;
 }
 
-/** One parsed `.hx` file: its declarations in order. QUERY definitions will join this union. */
+/** One parsed `.hx` file: its schema declarations and QUERY definitions, in the order written. */
 export interface SourceFileAst {
   readonly declarations: readonly DeclarationAst[];
 }
 
-export type DeclarationAst = NodeDeclAst | EdgeDeclAst | VectorDeclAst;
+export type DeclarationAst = NodeDeclAst | EdgeDeclAst | VectorDeclAst | QueryDeclAst;
 
 export interface NodeDeclAst {
   readonly kind: "node";
@@ -75,3 +75,90 @@ export type LiteralAst =
   | { readonly kind: "boolean"; readonly value: boolean; readonly loc: SourceLocation }
   | { readonly kind: "now"; readonly loc: SourceLocation }
   | { readonly kind: "array"; readonly elements: readonly LiteralAst[]; readonly loc: SourceLocation };
+
+// ---- QUERY definitions ------------------------------------------------------------------------------------------
+//
+// The query grammar is deliberately uniform: every source and every `::` step is a call `Name<Generic>(args)`
+// whose generic and argument list are both optional (`N<User>`, `N<User>(id)`, `Out<Follows>`, `COUNT`,
+// `WHERE(cond)`, `RANGE(0, 10)`, `ORDER<Desc>(_::{age})`, `ADD(a, b)`, `Embed(text)`, `_`, a variable `x`). The
+// checker, not the parser, knows which names exist and what they take, so an unknown step or a wrong argument count
+// is a diagnostic at its place with every other diagnostic, not a syntax error that hides the rest of the file.
+
+/** `QUERY Name(p: Type, q?: Type) => statements RETURN items` */
+export interface QueryDeclAst {
+  readonly kind: "query";
+  readonly name: NameAst;
+  readonly params: readonly ParamAst[];
+  readonly body: readonly StatementAst[];
+  /** The RETURN items in order; empty when the query has no RETURN clause. */
+  readonly returns: readonly ExprAst[];
+  /** Where `RETURN` was written, when it was. */
+  readonly returnLoc?: SourceLocation;
+  readonly loc: SourceLocation;
+}
+
+/** A declared parameter; `optional` for `q?: Type`. The type reuses the schema's type syntax. */
+export interface ParamAst {
+  readonly name: NameAst;
+  readonly optional: boolean;
+  readonly type: TypeAst;
+}
+
+export type StatementAst =
+  /** `x <- expr` */
+  | { readonly kind: "assign"; readonly name: NameAst; readonly value: ExprAst; readonly loc: SourceLocation }
+  /** A bare expression (usually a mutation such as `AddE<Follows>::From(a)::To(b)`). */
+  | { readonly kind: "expr"; readonly value: ExprAst; readonly loc: SourceLocation }
+  /** `DROP expr` */
+  | { readonly kind: "drop"; readonly target: ExprAst; readonly loc: SourceLocation }
+  /** `FOR x IN expr { ... }` or `FOR {a, b} IN expr { ... }` */
+  | {
+      readonly kind: "for";
+      readonly binding: ForBindingAst;
+      readonly source: ExprAst;
+      readonly body: readonly StatementAst[];
+      readonly loc: SourceLocation;
+    };
+
+export type ForBindingAst =
+  | { readonly kind: "name"; readonly name: NameAst }
+  | { readonly kind: "destructure"; readonly names: readonly NameAst[]; readonly loc: SourceLocation };
+
+/**
+ * A call: a source or a step. `generic` is the `<...>` part (`N<User>`, `ORDER<Desc>`), `args` the parenthesised
+ * list, absent when no parentheses were written (`COUNT`, `N<User>`) and empty for `()`.
+ */
+export interface CallAst {
+  readonly name: NameAst;
+  readonly generic?: NameAst;
+  readonly args?: readonly ExprAst[];
+  readonly loc: SourceLocation;
+}
+
+/** One item of a projection `::{...}` or of an object literal `{...}`. */
+export type ProjectionItemAst =
+  /** `name` alone: the property of that name (in an object literal: the variable or parameter of that name). */
+  | { readonly kind: "field"; readonly name: NameAst }
+  /** `key: expr` */
+  | { readonly kind: "assign"; readonly key: NameAst; readonly value: ExprAst }
+  /** `..`: every property of the element, then the other items. */
+  | { readonly kind: "spread"; readonly loc: SourceLocation };
+
+export type StepAst =
+  | { readonly kind: "call"; readonly call: CallAst }
+  /** `::{a, b: expr, ..}`; with `exclude`, `::!{a, b}` (every property but these; items are all `field`). */
+  | { readonly kind: "projection"; readonly items: readonly ProjectionItemAst[]; readonly exclude: boolean; readonly loc: SourceLocation }
+  /** `::|x| { items }`: a projection whose items may name the current element as `x`. */
+  | { readonly kind: "closure"; readonly param: NameAst; readonly items: readonly ProjectionItemAst[]; readonly loc: SourceLocation };
+
+export type ExprAst =
+  /** `start::step::step...`; a bare variable, parameter, `_` or function call is a chain without steps. */
+  | { readonly kind: "chain"; readonly start: CallAst; readonly steps: readonly StepAst[]; readonly loc: SourceLocation }
+  /** Number, string or boolean literal (`NOW` is a call named NOW). */
+  | { readonly kind: "literal"; readonly literal: LiteralAst }
+  /** `[e1, e2]` */
+  | { readonly kind: "array"; readonly elements: readonly ExprAst[]; readonly loc: SourceLocation }
+  /** `{key: expr, name}`: property blocks of AddN/AddE/UPDATE, index lookups `N<T>({field: v})`, RETURN objects. */
+  | { readonly kind: "object"; readonly items: readonly ProjectionItemAst[]; readonly loc: SourceLocation }
+  /** `!expr` (as in `!EXISTS(...)`) */
+  | { readonly kind: "not"; readonly operand: ExprAst; readonly loc: SourceLocation };

@@ -90,6 +90,8 @@ class SchemaChecker {
       const file = files[fileIndex].file;
       const report = this.reporter(file, fileIndex);
       for (const declaration of ast.declarations) {
+        // QUERY definitions are the query checker's (query-check.ts); it runs on the same parsed files.
+        if (declaration.kind === "query") continue;
         // A duplicate is reported and left out of the schema, but its body is still checked for errors of its own.
         const fresh = this.registerName(seen[declaration.kind], declaration, file, report);
         const name = declaration.name.text;

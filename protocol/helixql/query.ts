@@ -1,0 +1,148 @@
+/**
+ * A checked HelixQL QUERY, compiled: the operation tree it runs (protocol/tree.ts, the one plan format), its
+ * declared parameters (checked and coerced on every call before anything runs), and how its RETURN clause turns
+ * the tree's named results into the response body. The checker (query-check.ts) makes these; the embedded
+ * runtime's `db.query(name, params)` and the server's `POST /<QueryName>` routes run them.
+ */
+
+import { SilkError } from "../errors.js";
+import type { FieldType } from "../schema.js";
+import { coerceValue, fieldTypeToString } from "./coerce.js";
+
+export interface QueryParameter {
+  readonly name: string;
+  readonly type: FieldType;
+  readonly optional: boolean;
+}
+
+/**
+ * How one RETURN item is built from the tree's results. `entry` names a returned entry of the tree; `one` takes
+ * its first element (or null when it is empty): `N<User>(id)`, `AddN`, `FIRST` and unique index lookups return one
+ * record, the other traversals a list.
+ */
+export type ReturnShape =
+  | { readonly kind: "entry"; readonly entry: string; readonly cardinality: "one" | "many" | "scalar" }
+  | { readonly kind: "literal"; readonly value: unknown }
+  | { readonly kind: "object"; readonly fields: readonly (readonly [string, ReturnShape])[] }
+  | { readonly kind: "array"; readonly elements: readonly ReturnShape[] };
+
+/**
+ * The response body: `keyed` is the usual `{"user": ..., "posts": ...}` keyed by the returned variables' names;
+ * `value` is a single RETURN of a literal, object or array, which is the whole body (`RETURN "ok"` answers `"ok"`).
+ */
+export type QueryOutput =
+  | { readonly kind: "keyed"; readonly fields: readonly (readonly [string, ReturnShape])[] }
+  | { readonly kind: "value"; readonly shape: ReturnShape };
+
+export interface CompiledQuery {
+  readonly name: string;
+  /** The file that defines it, as diagnostics name it. */
+  readonly file: string;
+  readonly parameters: readonly QueryParameter[];
+  readonly requestType: "read" | "write";
+  /** The `/v2/query` request body this query runs, without `parameters` (each call supplies them). */
+  readonly tree: Readonly<Record<string, unknown>>;
+  readonly output: QueryOutput;
+}
+
+/** The introspection form of a query (GET /introspect). */
+export function queryToJson(query: CompiledQuery): Record<string, unknown> {
+  return {
+    name: query.name,
+    parameters: query.parameters.map((p) => ({ name: p.name, type: fieldTypeToString(p.type), optional: p.optional })),
+    returns: query.output.kind === "keyed" ? query.output.fields.map(([name]) => name) : [],
+    request_type: query.requestType,
+  };
+}
+
+/**
+ * Checks a call's parameters against the declaration: every declared, non-optional parameter present, no
+ * undeclared one, each value of its type (IDs as decimal strings). Returns the coerced values as the tree expects
+ * them (IDs as decimal strings, dates as ISO strings; JSON-safe). Errors: missing_parameter, unknown_parameter,
+ * invalid_type / invalid_id / invalid_value from coercion, all 400.
+ */
+export function bindParameters(query: CompiledQuery, supplied: unknown): Record<string, unknown> {
+  if (typeof supplied !== "object" || supplied === null || Array.isArray(supplied)) {
+    throw new SilkError("invalid_type", `${query.name} takes its parameters as a JSON object`);
+  }
+  const given = supplied as Record<string, unknown>;
+  const declared = new Map(query.parameters.map((p) => [p.name, p]));
+  for (const name of Object.keys(given)) {
+    if (!declared.has(name)) throw new SilkError("unknown_parameter", `${query.name} has no parameter ${JSON.stringify(name)}`);
+  }
+  const bound: Record<string, unknown> = {};
+  for (const parameter of query.parameters) {
+    const value = given[parameter.name];
+    if (value === undefined || value === null) {
+      if (!parameter.optional) {
+        throw new SilkError("missing_parameter", `${query.name} needs parameter ${parameter.name}: ${fieldTypeToString(parameter.type)}`);
+      }
+      continue;
+    }
+    bound[parameter.name] = toTreeParameter(coerceValue(parameter.type, value, `${query.name}.${parameter.name}`));
+  }
+  return bound;
+}
+
+/** A coerced value in the form the tree's parameters take: bigints as decimal strings, dates as ISO strings. */
+function toTreeParameter(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString(10);
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(toTreeParameter);
+  if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<number | bigint>, toTreeParameter);
+  if (typeof value === "object" && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) out[key] = toTreeParameter(inner);
+    return out;
+  }
+  return value;
+}
+
+/** Record keys of the tree's JSON form and the names HelixQL responses give them (HelixDB's v1 record shape). */
+const RECORD_KEYS: Readonly<Record<string, string>> = {
+  $id: "id",
+  $label: "label",
+  $from: "from_node",
+  $to: "to_node",
+  $vector: "data",
+};
+
+/** Builds the response body from the tree's result (keyed by entry name). */
+export function renderOutput(output: QueryOutput, result: Readonly<Record<string, unknown>>): unknown {
+  if (output.kind === "value") return renderShape(output.shape, result);
+  const body: Record<string, unknown> = {};
+  for (const [name, shape] of output.fields) body[name] = renderShape(shape, result);
+  return body;
+}
+
+function renderShape(shape: ReturnShape, result: Readonly<Record<string, unknown>>): unknown {
+  switch (shape.kind) {
+    case "literal":
+      return shape.value;
+    case "object": {
+      const object: Record<string, unknown> = {};
+      for (const [name, inner] of shape.fields) object[name] = renderShape(inner, result);
+      return object;
+    }
+    case "array":
+      return shape.elements.map((inner) => renderShape(inner, result));
+    case "entry": {
+      const value = renameRecordKeys(result[shape.entry]);
+      if (shape.cardinality !== "one") return value ?? null;
+      return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+    }
+    default: {
+      const unreachable: never = shape;
+      throw new Error(`unknown return shape ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Renames the tree's `$id`, `$label`... keys at every depth; `$` cannot start a user property, so nothing else moves. */
+function renameRecordKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(renameRecordKeys);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) out[RECORD_KEYS[key] ?? key] = renameRecordKeys(inner);
+  return out;
+}
