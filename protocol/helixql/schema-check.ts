@@ -40,6 +40,8 @@ export function parseSchema(sources: SchemaSource | SchemaSource[]): Schema {
   throw new SilkError(code, formatDiagnostics(result.diagnostics, files));
 }
 
+type SchemaDeclarationAst = Exclude<DeclarationAst, { kind: "query" }>;
+
 interface Located {
   readonly diagnostic: Diagnostic;
   readonly fileIndex: number;
@@ -80,7 +82,7 @@ class SchemaChecker {
     const nodes = new Map<string, NodeTypeDecl>();
     const edges = new Map<string, EdgeTypeDecl>();
     const vectors = new Map<string, VectorTypeDecl>();
-    const seen: Record<DeclarationAst["kind"], Map<string, Declared<DeclarationAst>>> = {
+    const seen: Record<SchemaDeclarationAst["kind"], Map<string, Declared<SchemaDeclarationAst>>> = {
       node: new Map(),
       edge: new Map(),
       vector: new Map(),
@@ -140,7 +142,7 @@ class SchemaChecker {
   }
 
   /** Records a type name; a second declaration of the same name within a kind is reported and skipped. */
-  private registerName(seen: Map<string, Declared<DeclarationAst>>, decl: DeclarationAst, file: string, report: Reporter): boolean {
+  private registerName(seen: Map<string, Declared<SchemaDeclarationAst>>, decl: SchemaDeclarationAst, file: string, report: Reporter): boolean {
     const first = seen.get(decl.name.text);
     if (first !== undefined) {
       const prefix = { node: "N", edge: "E", vector: "V" }[decl.kind];
