@@ -3,7 +3,7 @@
  * Most tests compare trees without `loc` (built with the small constructors below); a few check `loc` itself.
  */
 import { describe, expect, it } from "vitest";
-import type { CallAst, DeclarationAst, ExprAst, ProjectionItemAst, QueryDeclAst, StatementAst, StepAst } from "../../protocol/helixql/ast.js";
+import type { CallAst, DeclarationAst, ExprAst, ProjectionItemAst, QueryDeclAst, SourceLocation, StatementAst, StepAst } from "../../protocol/helixql/ast.js";
 import { parse, SyntaxError as ParserSyntaxError } from "../../protocol/helixql/generated/parser.js";
 
 /** The tree without its `loc` and `returnLoc` fields, so expected trees stay readable. */
@@ -462,6 +462,26 @@ QUERY Get(id: ID, tags: [String]) =>
   it("counts offsets from the start of the file", () => {
     expect(text.slice(query.loc.offset, query.loc.offset + 5)).toBe("QUERY");
     expect(text.slice(query.name.loc.offset).startsWith("Get(")).toBe(true);
+  });
+
+  it("gives every loc the line and column its offset has, with only \\n ending a line (so \\r\\n counts \\r)", () => {
+    const crlf = `${text}QUERY Next() =>\r\n  x <- [ !{a: 1} ]\r\n\r\n  RETURN x::|u| {b: u}\r\n`;
+    const locs: SourceLocation[] = [];
+    const collect = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(collect);
+      else if (value !== null && typeof value === "object") {
+        for (const [key, inner] of Object.entries(value)) {
+          if (key === "loc" || key === "returnLoc") locs.push(inner as SourceLocation);
+          else collect(inner);
+        }
+      }
+    };
+    collect(parse(crlf));
+    expect(locs.length).toBeGreaterThan(40);
+    for (const loc of locs) {
+      const before = crlf.slice(0, loc.offset);
+      expect(loc).toEqual({ line: before.split("\n").length, column: loc.offset - (before.lastIndexOf("\n") + 1) + 1, offset: loc.offset });
+    }
   });
 });
 
