@@ -8,16 +8,53 @@
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
-import { compareValues, getPath, valuesEqual, type Value } from "../protocol/values.js";
-import type { Element, ExecutionContext, Stream } from "./executor.js";
+import { compareValues, getPath, isPlainObject, valuesEqual, type Properties, type Value } from "../protocol/values.js";
+import { callMath } from "./math.js";
+import { streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 
 export interface EvalScope {
   readonly context: ExecutionContext;
   readonly variables: Map<string, Stream>;
   readonly parameters: Readonly<Record<string, unknown>>;
+  /** What the `context` step yields: the current element inside a sub-traversal. */
   readonly contextStream?: Stream;
-  /** Runs a sub-traversal with `context` bound to the given stream. */
-  readonly evalStep: (step: Step, contextStream: Stream) => Promise<Stream>;
+  /** The executor's step evaluator, passed in so that expressions can run sub-traversals without importing it. */
+  readonly evalStep: (step: Step, scope: EvalScope) => Promise<Stream>;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * A request parameter by name. A name with a dot that names no parameter itself walks into an object parameter
+ * (`row.name` is field `name` of parameter `row`), which is how a `for_each ... as row` body reads its row.
+ */
+export function lookupParameter(name: string, parameters: Readonly<Record<string, unknown>>, where: string): unknown {
+  if (hasOwn.call(parameters, name)) return parameters[name];
+  const dot = name.indexOf(".");
+  const head = dot > 0 ? parameters[name.slice(0, dot)] : undefined;
+  if (dot > 0 && hasOwn.call(parameters, name.slice(0, dot)) && isPlainObject(head)) {
+    const value = getPath(head as Properties, name.slice(dot + 1));
+    if (value !== undefined) return value;
+  }
+  throw new SilkError("missing_parameter", `${where}: parameter ${JSON.stringify(name)} was not supplied`);
+}
+
+/** A variable's value in an expression: a scalar as itself, values as an array, records as an array of their IDs. */
+function variable(name: string, scope: EvalScope): Value {
+  const stream = scope.variables.get(name);
+  if (stream === undefined) throw new SilkError("unknown_variable", `no earlier entry defines ${JSON.stringify(name)}`);
+  switch (stream.kind) {
+    case "scalar":
+      return stream.value as Value;
+    case "values":
+      return stream.items as Value[];
+    case "elements":
+      return stream.items.map((item) => item.id);
+    default: {
+      const unreachable: never = stream;
+      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
+    }
+  }
 }
 
 /** Reads a property of an element's (loaded) record; `$id`, `$label`, `$from`, `$to` are virtual properties. */
@@ -38,15 +75,13 @@ function property(element: Element | undefined, path: string): Value | undefined
   }
 }
 
-/** A request parameter as a value: JSON numbers, strings, booleans, arrays and objects as they are. */
-function parameter(name: string, scope: EvalScope): Value {
-  if (!(name in scope.parameters)) throw new SilkError("missing_parameter", `parameter ${JSON.stringify(name)} was not supplied`);
-  return scope.parameters[name] as Value;
-}
-
+/**
+ * Runs a sub-traversal with `context` bound to the current element; without one (a bound, a mutation value) the
+ * enclosing context stays, and a traversal that reads `context` where there is none is refused by the executor.
+ */
 async function subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Promise<Stream> {
-  if (element === undefined) throw new SilkError("malformed_tree", "a sub-traversal needs a record in scope");
-  return scope.evalStep(traversal, { kind: "elements", items: [element] });
+  if (element === undefined) return scope.evalStep(traversal, scope);
+  return scope.evalStep(traversal, { ...scope, contextStream: { kind: "elements", items: [element] } });
 }
 
 export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {
@@ -56,7 +91,16 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     case "constant":
       return expr.value;
     case "param":
-      return parameter(expr.name, scope);
+      return lookupParameter(expr.name, scope.parameters, "param") as Value;
+    case "var":
+      return variable(expr.name, scope);
+    case "traversal":
+      return (await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view)) as Value;
+    case "call": {
+      const args: (Value | undefined)[] = [];
+      for (const arg of expr.args) args.push(await evaluateExpr(arg, element, scope));
+      return callMath(expr.fn, args);
+    }
     case "id":
       if (element === undefined) throw new SilkError("malformed_tree", "id needs a record in scope");
       return element.id;

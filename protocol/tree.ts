@@ -30,7 +30,8 @@ export interface Plan {
 
 export type Entry =
   | { readonly kind: "query"; readonly name?: string; readonly root: Step; readonly condition?: Condition }
-  | { readonly kind: "for_each"; readonly param: string; readonly body: readonly Entry[] };
+  /** `as` binds each array element as one parameter; without it each element is an object whose fields become parameters. */
+  | { readonly kind: "for_each"; readonly param: string; readonly as?: string; readonly body: readonly Entry[] };
 
 export type Condition =
   | { readonly kind: "var_empty"; readonly name: string }
@@ -51,7 +52,19 @@ export type Expr =
   | { readonly kind: "param"; readonly name: string }
   | { readonly kind: "id" }
   | { readonly kind: "count"; readonly traversal: Step }
-  | { readonly kind: "arith"; readonly op: "add" | "sub" | "mul" | "div" | "mod"; readonly left: Expr; readonly right: Expr };
+  | { readonly kind: "arith"; readonly op: "add" | "sub" | "mul" | "div" | "mod"; readonly left: Expr; readonly right: Expr }
+  | { readonly kind: "var"; readonly name: string }
+  | { readonly kind: "traversal"; readonly traversal: Step }
+  | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] };
+
+/** Math functions of `call` with their arity: [fewest, most] arguments. */
+export const MATH_FUNCTIONS = {
+  pow: [2, 2], abs: [1, 1], sqrt: [1, 1], ln: [1, 1], log10: [1, 1], exp: [1, 1], ceil: [1, 1], floor: [1, 1],
+  round: [1, 1], sin: [1, 1], cos: [1, 1], tan: [1, 1], asin: [1, 1], acos: [1, 1], atan: [1, 1], log: [2, 2],
+  atan2: [2, 2], min: [2, Infinity], max: [2, Infinity],
+} as const satisfies Record<string, readonly [number, number]>;
+
+export type MathFunction = keyof typeof MATH_FUNCTIONS;
 
 export type CompareOp = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
 
@@ -77,6 +90,13 @@ export type Projection =
   | { readonly kind: "property"; readonly source: string; readonly alias: string }
   | { readonly kind: "expr"; readonly alias: string; readonly expr: Expr };
 
+export type AggregateFunction = "sum" | "avg" | "min" | "max";
+
+export type PathDirection = "out" | "in" | "both";
+
+/** How shortest_path searches: fewest hops, or least total weight with the weight computed per edge. */
+export type PathAlgorithm = { readonly kind: "bfs" } | { readonly kind: "dijkstra"; readonly weight: Expr };
+
 export type Step =
   // Sources.
   | { readonly op: "nodes" | "edges" | "vectors"; readonly ref: Ref }
@@ -99,8 +119,26 @@ export type Step =
   | { readonly op: "count" | "exists" | "id" | "label"; readonly input: Step }
   | { readonly op: "values"; readonly input: Step; readonly properties: readonly string[] }
   | { readonly op: "value_map"; readonly input: Step; readonly properties?: readonly string[] }
-  | { readonly op: "project"; readonly input: Step; readonly projections: readonly Projection[] }
+  | {
+      readonly op: "project";
+      readonly input: Step;
+      readonly projections: readonly Projection[];
+      /** Rows start as the whole record (`all`), less the `exclude`d properties. */
+      readonly all: boolean;
+      readonly exclude: readonly string[];
+    }
   | { readonly op: "order_by"; readonly input: Step; readonly path: string; readonly order: "asc" | "desc" }
+  // Aggregates and paths.
+  | { readonly op: "aggregate"; readonly input: Step; readonly fn: AggregateFunction; readonly path?: string }
+  | { readonly op: "group_count" | "aggregate_by"; readonly input: Step; readonly properties: readonly string[] }
+  | {
+      readonly op: "shortest_path";
+      readonly input: Step;
+      readonly to: Ref;
+      readonly label?: string;
+      readonly direction: PathDirection;
+      readonly algorithm: PathAlgorithm;
+    }
   // Mutations.
   | { readonly op: "add_n"; readonly input?: Step; readonly label: string; readonly properties: PropertyAssignments }
   | { readonly op: "add_e"; readonly input: Step; readonly label: string; readonly to: Ref; readonly properties: PropertyAssignments }
@@ -108,12 +146,15 @@ export type Step =
   | { readonly op: "set_property"; readonly input: Step; readonly name: string; readonly value: Input }
   | { readonly op: "update"; readonly input: Step; readonly properties: PropertyAssignments }
   | { readonly op: "remove_property"; readonly input: Step; readonly name: string }
-  | { readonly op: "drop"; readonly input: Step };
+  | { readonly op: "drop"; readonly input: Step }
+  | { readonly op: "upsert_n"; readonly input: Step; readonly label: string; readonly properties: PropertyAssignments }
+  | { readonly op: "upsert_v"; readonly input: Step; readonly label: string; readonly vector?: Input; readonly properties: PropertyAssignments }
+  | { readonly op: "upsert_e"; readonly input: Step; readonly label: string; readonly from: Ref; readonly to: Ref; readonly properties: PropertyAssignments };
 
 export type StepOp = Step["op"];
 
 const MUTATING_OPS: ReadonlySet<StepOp> = new Set<StepOp>([
-  "add_n", "add_e", "add_v", "set_property", "update", "remove_property", "drop",
+  "add_n", "add_e", "add_v", "set_property", "update", "remove_property", "drop", "upsert_n", "upsert_v", "upsert_e",
 ]);
 
 export function isMutation(op: StepOp): boolean {
@@ -127,11 +168,10 @@ export function isMutation(op: StepOp): boolean {
 const KNOWN_UNSUPPORTED = new Set([
   "vector_search_nodes", "vector_search_edges", "text_search_nodes", "text_search_edges",
   "vector_search_nodes_within", "vector_search_edges_within", "text_search_nodes_within", "text_search_edges_within",
-  "inject", "shortest_path", "edge_has", "edge_has_label", "order_by_multiple", "group", "group_count",
-  "aggregate_by", "fold", "unfold", "path", "simple_path", "as", "store", "select", "bind", "project_bindings",
-  "repeat", "union", "choose", "coalesce", "optional", "edge_properties", "drop_edge", "drop_edge_labeled",
-  "drop_edge_by_id", "create_index", "drop_index", "get_index_operation", "retry_index_operation",
-  "abort_index_operation", "upsert_n", "upsert_e", "upsert_v",
+  "inject", "edge_has", "edge_has_label", "order_by_multiple", "group", "fold", "unfold", "path", "simple_path", "as",
+  "store", "select", "bind", "project_bindings", "repeat", "union", "choose", "coalesce", "optional",
+  "edge_properties", "drop_edge", "drop_edge_labeled", "drop_edge_by_id", "create_index", "drop_index",
+  "get_index_operation", "retry_index_operation", "abort_index_operation",
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -281,6 +321,7 @@ function decodeRef(value: Json, path: string): Ref {
 }
 
 function decodeExpr(value: Json, path: string, depth: number): Expr {
+  if (depth > TREE_DEPTH_MAX) throw new SilkError("limit_exceeded", `${path}: nesting deeper than ${TREE_DEPTH_MAX}`);
   if (value === "id") return { kind: "id" };
   const [tag, body] = tagged(value, path);
   const at = `${path}.${tag}`;
@@ -310,6 +351,12 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
         right: decodeExpr(object.right, `${at}.right`, depth + 1),
       };
     }
+    case "var":
+      return { kind: "var", name: stringAt(body, at) };
+    case "traversal":
+      return { kind: "traversal", traversal: decodeStep(body, at, depth + 1) };
+    case "call":
+      return decodeCall(body, at, depth);
     case "timestamp":
     case "date_time_now":
     case "neg":
@@ -318,6 +365,25 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
     default:
       throw fault(path, `unknown expression ${JSON.stringify(tag)}`);
   }
+}
+
+function isMathFunction(name: string): name is MathFunction {
+  return Object.prototype.hasOwnProperty.call(MATH_FUNCTIONS, name);
+}
+
+/** `{"fn": "pow", "args": [e, e]}`: the function must be known and take that many arguments. */
+function decodeCall(body: Json, at: string, depth: number): Expr {
+  const object = objectAt(body, at);
+  allowOnly(object, ["fn", "args"], at);
+  const fn = stringAt(object.fn, `${at}.fn`);
+  if (!isMathFunction(fn)) throw fault(`${at}.fn`, `unknown function ${JSON.stringify(fn)} (expected ${Object.keys(MATH_FUNCTIONS).join(", ")})`);
+  const args = arrayAt(object.args, `${at}.args`);
+  const [fewest, most] = MATH_FUNCTIONS[fn];
+  if (args.length < fewest || args.length > most) {
+    const expected = fewest === most ? `${fewest}` : `at least ${fewest}`;
+    throw fault(`${at}.args`, `${fn} takes ${expected} argument${fewest === 1 && most === 1 ? "" : "s"}, not ${args.length}`);
+  }
+  return { kind: "call", fn, args: args.map((arg, i) => decodeExpr(arg, `${at}.args[${i}]`, depth + 1)) };
 }
 
 const COMPARE_OPS: readonly CompareOp[] = ["eq", "neq", "gt", "gte", "lt", "lte"];
@@ -430,6 +496,90 @@ function stringList(value: Json, path: string): string[] {
   return arrayAt(value, path).map((item, i) => stringAt(item, `${path}[${i}]`));
 }
 
+function decodeProject(object: Record<string, Json>, at: string, input: Step): Step {
+  if (object.all !== undefined && typeof object.all !== "boolean") throw fault(`${at}.all`, "expected a boolean");
+  const exclude = object.exclude === undefined ? [] : stringList(object.exclude, `${at}.exclude`);
+  return {
+    op: "project",
+    input,
+    projections: arrayAt(object.projections ?? [], `${at}.projections`).map((item, i) => decodeProjection(item, `${at}.projections[${i}]`)),
+    // Leaving properties out only makes sense of a row that starts as the whole record.
+    all: object.all === true || exclude.length > 0,
+    exclude,
+  };
+}
+
+const AGGREGATE_FUNCTIONS: readonly AggregateFunction[] = ["sum", "avg", "min", "max"];
+
+function decodeAggregate(object: Record<string, Json>, at: string, input: Step): Step {
+  const fn = stringAt(object.fn, `${at}.fn`);
+  if (!(AGGREGATE_FUNCTIONS as readonly string[]).includes(fn)) throw fault(`${at}.fn`, `expected one of ${AGGREGATE_FUNCTIONS.join(", ")}`);
+  const path = object.property === undefined || object.property === null ? undefined : stringAt(object.property, `${at}.property`);
+  return { op: "aggregate", input, fn: fn as AggregateFunction, path };
+}
+
+/** Grouping properties; the names the result row uses for itself (`count`, and `items` of aggregate_by) are refused. */
+function groupProperties(value: Json, path: string, op: "group_count" | "aggregate_by"): string[] {
+  const properties = stringList(value, path);
+  const reserved = op === "group_count" ? ["count"] : ["count", "items"];
+  properties.forEach((property, i) => {
+    if (reserved.includes(property)) throw fault(`${path}[${i}]`, `${JSON.stringify(property)} names a field of the ${op} row itself`);
+  });
+  if (new Set(properties).size !== properties.length) throw fault(path, "a property is listed twice");
+  return properties;
+}
+
+function decodeShortestPath(object: Record<string, Json>, at: string, input: Step, depth: number): Step {
+  const direction = object.direction === undefined ? "out" : stringAt(object.direction, `${at}.direction`);
+  if (direction !== "out" && direction !== "in" && direction !== "both") throw fault(`${at}.direction`, 'expected "out", "in" or "both"');
+  const algorithm = object.algorithm === undefined ? "bfs" : stringAt(object.algorithm, `${at}.algorithm`);
+  if (algorithm !== "bfs" && algorithm !== "dijkstra") throw fault(`${at}.algorithm`, 'expected "bfs" or "dijkstra"');
+  // BFS counts hops, so a weight given with it is ignored (but must still be well formed).
+  const weight = object.weight === undefined ? undefined : decodeExpr(object.weight, `${at}.weight`, depth + 1);
+  if (algorithm === "dijkstra" && weight === undefined) throw fault(`${at}.weight`, "dijkstra needs a weight expression");
+  return {
+    op: "shortest_path",
+    input,
+    to: decodeRef(object.to, `${at}.to`),
+    label: object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`),
+    direction,
+    algorithm: algorithm === "dijkstra" && weight !== undefined ? { kind: "dijkstra", weight } : { kind: "bfs" },
+  };
+}
+
+function decodeUpsert(tag: "upsert_n" | "upsert_v" | "upsert_e", object: Record<string, Json>, at: string, input: Step): Step {
+  const label = (): string => labelAt(object.label, `${at}.label`);
+  const properties = (): PropertyAssignments => decodeAssignments(object.properties, `${at}.properties`);
+  switch (tag) {
+    case "upsert_n":
+      allowOnly(object, ["input", "label", "properties"], at);
+      return { op: tag, input, label: label(), properties: properties() };
+    case "upsert_v":
+      allowOnly(object, ["input", "label", "vector", "properties"], at);
+      return {
+        op: tag,
+        input,
+        label: label(),
+        vector: object.vector === undefined || object.vector === null ? undefined : decodeInput(object.vector, `${at}.vector`),
+        properties: properties(),
+      };
+    case "upsert_e":
+      allowOnly(object, ["input", "label", "from", "to", "properties"], at);
+      return {
+        op: tag,
+        input,
+        label: label(),
+        from: decodeRef(object.from, `${at}.from`),
+        to: decodeRef(object.to, `${at}.to`),
+        properties: properties(),
+      };
+    default: {
+      const unreachable: never = tag;
+      throw new Error(`unknown upsert ${String(unreachable)}`);
+    }
+  }
+}
+
 /** Decodes one step (and, through `input`, everything before it). */
 export function decodeStep(value: Json, path: string, depth = 0): Step {
   if (depth > TREE_DEPTH_MAX) throw new SilkError("limit_exceeded", `${path}: nesting deeper than ${TREE_DEPTH_MAX}`);
@@ -504,18 +654,28 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
         properties: object.properties === undefined || object.properties === null ? undefined : stringList(object.properties, `${at}.properties`),
       };
     case "project":
-      only("input", "projections");
-      return {
-        op: "project",
-        input: input(),
-        projections: arrayAt(object.projections, `${at}.projections`).map((item, i) => decodeProjection(item, `${at}.projections[${i}]`)),
-      };
+      only("input", "projections", "all", "exclude");
+      return decodeProject(object, at, input());
     case "order_by": {
       only("input", "property", "order");
       const order = object.order === undefined ? "asc" : stringAt(object.order, `${at}.order`);
       if (order !== "asc" && order !== "desc") throw fault(`${at}.order`, 'expected "asc" or "desc"');
       return { op: "order_by", input: input(), path: stringAt(object.property, `${at}.property`), order };
     }
+    case "aggregate":
+      only("input", "fn", "property");
+      return decodeAggregate(object, at, input());
+    case "group_count":
+    case "aggregate_by":
+      only("input", "properties");
+      return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag) };
+    case "shortest_path":
+      only("input", "to", "label", "direction", "algorithm", "weight");
+      return decodeShortestPath(object, at, input(), depth);
+    case "upsert_n":
+    case "upsert_v":
+    case "upsert_e":
+      return decodeUpsert(tag, object, at, input());
     case "add_n":
       only("input", "label", "properties");
       return {
@@ -590,10 +750,11 @@ function decodeEntry(value: Json, path: string): Entry {
     };
   }
   if (tag === "for_each") {
-    allowOnly(object, ["param", "body"], at);
+    allowOnly(object, ["param", "as", "body"], at);
     return {
       kind: "for_each",
       param: stringAt(object.param, `${at}.param`),
+      as: object.as === undefined || object.as === null ? undefined : stringAt(object.as, `${at}.as`),
       body: arrayAt(object.body, `${at}.body`).map((item, i) => decodeEntry(item, `${at}.body[${i}]`)),
     };
   }

@@ -1,0 +1,209 @@
+/**
+ * `shortest_path`: for each input node (or vector), the path to the nearest of the target records, by fewest hops
+ * (breadth-first, one batched adjacency read per level) or by least total weight (Dijkstra, the weight computed per
+ * edge by an expression with the edge as the current element). Ties break by ID: adjacency is visited in order of
+ * the other end's ID, then the edge's, and Dijkstra settles equal distances in ID order, so the same data always
+ * gives the same path.
+ */
+import { SilkError } from "../protocol/errors.js";
+import { parseId } from "../protocol/ids.js";
+import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
+import type { Expr, PathDirection, Ref, Step } from "../protocol/tree.js";
+import { evaluateExpr, lookupParameter, type EvalScope } from "./predicates.js";
+import { adjacencyOf, elementsOf, loaded, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+
+/** The most records one search may reach before it is refused (`limit_exceeded`), so a query cannot walk forever. */
+export const PATH_VISITED_NODES_MAX = 1_000_000;
+
+type ShortestPathStep = Extract<Step, { op: "shortest_path" }>;
+
+interface Reached {
+  readonly kind: EndpointKind;
+  /** How the search first (BFS) or best (Dijkstra) reached this record; absent for the source. */
+  readonly previous?: bigint;
+  readonly edge?: bigint;
+}
+
+interface Found {
+  readonly target: bigint;
+  readonly reached: Map<bigint, Reached>;
+  readonly weight?: number;
+}
+
+interface Search {
+  readonly step: ShortestPathStep;
+  readonly targets: ReadonlySet<bigint>;
+  readonly directions: Direction[];
+  readonly scope: EvalScope;
+}
+
+export async function shortestPaths(step: ShortestPathStep, input: Stream, scope: EvalScope): Promise<Stream> {
+  const search: Search = { step, targets: await pathTargets(step.to, scope), directions: DIRECTIONS[step.direction], scope };
+  const sources = await loaded(scope.context.view, elementsOf(input, "shortest_path").filter((item) => item.kind !== "edge"));
+  const rows: unknown[] = [];
+  for (const source of sources) {
+    const found = step.algorithm.kind === "bfs" ? await breadthFirst(source, search) : await dijkstra(source, step.algorithm.weight, search);
+    if (found !== undefined) rows.push(await renderPath(found, scope));
+  }
+  return valuesStream(rows);
+}
+
+const DIRECTIONS: Record<PathDirection, Direction[]> = { out: ["out"], in: ["in"], both: ["out", "in"] };
+
+/** The IDs a path may end at. IDs that name nothing are simply never reached. */
+async function pathTargets(ref: Ref, scope: EvalScope): Promise<Set<bigint>> {
+  switch (ref.kind) {
+    case "all":
+      return new Set([...(await scope.context.view.allIds("node")), ...(await scope.context.view.allIds("vector"))]);
+    case "ids":
+      return new Set(ref.ids);
+    case "param": {
+      const raw = lookupParameter(ref.name, scope.parameters, "shortest_path.to");
+      return new Set((Array.isArray(raw) ? raw : [raw]).map((id, i) => parseId(id, `shortest_path.to [${i}]`)));
+    }
+    case "var": {
+      const stream = scope.variables.get(ref.name);
+      if (stream === undefined) throw new SilkError("unknown_variable", `shortest_path.to: no earlier entry defines ${JSON.stringify(ref.name)}`);
+      return new Set(elementsOf(stream, "shortest_path.to").filter((item) => item.kind !== "edge").map((item) => item.id));
+    }
+    default: {
+      const unreachable: never = ref;
+      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function byId(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** One adjacency list in the search's deterministic order. */
+function ordered(list: readonly AdjacencyEntry[]): AdjacencyEntry[] {
+  return [...list].sort((a, b) => byId(a.other, b.other) || byId(a.edge, b.edge));
+}
+
+function checkVisited(reached: Map<bigint, Reached>): void {
+  if (reached.size > PATH_VISITED_NODES_MAX) {
+    throw new SilkError("limit_exceeded", `shortest_path reached more than ${PATH_VISITED_NODES_MAX} records without finding a target`);
+  }
+}
+
+async function breadthFirst(source: Element, search: Search): Promise<Found | undefined> {
+  const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
+  if (search.targets.has(source.id)) return { target: source.id, reached };
+  let frontier: Element[] = [source];
+  while (frontier.length > 0) {
+    const lists = await adjacencyOf(search.scope.context.view, frontier, search.directions, search.step.label);
+    const next: Element[] = [];
+    for (let i = 0; i < frontier.length; i += 1) {
+      for (const entry of ordered(lists[i])) {
+        if (reached.has(entry.other)) continue;
+        reached.set(entry.other, { kind: entry.otherKind, previous: frontier[i].id, edge: entry.edge });
+        if (search.targets.has(entry.other)) return { target: entry.other, reached };
+        checkVisited(reached);
+        next.push({ kind: entry.otherKind, id: entry.other });
+      }
+    }
+    frontier = next;
+  }
+  return undefined;
+}
+
+async function dijkstra(source: Element, weight: Expr, search: Search): Promise<Found | undefined> {
+  const { view } = search.scope.context;
+  const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
+  const distance = new Map<bigint, number>([[source.id, 0]]);
+  const settled = new Set<bigint>();
+  const queue = new MinHeap();
+  queue.push(0, source.id);
+  for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+    const [current, id] = next;
+    if (settled.has(id)) continue;
+    settled.add(id);
+    if (search.targets.has(id)) return { target: id, reached, weight: current };
+    const [list] = await adjacencyOf(view, [{ kind: reached.get(id)!.kind, id }], search.directions, search.step.label);
+    const entries = ordered(list);
+    const edges = await view.records("edge", entries.map((entry) => entry.edge));
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i];
+      const edge = edges[i];
+      if (edge === undefined || settled.has(entry.other)) continue;
+      const candidate = current + (await edgeWeight(weight, { kind: "edge", id: edge.id, record: edge }, search.scope));
+      if (candidate >= (distance.get(entry.other) ?? Infinity)) continue;
+      distance.set(entry.other, candidate);
+      reached.set(entry.other, { kind: entry.otherKind, previous: id, edge: entry.edge });
+      checkVisited(reached);
+      queue.push(candidate, entry.other);
+    }
+  }
+  return undefined;
+}
+
+async function edgeWeight(weight: Expr, edge: Element, scope: EvalScope): Promise<number> {
+  const value = await evaluateExpr(weight, edge, scope);
+  const number = typeof value === "bigint" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isFinite(number) || number < 0) {
+    throw new SilkError("invalid_value", `shortest_path: the weight of edge ${edge.id} is ${JSON.stringify(value) ?? "missing"}, not a non-negative finite number`);
+  }
+  return number;
+}
+
+/** `{nodes, edges, hops, weight}`, nodes from source to target inclusive, as records in their JSON form. */
+async function renderPath(found: Found, scope: EvalScope): Promise<Record<string, unknown>> {
+  const nodes: Element[] = [];
+  const edges: Element[] = [];
+  for (let id: bigint | undefined = found.target; id !== undefined; ) {
+    const step: Reached = found.reached.get(id)!;
+    nodes.push({ kind: step.kind, id });
+    if (step.edge !== undefined) edges.push({ kind: "edge", id: step.edge });
+    id = step.previous;
+  }
+  nodes.reverse();
+  edges.reverse();
+  const { view } = scope.context;
+  return {
+    nodes: (await loaded(view, nodes)).map((item) => recordToJson(item.record!)),
+    edges: (await loaded(view, edges)).map((item) => recordToJson(item.record!)),
+    hops: edges.length,
+    weight: found.weight ?? edges.length,
+  };
+}
+
+/** A binary min-heap of (distance, ID), ordered by distance then ID so equal distances settle deterministically. */
+class MinHeap {
+  private readonly items: [number, bigint][] = [];
+
+  push(distance: number, id: bigint): void {
+    const items = this.items;
+    items.push([distance, id]);
+    for (let i = items.length - 1; i > 0; ) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(items[i], items[parent])) break;
+      [items[i], items[parent]] = [items[parent], items[i]];
+      i = parent;
+    }
+  }
+
+  pop(): [number, bigint] | undefined {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop();
+    if (items.length === 0 || last === undefined) return top;
+    items[0] = last;
+    for (let i = 0; ; ) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let smallest = i;
+      if (left < items.length && this.less(items[left], items[smallest])) smallest = left;
+      if (right < items.length && this.less(items[right], items[smallest])) smallest = right;
+      if (smallest === i) break;
+      [items[i], items[smallest]] = [items[smallest], items[i]];
+      i = smallest;
+    }
+    return top;
+  }
+
+  private less(a: [number, bigint], b: [number, bigint]): boolean {
+    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * What flows between the steps of a plan: streams of record references (loaded lazily, in batches), of JSON values,
+ * or one scalar; and the context every step runs in. Shared by the executor and the modules it delegates to, so none
+ * of them imports another's step logic.
+ */
+import { SilkError } from "../protocol/errors.js";
+import { idToString } from "../protocol/ids.js";
+import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Schema } from "../protocol/schema.js";
+import { valueToJson, type Value } from "../protocol/values.js";
+import type { TxnView } from "./txn-view.js";
+
+/** One element of a stream: a record reference, loaded lazily. */
+export interface Element {
+  readonly kind: RecordKind;
+  readonly id: bigint;
+  record?: StoredRecord;
+}
+
+export type Stream =
+  | { readonly kind: "elements"; readonly items: Element[] }
+  | { readonly kind: "values"; readonly items: unknown[] }
+  | { readonly kind: "scalar"; readonly value: unknown };
+
+export interface ExecutionContext {
+  readonly view: TxnView;
+  readonly schema: Schema | undefined;
+  readonly now: () => Date;
+  readonly writable: boolean;
+}
+
+export const RESULT_ELEMENTS_MAX = 1_000_000;
+
+export function elementsOf(stream: Stream, op: string): Element[] {
+  if (stream.kind !== "elements") throw new SilkError("malformed_tree", `step ${op} needs a stream of records, not of values`);
+  return stream.items;
+}
+
+export function elements(items: Element[]): Stream {
+  if (items.length > RESULT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `a step produced more than ${RESULT_ELEMENTS_MAX} elements`);
+  return { kind: "elements", items };
+}
+
+export function valuesStream(items: unknown[]): Stream {
+  if (items.length > RESULT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `a step produced more than ${RESULT_ELEMENTS_MAX} values`);
+  return { kind: "values", items };
+}
+
+/** Loads the records of the given elements; elements whose record no longer exists are dropped. */
+export async function loaded(view: TxnView, items: Element[]): Promise<Element[]> {
+  const missing = items.filter((item) => item.record === undefined);
+  if (missing.length > 0) {
+    const byKind = new Map<RecordKind, Element[]>();
+    for (const item of missing) {
+      const list = byKind.get(item.kind);
+      if (list) list.push(item);
+      else byKind.set(item.kind, [item]);
+    }
+    for (const [kind, list] of byKind) {
+      const records = await view.records(kind, list.map((item) => item.id));
+      list.forEach((item, i) => (item.record = records[i]));
+    }
+  }
+  return items.filter((item) => item.record !== undefined);
+}
+
+/** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
+export async function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Promise<Element[]> {
+  const found = await view.exists(kind, ids);
+  const items: Element[] = [];
+  ids.forEach((id, i) => {
+    if (found[i]) items.push({ kind, id });
+  });
+  return items;
+}
+
+/** A record in its JSON form: `$id`, `$label`, `$from`/`$to` for edges, `$vector` for vectors, then properties. */
+export function recordToJson(record: StoredRecord): Record<string, unknown> {
+  const json: Record<string, unknown> = { $id: idToString(record.id), $label: record.label };
+  if (record.kind === "edge") {
+    json.$from = idToString(record.from);
+    json.$to = idToString(record.to);
+  }
+  if (record.kind === "vector") json.$vector = Array.from(record.vector);
+  for (const [key, value] of Object.entries(record.props)) json[key] = valueToJson(value);
+  return json;
+}
+
+/** A stream in its JSON form: records as `recordToJson` objects, values as they are, a scalar as its JSON value. */
+export async function streamToJson(stream: Stream, view: TxnView): Promise<unknown> {
+  if (stream.kind === "scalar") return valueToJson(stream.value as Value);
+  if (stream.kind === "values") return stream.items;
+  return (await loaded(view, stream.items)).map((item) => recordToJson(item.record!));
+}
+
+/** `$id`, `$label`, `$from` and `$to` of a record in JSON form; undefined for any other name. */
+export function virtualPropertyJson(record: StoredRecord, name: string): unknown {
+  switch (name) {
+    case "$id":
+      return idToString(record.id);
+    case "$label":
+      return record.label;
+    case "$from":
+      return record.kind === "edge" ? idToString(record.from) : null;
+    case "$to":
+      return record.kind === "edge" ? idToString(record.to) : null;
+    default:
+      return undefined;
+  }
+}
+
+/** The adjacency of the node and vector elements (edges have none), in one or both directions, one list per owner. */
+export async function adjacencyOf(view: TxnView, items: Element[], directions: Direction[], label: string | undefined): Promise<AdjacencyEntry[][]> {
+  const ids = items.filter((item) => item.kind !== "edge").map((item) => item.id);
+  if (directions.length === 1) return view.adjacency(ids, directions[0], label);
+  const perDirection = await Promise.all(directions.map((direction) => view.adjacency(ids, direction, label)));
+  return ids.map((_, i) => perDirection.flatMap((lists) => lists[i]));
+}
