@@ -1,13 +1,15 @@
 /**
- * `silk serve`: the single-server mode. Loads every `.hx` file of the project as the schema, opens the database
- * on local disk, and serves the HTTP gateway (gateway/server.ts) on 127.0.0.1:6969 unless told otherwise.
+ * `silk serve`: the single-server mode. Loads every `.hx` file of the project (schema and queries), opens the
+ * database on local disk, and serves the HTTP gateway (gateway/server.ts) on 127.0.0.1:6969 unless told otherwise.
  * SIGINT and SIGTERM stop accepting requests, let the ones in flight finish, and close the database cleanly
- * (its writer lock is released, so the next start does not have to take over a stale one).
+ * (its writer lock is released, so the next start does not have to take over a stale one). `silk dev`
+ * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`.
  */
 import type { AddressInfo } from "node:net";
-import { pino } from "pino";
+import type { FastifyInstance } from "fastify";
+import { pino, type Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
-import { buildGateway } from "../gateway/server.js";
+import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
 
@@ -33,28 +35,56 @@ export function servePort(option: string | undefined, environment: string | unde
   return port;
 }
 
-/** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
-export async function runServe(options: ServeOptions): Promise<void> {
-  const port = servePort(options.port, process.env.SILK_PORT);
-  const host = options.host ?? SERVE_HOST_DEFAULT;
-  const data = options.data ?? SERVE_DATA_DEFAULT;
-  const logger = pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true }));
-  const database = await Database.open({ storage: { disk: data }, schema: loadSchemaSources(options.project) });
-  let app: Awaited<ReturnType<typeof buildGateway>> | undefined;
+/** Where and how a server listens, resolved from the options and the environment. */
+export interface ServeSettings {
+  readonly port: number;
+  readonly host: string;
+  readonly data: string;
+  readonly logger: Logger;
+}
+
+export function serveSettings(options: ServeOptions): ServeSettings {
+  return {
+    port: servePort(options.port, process.env.SILK_PORT),
+    host: options.host ?? SERVE_HOST_DEFAULT,
+    data: options.data ?? SERVE_DATA_DEFAULT,
+    logger: pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true })),
+  };
+}
+
+/**
+ * Builds the gateway over `database` and listens, then prints the line that says where. On failure it runs
+ * `closeDatabase` before throwing, so that a port in use does not leave the writer lock behind.
+ */
+export async function listenGateway(
+  database: GatewayDatabase,
+  settings: ServeSettings,
+  project: string,
+  closeDatabase: () => Promise<void>,
+): Promise<FastifyInstance> {
+  const { port, host, data, logger } = settings;
+  let app: FastifyInstance | undefined;
   try {
-    app = await buildGateway({ database, schema: database.schema, logger });
+    app = await buildGateway({ database, logger });
     await app.listen({ port, host });
   } catch (cause) {
     await app?.close();
-    await database.close();
+    await closeDatabase();
     if (app === undefined) throw cause;
     const reason = cause instanceof Error ? cause.message : String(cause);
     throw new SilkError("invalid_option", `cannot listen on ${host}:${port}: ${reason}`);
   }
-  const server = app;
-  const address = server.server.address() as AddressInfo;
+  const address = app.server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  process.stdout.write(`silk: serving ${options.project} on http://${shown}:${address.port} (data in ${data})\n`);
+  process.stdout.write(`silk: serving ${project} on http://${shown}:${address.port} (data in ${data})\n`);
+  return app;
+}
+
+/**
+ * On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish, then `closeRest` (the
+ * database, and for `silk dev` its watcher). A second signal exits at once.
+ */
+export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise<void>, logger: Logger): void {
   let closing = false;
   const close = (signal: NodeJS.Signals): void => {
     if (closing) {
@@ -65,7 +95,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     logger.info(`${signal}: closing the server and the database`);
     server
       .close()
-      .then(() => database.close())
+      .then(closeRest)
       .then(() => logger.info("closed"))
       .catch((cause: unknown) => {
         const error = asSilkError(cause);
@@ -79,4 +109,12 @@ export async function runServe(options: ServeOptions): Promise<void> {
   };
   process.on("SIGINT", close);
   process.on("SIGTERM", close);
+}
+
+/** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
+export async function runServe(options: ServeOptions): Promise<void> {
+  const settings = serveSettings(options);
+  const database = await Database.open({ storage: { disk: settings.data }, schema: loadSchemaSources(options.project) });
+  const server = await listenGateway(database, settings, options.project, () => database.close());
+  closeOnSignals(server, () => database.close(), settings.logger);
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
  * The `silk` command line: `silk import` (bulk loading, bin/import/), `silk serve` (the single-server mode,
- * bin/serve.ts) and `silk check` (schema diagnostics, bin/check.ts). This file only declares the commands and
- * their options with commander and turns failures into `silk <command>: <code>: <message>` and an exit code.
+ * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
+ * diagnostics, bin/check.ts). This file only declares the commands and their options with commander and turns
+ * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { asSilkError } from "../protocol/errors.js";
 import { runCheck } from "./check.js";
+import { runDev } from "./dev.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
 import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT } from "./serve.js";
 
@@ -69,8 +71,8 @@ function importCommand(): Command {
 
 function serveCommand(): Command {
   return new Command("serve")
-    .description("serve a project's database over HTTP (docs/SERVER.md)")
-    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema")
+    .description("serve a project's database and queries over HTTP (docs/SERVER.md)")
+    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
@@ -83,9 +85,25 @@ function serveCommand(): Command {
     });
 }
 
+function devCommand(): Command {
+  return new Command("dev")
+    .description("serve a project like `serve`, and reload its schema and queries whenever its .hx files change (docs/SERVER.md)")
+    .argument("<dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
+    .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
+    .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
+    .action(async (project: string, flags: { port?: string; host: string; data: string }) => {
+      try {
+        await runDev({ project, ...flags });
+      } catch (cause) {
+        fail("dev", cause);
+      }
+    });
+}
+
 function checkCommand(): Command {
   return new Command("check")
-    .description("check a project's .hx files and print every diagnostic; exit code 1 if there is any")
+    .description("check a project's .hx files (schema and queries) and print every diagnostic; exit code 1 if there is any")
     .argument("<path>", "a .hx file or a directory searched recursively")
     .action((path: string) => {
       try {
@@ -101,6 +119,7 @@ const program = new Command("silk")
   .version(packageVersion())
   .addCommand(importCommand())
   .addCommand(serveCommand())
+  .addCommand(devCommand())
   .addCommand(checkCommand());
 
 await program.parseAsync(process.argv);

@@ -1,7 +1,8 @@
 /**
  * The embedded runtime: the whole engine (coordinator, partition actors, in-process transport) inside the
  * application's process. `open()` checks its options strictly: storage, mode and cache are fixed for the life of
- * the handle, and gateway headers or routing options are refused (they belong to the hosted gateway).
+ * the handle, and gateway headers or routing options are refused (they belong to the hosted gateway). The project's
+ * QUERY definitions are checked at open and run by name with `query()`.
  *
  * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
  * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
@@ -10,7 +11,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
-import { parseSchema, type Schema, type SchemaSource } from "../protocol/schema.js";
+import { checkProject } from "../protocol/helixql/query-check.js";
+import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/helixql/query.js";
+import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
@@ -30,7 +33,10 @@ export interface OpenOptions {
   readonly mode?: "writer" | "readonly";
   /** Fixed at open. `mapSizeBytes` is LMDB's initial map size per partition (it grows by itself when needed). */
   readonly cache?: { readonly mapSizeBytes?: number };
-  /** HelixQL schema text (or files). Without one the database is schemaless: any label, any properties. */
+  /**
+   * The project's HelixQL text (or files): schema declarations and QUERY definitions, which `query()` runs. Without
+   * one the database is schemaless: any label, any properties, no queries.
+   */
   readonly schema?: string | SchemaSource | readonly SchemaSource[];
   /** Partition actors (default 1). Fixed when the database is created; reopening must give the same number. */
   readonly partitions?: number;
@@ -77,10 +83,27 @@ function checkOptions(options: OpenOptions): void {
   }
 }
 
-function loadSchema(schema: OpenOptions["schema"]): Schema | undefined {
-  if (schema === undefined) return undefined;
-  if (typeof schema === "string") return parseSchema({ file: "<schema>", text: schema });
-  return parseSchema(Array.isArray(schema) ? [...schema] : [schema as SchemaSource]);
+interface Project {
+  readonly schema: Schema | undefined;
+  readonly queries: readonly CompiledQuery[];
+}
+
+/**
+ * Checks the project's `.hx` sources (schema declarations and QUERY definitions). Any diagnostic refuses the open
+ * with all of them in the message: `schema_syntax` when any is a syntax error (the others may be its echoes),
+ * else the first one's code.
+ */
+function loadProject(schema: OpenOptions["schema"]): Project {
+  if (schema === undefined) return { schema: undefined, queries: [] };
+  const sources = typeof schema === "string" ? [{ file: "<schema>", text: schema }] : Array.isArray(schema) ? [...schema] : [schema as SchemaSource];
+  const checked = checkProject(sources);
+  const first = checked.diagnostics[0];
+  if (first !== undefined) {
+    const code = checked.diagnostics.some((d) => d.code === "schema_syntax") ? "schema_syntax" : first.code;
+    throw new SilkError(code, formatDiagnostics(checked.diagnostics, sources));
+  }
+  if (checked.schema === undefined) throw new SilkError("internal", "internal error (a bug in Silk): the project checked without diagnostics but has no schema");
+  return { schema: checked.schema, queries: checked.queries };
 }
 
 function readManifest(directory: string, partitions: number | undefined, create: boolean): Manifest {
@@ -109,19 +132,30 @@ export interface PreparedQuery {
 
 export class Database {
   private closed = false;
+  readonly schema: Schema | undefined;
+  /** The project's QUERY definitions, in the order of their files. */
+  readonly queries: readonly CompiledQuery[];
+  private readonly queryByName: ReadonlyMap<string, CompiledQuery>;
+  /** Each query's tree, prepared on its first call and released on close. */
+  private readonly preparedQueries = new Map<string, Promise<PreparedQuery>>();
 
   private constructor(
     private readonly coordinator: Coordinator,
     private readonly stores: readonly PartitionStore[],
     private readonly decisions: DecisionLog,
     private readonly cleanup: () => void,
-    readonly schema: Schema | undefined,
+    project: Project,
     readonly mode: "writer" | "readonly",
-  ) {}
+  ) {
+    this.schema = project.schema;
+    this.queries = project.queries;
+    this.queryByName = new Map(project.queries.map((query) => [query.name, query]));
+  }
 
   static async open(options: OpenOptions, internal: InternalOpenOptions = {}): Promise<Database> {
     checkOptions(options);
-    const schema = loadSchema(options.schema);
+    const project = loadProject(options.schema);
+    const schema = project.schema;
     const mode = options.mode ?? "writer";
     const memory = options.storage === "memory";
     const directory = memory ? mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "silk-")) : (options.storage as { disk: string }).disk;
@@ -166,7 +200,7 @@ export class Database {
           throw new SilkError("invalid_option", `${directory} has transactions awaiting recovery; open it once as a writer first`);
         }
       } else await coordinator.recover();
-      return new Database(coordinator, stores, decisions, release, schema, mode);
+      return new Database(coordinator, stores, decisions, release, project, mode);
     } catch (cause) {
       await Promise.all(opened.map((handle) => handle.close()));
       release();
@@ -209,6 +243,32 @@ export class Database {
     };
   }
 
+  /**
+   * Runs the project's QUERY `name` as one transaction and answers what its RETURN clause builds (the body of
+   * `POST /<name>`). `parameters` are checked and coerced against the query's declaration before anything runs.
+   * The query's tree is decoded and sent to the partitions once, on its first call, and kept until close().
+   */
+  async query(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<unknown> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    const query = this.queryByName.get(name);
+    if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+    // Refused before its parameters are looked at: no parameters could make it run here.
+    if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
+    const bound = bindParameters(query, parameters);
+    const prepared = await this.preparedQuery(query);
+    return renderOutput(query.output, await prepared.run(bound));
+  }
+
+  private preparedQuery(query: CompiledQuery): Promise<PreparedQuery> {
+    let prepared = this.preparedQueries.get(query.name);
+    if (prepared === undefined) {
+      // The promise is kept, not its result, so that concurrent first calls prepare the tree once.
+      prepared = this.prepare(query.tree);
+      this.preparedQueries.set(query.name, prepared);
+    }
+    return prepared;
+  }
+
   /** Writes a batch of nodes and edges as one transaction (bulk import); see cluster/bulk-import.ts. */
   async importBatch(batch: ImportBatch): Promise<ImportResult> {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
@@ -219,6 +279,9 @@ export class Database {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const prepared = await Promise.allSettled(this.preparedQueries.values());
+    await Promise.all(prepared.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.release() : undefined)));
+    this.preparedQueries.clear();
     await Promise.all(this.stores.map((store) => store.close()));
     await this.decisions.close();
     this.cleanup();

@@ -19,7 +19,7 @@ const FASTIFY_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
 };
 
 const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  invalid_query_json: "the request body is not valid JSON; send the operation tree as a JSON object",
+  invalid_query_json: "the request body is not valid JSON; send a JSON object (the operation tree to /v2/query, the parameters to /<QueryName>)",
   payload_too_large: "the request body is larger than this route accepts; split the batch into smaller requests",
   unsupported_media_type: "the request body must be sent with Content-Type: application/json",
 };

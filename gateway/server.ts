@@ -1,17 +1,23 @@
 /**
- * The HTTP gateway of a single server: a fastify instance with one plugin per surface (admin routes, `/v2/query`)
- * and one error-reply policy for all of them. Request logging is off (it halves throughput); the logger reports
- * startup and failures that are not the caller's fault. bin/serve.ts opens the database and starts listening.
+ * The HTTP gateway of a single server: a fastify instance with one plugin per surface (admin routes, `/v2/query`,
+ * the per-query routes) and one error-reply policy for all of them. Request logging is off (it halves
+ * throughput); the logger reports startup and failures that are not the caller's fault. bin/serve.ts opens the
+ * database and starts listening.
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
-import type { Schema } from "../protocol/schema.js";
-import { adminRoutes } from "./admin.js";
+import { adminRoutes, type ServedProject } from "./admin.js";
 import { installErrorReplies } from "./errors.js";
+import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
 import { queryV2Routes, type QueryRunner } from "./query-v2.js";
 
+/**
+ * What the gateway serves: an embedded Database, or anything with its shape (`silk dev` passes one that forwards
+ * to whichever database holds the last good version of the project). Read on every request, never copied.
+ */
+export interface GatewayDatabase extends QueryRunner, NamedQueryRunner, ServedProject {}
+
 export interface GatewayOptions {
-  readonly database: QueryRunner;
-  readonly schema: Schema | undefined;
+  readonly database: GatewayDatabase;
   /** A pino logger; without one the gateway logs nothing. */
   readonly logger?: FastifyBaseLogger;
 }
@@ -22,8 +28,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorReplies(app);
-  await app.register(adminRoutes, { schema: options.schema });
+  await app.register(adminRoutes, { project: options.database });
   await app.register(queryV2Routes, { database: options.database });
+  await app.register(queryRoutes, { database: options.database });
   await app.ready();
   return app;
 }

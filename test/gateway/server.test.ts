@@ -19,7 +19,7 @@ let base: string;
 beforeAll(async () => {
   const schema = readFileSync(join(REPO, "examples", "schema.hx"), "utf8");
   database = await Database.open({ storage: { disk: join(temporaryDirectory(), "data") }, schema: { file: "examples/schema.hx", text: schema } });
-  app = await buildGateway({ database, schema: database.schema });
+  app = await buildGateway({ database });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const address = app.server.address();
   if (address === null || typeof address === "string") throw new Error("no TCP address");
@@ -67,7 +67,7 @@ describe("admin routes", () => {
     expect(await response.json()).toEqual({ status: "ok" });
   });
 
-  it("GET /introspect returns the schema's JSON and no queries yet", async () => {
+  it("GET /introspect returns the schema's JSON, and no queries for a project without any", async () => {
     const body = (await (await fetch(`${base}/introspect`)).json()) as { schema: { version: number; nodes: { name: string }[] }; queries: unknown[] };
     expect(body.queries).toEqual([]);
     expect(body.schema.version).toBe(1);
@@ -152,7 +152,8 @@ describe("replies the engine cannot give through a real database", () => {
   // A stand-in database: these are the engine's rare failures and values, which a real one cannot be made to
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
-    const gateway = await buildGateway({ database: { run }, schema: undefined });
+    const query = (): Promise<unknown> => Promise.reject(new Error("this stand-in has no queries"));
+    const gateway = await buildGateway({ database: { run, query, queries: [], schema: undefined } });
     await gateway.listen({ port: 0, host: "127.0.0.1" });
     const address = gateway.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");
