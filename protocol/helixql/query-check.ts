@@ -2,10 +2,17 @@
  * The project checker: a project's `.hx` files hold both schema declarations and QUERY definitions. It checks the
  * schema (schema-check.ts), then every QUERY against it, and compiles each query that checks into a CompiledQuery
  * (query.ts). Every diagnostic of every file is reported; queries are present exactly when there are none.
+ *
+ * Silk has no build step, so "check passes, build fails" cannot happen by construction; as a second guard every
+ * compiled tree is decoded here exactly as a run would decode it, and a tree the decoder refuses is reported as a
+ * bug in Silk at the query's position instead of failing on the first call.
  */
+import { asSilkError } from "../errors.js";
 import type { Diagnostic, Schema, SchemaSource } from "../schema.js";
-import { checkSchema } from "./schema-check.js";
+import { decodeRequest } from "../tree.js";
 import type { CompiledQuery } from "./query.js";
+import { compileQuery } from "./query-compile.js";
+import { analyseSchema } from "./schema-check.js";
 
 export interface ProjectCheck {
   readonly schema?: Schema;
@@ -15,6 +22,47 @@ export interface ProjectCheck {
 
 export function checkProject(sources: SchemaSource | readonly SchemaSource[]): ProjectCheck {
   const files = Array.isArray(sources) ? [...sources] : [sources as SchemaSource];
-  const { schema, diagnostics } = checkSchema(files);
-  return { schema, queries: [], diagnostics };
+  const analysis = analyseSchema(files);
+  const queries: CompiledQuery[] = [];
+  // After a syntax error some declarations are missing; queries checked against the rest would only report echoes.
+  if (analysis.syntaxErrors === 0) {
+    const seen = new Map<string, string>();
+    for (const { fileIndex, ast } of analysis.parsed) {
+      const file = files[fileIndex].file;
+      for (const declaration of ast.declarations) {
+        if (declaration.kind !== "query") continue;
+        const name = declaration.name.text;
+        const first = seen.get(name);
+        if (first !== undefined) {
+          analysis.report("query_invalid", fileIndex, declaration.name.loc, `duplicate QUERY ${name}; first defined at ${first}`);
+          continue;
+        }
+        seen.set(name, `${file}:${declaration.name.loc.line}:${declaration.name.loc.column}`);
+        const query = compileQuery(
+          declaration,
+          file,
+          analysis.schema,
+          (code, loc, message) => analysis.report(code, fileIndex, loc, message),
+          (param) => analysis.convertType(param.type, (loc, message) => analysis.report("query_invalid", fileIndex, loc, message)),
+        );
+        if (query === undefined) continue;
+        const fault = decodeFault(query);
+        if (fault === undefined) queries.push(query);
+        else analysis.report("internal", fileIndex, declaration.name.loc, `internal error (a bug in Silk): QUERY ${name} compiled to a tree that does not decode: ${fault}`);
+      }
+    }
+  }
+  const diagnostics = analysis.diagnostics();
+  return diagnostics.length === 0 ? { schema: analysis.schema, queries, diagnostics } : { queries: [], diagnostics };
+}
+
+/** Why the tree of a compiled query would not decode; steps that only a later release runs are not faults. */
+function decodeFault(query: CompiledQuery): string | undefined {
+  try {
+    decodeRequest(query.tree);
+    return undefined;
+  } catch (cause) {
+    const error = asSilkError(cause);
+    return error.code === "unsupported_operation" ? undefined : `${error.code}: ${error.message}`;
+  }
 }

@@ -16,7 +16,28 @@ import { isScalarTypeName } from "./scalars.js";
 
 /** Parses and checks schema files; the schema is present exactly when there are no diagnostics. */
 export function checkSchema(sources: SchemaSource | SchemaSource[]): { schema?: Schema; diagnostics: Diagnostic[] } {
-  const files = Array.isArray(sources) ? sources : [sources];
+  const analysis = analyseSchema(Array.isArray(sources) ? sources : [sources]);
+  const diagnostics = analysis.diagnostics();
+  return diagnostics.length === 0 ? { schema: analysis.schema, diagnostics } : { diagnostics };
+}
+
+/**
+ * The schema of a project and what the query checker needs to go on from it: the parsed files (for their QUERY
+ * definitions), whether any failed to parse, a way to report more diagnostics in the same order, and the type
+ * converter for parameter types (the schema's own type syntax).
+ */
+export interface SchemaAnalysis {
+  /** The declared types; with diagnostics it holds what could be built. */
+  readonly schema: Schema;
+  readonly parsed: readonly { readonly fileIndex: number; readonly ast: SourceFileAst }[];
+  readonly syntaxErrors: number;
+  report(code: Diagnostic["code"], fileIndex: number, loc: SourceLocation, message: string): void;
+  convertType(ast: TypeAst, reporter: Reporter): FieldType | undefined;
+  /** Every diagnostic so far, by file and then position. */
+  diagnostics(): Diagnostic[];
+}
+
+export function analyseSchema(files: readonly SchemaSource[]): SchemaAnalysis {
   const checker = new SchemaChecker();
   const parsed: { fileIndex: number; ast: SourceFileAst }[] = [];
   files.forEach((source, fileIndex) => {
@@ -24,8 +45,14 @@ export function checkSchema(sources: SchemaSource | SchemaSource[]): { schema?: 
     if (ast !== undefined) parsed.push({ fileIndex, ast });
   });
   const schema = checker.build(parsed, files);
-  const diagnostics = checker.sortedDiagnostics();
-  return diagnostics.length === 0 ? { schema, diagnostics } : { diagnostics };
+  return {
+    schema,
+    parsed,
+    syntaxErrors: checker.syntaxErrors,
+    report: (code, fileIndex, loc, message) => checker.add(code, files[fileIndex].file, fileIndex, loc, message),
+    convertType: (ast, reporter) => checker.typeOf(ast, reporter),
+    diagnostics: () => checker.sortedDiagnostics(),
+  };
 }
 
 /**
@@ -56,7 +83,7 @@ interface Declared<T> {
 
 class SchemaChecker {
   private readonly found: Located[] = [];
-  private syntaxErrors = 0;
+  syntaxErrors = 0;
 
   parseFile(source: SchemaSource, fileIndex: number): SourceFileAst | undefined {
     try {
@@ -133,7 +160,7 @@ class SchemaChecker {
       .map((located) => located.diagnostic);
   }
 
-  private add(code: Diagnostic["code"], file: string, fileIndex: number, loc: SourceLocation, message: string): void {
+  add(code: Diagnostic["code"], file: string, fileIndex: number, loc: SourceLocation, message: string): void {
     this.found.push({ diagnostic: { code, file, line: loc.line, column: loc.column, message }, fileIndex, offset: loc.offset });
   }
 
@@ -215,6 +242,11 @@ class SchemaChecker {
       else decl.default = convertDefault(type, ast.default, decl.name, report);
     }
     return decl;
+  }
+
+  /** A type written outside a declaration (a QUERY parameter's); modifiers and DEFAULTs cannot occur there. */
+  typeOf(ast: TypeAst, report: Reporter): FieldType | undefined {
+    return this.type(ast, report, 1);
   }
 
   private type(ast: TypeAst, report: Reporter, depth: number): FieldType | undefined {

@@ -1,0 +1,295 @@
+/**
+ * Compiles one checked-as-it-goes HelixQL QUERY into a CompiledQuery: its statements become the entries of one
+ * operation-tree batch (an assignment `x <- ...` is the entry named x, a FOR loop a `for_each`), its RETURN clause
+ * the tree's `returns` plus the shape of the response (query.ts). Problems are reported through `report` and the
+ * compiler carries on, so one pass finds every problem of a query.
+ */
+import type { ErrorCode } from "../errors.js";
+import type { Schema } from "../schema.js";
+import type { ExprAst, ParamAst, QueryDeclAst, SourceLocation, StatementAst } from "./ast.js";
+import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./query.js";
+import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
+import { compileChain } from "./query-steps.js";
+import { describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
+import { isBareName, locOf } from "./query-values.js";
+import type { FieldType } from "../schema.js";
+
+export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
+
+/** Converts a parameter's written type; reports and answers undefined when it names no type. */
+export type TypeConverter = (param: ParamAst) => FieldType | undefined;
+
+/** Names that cannot be variables or parameters: they would shadow a source or a constant. */
+const RESERVED_NAMES = new Set(["_", "N", "E", "V", "ID", "PI"]);
+
+export function compileQuery(decl: QueryDeclAst, file: string, schema: Schema, report: Report, convert: TypeConverter): CompiledQuery | undefined {
+  return new QueryCompiler(schema, report).compile(decl, file, convert);
+}
+
+class QueryCompiler implements CompilerScope {
+  private readonly parameters = new Map<string, QueryParameter>();
+  private readonly variables = new Map<string, StaticType>();
+  /** FOR bindings, innermost loop last. */
+  private readonly loops: Map<string, ValueType>[] = [];
+  /** Entries made for RETURN items that are traversals; they run after the body. */
+  private readonly pendingHidden: Json[] = [];
+  private writes = false;
+  private failed = false;
+  private hidden = 0;
+
+  constructor(
+    readonly schema: Schema,
+    private readonly sink: Report,
+  ) {}
+
+  report(code: ErrorCode, loc: SourceLocation, message: string): void {
+    this.failed = true;
+    this.sink(code, loc, message);
+  }
+
+  lookup(name: string): Binding | undefined {
+    for (let i = this.loops.length - 1; i >= 0; i--) {
+      const type = this.loops[i].get(name);
+      if (type !== undefined) return { kind: "param", type };
+    }
+    const parameter = this.parameters.get(name);
+    if (parameter !== undefined) return { kind: "param", type: fieldValue(parameter.type) };
+    const variable = this.variables.get(name);
+    return variable === undefined ? undefined : { kind: "var", type: variable };
+  }
+
+  markWrite(): void {
+    this.writes = true;
+  }
+
+  chain(expr: ChainAst, context: ElementContext | undefined): Compiled | undefined {
+    return compileChain(this, expr, context);
+  }
+
+  compile(decl: QueryDeclAst, file: string, convert: TypeConverter): CompiledQuery | undefined {
+    for (const param of decl.params) this.declareParameter(param, convert);
+    const entries = this.statements(decl.body);
+    const returned = this.returns(decl);
+    if (this.failed || entries === undefined || returned === undefined) return undefined;
+    entries.push(...this.pendingHidden);
+    const requestType = this.writes ? "write" : "read";
+    const tree = { request_type: requestType, query_name: decl.name.text, query: { [requestType]: { entries, returns: returned.entries } } };
+    return { name: decl.name.text, file, parameters: [...this.parameters.values()], requestType, tree, output: returned.output };
+  }
+
+  private declareParameter(param: ParamAst, convert: TypeConverter): void {
+    const name = param.name.text;
+    if (RESERVED_NAMES.has(name)) {
+      this.report("query_invalid", param.name.loc, `${name} is a reserved name; call the parameter something else`);
+      return;
+    }
+    if (this.parameters.has(name)) {
+      this.report("query_invalid", param.name.loc, `parameter ${name} is declared twice`);
+      return;
+    }
+    const type = convert(param);
+    if (type === undefined) {
+      this.failed = true;
+      return;
+    }
+    this.parameters.set(name, { name, type, optional: param.optional });
+  }
+
+  private statements(body: readonly StatementAst[]): Json[] | undefined {
+    const entries: Json[] = [];
+    for (const statement of body) {
+      const entry = this.statement(statement);
+      if (entry !== undefined) entries.push(entry);
+    }
+    return entries;
+  }
+
+  private statement(statement: StatementAst): Json | undefined {
+    switch (statement.kind) {
+      case "assign": {
+        const name = statement.name.text;
+        if (RESERVED_NAMES.has(name) || this.lookup(name) !== undefined) {
+          this.report("query_invalid", statement.name.loc, `${name} is already defined; give the new value another name`);
+          return undefined;
+        }
+        const compiled = this.traversal(statement.value);
+        if (compiled === undefined) return undefined;
+        // A variable assigned inside a loop collects one result per iteration.
+        const type = this.loops.length > 0 ? many(compiled.type) : compiled.type;
+        this.variables.set(name, type);
+        return { query: { name, root: compiled.tree } };
+      }
+      case "expr": {
+        const compiled = this.traversal(statement.value);
+        return compiled === undefined ? undefined : { query: { root: compiled.tree } };
+      }
+      case "drop": {
+        const compiled = this.traversal(statement.target);
+        if (compiled === undefined) return undefined;
+        if (compiled.type.kind !== "records") {
+          this.report("query_invalid", statement.loc, `DROP removes records; this traversal yields ${describeStaticTypeShort(compiled.type)}`);
+          return undefined;
+        }
+        this.markWrite();
+        return { query: { root: { drop: { input: compiled.tree } } } };
+      }
+      case "for":
+        return this.loop(statement);
+      default: {
+        const unreachable: never = statement;
+        throw new Error(`unknown statement ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  /** A statement's expression must be a traversal (a chain); a lone literal or object does nothing. */
+  private traversal(expr: ExprAst): Compiled | undefined {
+    if (expr.kind !== "chain") {
+      this.report("query_invalid", locOf(expr), "a statement is a traversal or a mutation, such as N<User>(id) or AddN<User>({..})");
+      return undefined;
+    }
+    return this.chain(expr, undefined);
+  }
+
+  private loop(statement: Extract<StatementAst, { kind: "for" }>): Json | undefined {
+    const source = statement.source;
+    const name = source.kind === "chain" && source.steps.length === 0 && isBareName(source.start) ? source.start.name.text : undefined;
+    const binding = name === undefined || name.includes(".") ? undefined : this.lookup(name);
+    if (name === undefined || binding?.kind !== "param") {
+      this.report("query_invalid", locOf(source), "FOR loops over an array parameter (or an array bound by an outer FOR)");
+      return undefined;
+    }
+    const element = elementOf(binding.type);
+    if (element === undefined) {
+      this.report("invalid_type", locOf(source), `FOR loops over an array; ${name} is ${describeValueType(binding.type)}`);
+      return undefined;
+    }
+    const names = new Map<string, ValueType>();
+    const bind = (text: string, loc: SourceLocation, type: ValueType): void => {
+      if (RESERVED_NAMES.has(text) || this.lookup(text) !== undefined || names.has(text)) {
+        this.report("query_invalid", loc, `${text} is already defined; name the loop variable something else`);
+      } else names.set(text, type);
+    };
+    if (statement.binding.kind === "name") bind(statement.binding.name.text, statement.binding.name.loc, element);
+    else {
+      const fields = element.t === "field" && element.type.kind === "object" ? element.type.fields : undefined;
+      if (fields === undefined && element.t !== "any") {
+        this.report("invalid_type", statement.binding.loc, `FOR {..} takes apart objects; ${name} holds ${describeValueType(element)}`);
+        return undefined;
+      }
+      for (const field of statement.binding.names) {
+        const decl = fields?.get(field.text);
+        if (fields !== undefined && decl === undefined) {
+          this.report("invalid_field", field.loc, `the elements of ${name} have no field ${field.text}`);
+          continue;
+        }
+        bind(field.text, field.loc, decl === undefined ? { t: "any" } : fieldValue(decl.type));
+      }
+    }
+    this.loops.push(names);
+    const body = this.statements(statement.body);
+    this.loops.pop();
+    if (body === undefined) return undefined;
+    const as = statement.binding.kind === "name" ? { as: statement.binding.name.text } : {};
+    return { for_each: { param: name, ...as, body } };
+  }
+
+  private returns(decl: QueryDeclAst): { entries: string[]; output: QueryOutput } | undefined {
+    const entries: string[] = [];
+    const items = decl.returns;
+    if (items.length === 0) return { entries, output: { kind: "value", shape: { kind: "literal", value: null } } };
+    const named = items.every((item) => item.kind === "chain" && (item.steps.length > 0 || isBareName(item.start)));
+    if (items.length === 1 && !named) {
+      const shape = this.returnShape(items[0], entries);
+      return shape === undefined ? undefined : { entries, output: { kind: "value", shape } };
+    }
+    if (!named) {
+      this.report("query_invalid", decl.returnLoc ?? decl.loc, "RETURN lists variables, or returns one literal, object or array; wrap mixed values in an object {name: value}");
+      return undefined;
+    }
+    const fields: [string, ReturnShape][] = [];
+    const keys = new Set<string>();
+    for (const item of items) {
+      const key = (item as ChainAst).start.name.text;
+      if (keys.has(key)) {
+        this.report("query_invalid", locOf(item), `${key} is returned twice; return it once or wrap the returns in an object`);
+        continue;
+      }
+      keys.add(key);
+      const shape = this.returnShape(item, entries);
+      if (shape !== undefined) fields.push([key, shape]);
+    }
+    return { entries, output: { kind: "keyed", fields } };
+  }
+
+  private returnShape(item: ExprAst, entries: string[]): ReturnShape | undefined {
+    switch (item.kind) {
+      case "literal":
+        return { kind: "literal", value: literalToJson(item.literal) };
+      case "array": {
+        const elements = item.elements.map((element) => this.returnShape(element, entries));
+        return elements.every((element) => element !== undefined) ? { kind: "array", elements: elements as ReturnShape[] } : undefined;
+      }
+      case "object": {
+        const fields: [string, ReturnShape][] = [];
+        for (const field of item.items) {
+          if (field.kind === "spread") {
+            this.report("query_invalid", item.loc, ".. is only allowed in projections");
+            return undefined;
+          }
+          const key = field.kind === "field" ? field.name : field.key;
+          const value: ExprAst = field.kind === "field" ? { kind: "chain", start: { name: field.name, loc: field.name.loc }, steps: [], loc: field.name.loc } : field.value;
+          const shape = this.returnShape(value, entries);
+          if (shape === undefined) return undefined;
+          fields.push([key.text, shape]);
+        }
+        return { kind: "object", fields };
+      }
+      case "not":
+        this.report("query_invalid", item.loc, "RETURN takes variables, traversals and literals, not conditions");
+        return undefined;
+      case "chain":
+        return this.returnChain(item, entries);
+      default: {
+        const unreachable: never = item;
+        throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  /** A returned variable is its own entry; any other traversal becomes a hidden entry (names starting with `$`). */
+  private returnChain(item: ChainAst, entries: string[]): ReturnShape | undefined {
+    if (item.steps.length === 0 && isBareName(item.start)) {
+      const name = item.start.name.text;
+      const binding = this.lookup(name);
+      if (binding?.kind === "var") {
+        if (!entries.includes(name)) entries.push(name);
+        return { kind: "entry", entry: name, cardinality: cardinality(binding.type) };
+      }
+      if (binding?.kind === "param") {
+        this.report("query_invalid", item.loc, `${name} is a parameter; RETURN returns variables and literals`);
+        return undefined;
+      }
+    }
+    const compiled = this.chain(item, undefined);
+    if (compiled === undefined) return undefined;
+    const entry = `$return${this.hidden++}`;
+    this.pendingHidden.push({ query: { name: entry, root: compiled.tree } });
+    entries.push(entry);
+    return { kind: "entry", entry, cardinality: cardinality(compiled.type) };
+  }
+
+}
+
+function many(type: StaticType): StaticType {
+  return type.kind === "values" ? { ...type, shape: "many" } : { ...type, one: false };
+}
+
+function cardinality(type: StaticType): "one" | "many" | "scalar" {
+  if (type.kind === "values") return type.shape;
+  return type.one ? "one" : "many";
+}
+
+function describeStaticTypeShort(type: StaticType): string {
+  return type.kind === "values" ? "values" : "projected rows";
+}

@@ -1,0 +1,53 @@
+/**
+ * What the parts of the query compiler share: the scope of names (declared parameters, FOR bindings, variables),
+ * the current element `_` inside a WHERE, projection or closure, the diagnostics sink, and the chain compiler that
+ * sub-traversals recurse into. query-compile.ts implements it; query-steps.ts and query-values.ts use it.
+ */
+import type { ErrorCode } from "../errors.js";
+import type { Schema } from "../schema.js";
+import type { ExprAst, SourceLocation } from "./ast.js";
+import type { StaticType, ValueType } from "./query-types.js";
+
+/** JSON of the operation tree being built. */
+export type Json = unknown;
+
+/** A compiled traversal: its tree step and what it yields. */
+export interface Compiled {
+  readonly tree: Json;
+  readonly type: StaticType;
+}
+
+export type RecordsType = Extract<StaticType, { kind: "records" }>;
+
+/** The current element `_` (and the closure parameter naming it, in `::|x| {...}`). */
+export interface ElementContext {
+  readonly type: RecordsType;
+  readonly alias?: string;
+}
+
+/** A name in scope: a tree parameter (declared, or bound by FOR) or a variable (an earlier entry). */
+export type Binding = { readonly kind: "param"; readonly type: ValueType } | { readonly kind: "var"; readonly type: StaticType };
+
+export type ChainAst = Extract<ExprAst, { kind: "chain" }>;
+
+export interface CompilerScope {
+  readonly schema: Schema;
+  report(code: ErrorCode, loc: SourceLocation, message: string): void;
+  lookup(name: string): Binding | undefined;
+  /** Records that the query writes (it then runs as a write batch). */
+  markWrite(): void;
+  /** Compiles a chain (a traversal) with `_` bound to `context` when given. */
+  chain(expr: ChainAst, context: ElementContext | undefined): Compiled | undefined;
+}
+
+/** The step names that compare the value before them with their argument (conditions only). */
+export const COMPARISONS: Readonly<Record<string, string>> = {
+  EQ: "eq",
+  NEQ: "neq",
+  GT: "gt",
+  GTE: "gte",
+  LT: "lt",
+  LTE: "lte",
+  CONTAINS: "contains",
+  IS_IN: "is_in",
+};

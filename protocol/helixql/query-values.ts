@@ -1,0 +1,496 @@
+/**
+ * Values, conditions and projections of HelixQL queries, compiled to the operation tree's expressions,
+ * predicates and `project` steps, with their types checked against the schema: property blocks of AddN/AddE/UPDATE
+ * (unknown field: invalid_field; wrong type: invalid_type; missing REQUIRED field: missing_property), WHERE
+ * conditions (SPEC's comparison rules), math functions, and `::{...}` remappings.
+ */
+import type { FieldDecl, FieldType } from "../schema.js";
+import type { CallAst, ExprAst, ProjectionItemAst, SourceLocation, StepAst } from "./ast.js";
+import { COMPARISONS, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType } from "./query-scope.js";
+import {
+  ANY, assignable, comparable, describeValueType, elementOf, familyOf, fieldValue, FLOAT, INT, literalToTree, scalarValue,
+  type Family, type RecordKind, type ValueType,
+} from "./query-types.js";
+
+/** A compiled value: a tree expression (`{"param": "x"}`, `{"constant": ...}`, ...) and its type. */
+export interface CompiledValue {
+  readonly expr: Json;
+  readonly type: ValueType;
+}
+
+/** The declared fields of a record type, or undefined when the label is not known statically. */
+export function fieldsOf(scope: CompilerScope, kind: RecordKind, label: string | undefined): ReadonlyMap<string, FieldDecl> | undefined {
+  if (label === undefined) return undefined;
+  const { schema } = scope;
+  const decl = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+  return decl?.fields;
+}
+
+/** The names a projection or `_::{name}` may use besides declared fields, and the tree property each reads. */
+const VIRTUAL_FIELDS: Readonly<Record<string, { path: string; type: ValueType }>> = {
+  id: { path: "$id", type: scalarValue("ID") },
+  label: { path: "$label", type: scalarValue("String") },
+};
+
+/** Resolves `name` on the records `type`: its tree property path and value type, or reports invalid_field. */
+export function resolveField(scope: CompilerScope, type: RecordsType, name: string, loc: SourceLocation): { path: string; type: ValueType } | undefined {
+  const virtual = VIRTUAL_FIELDS[name];
+  if (virtual !== undefined) return virtual;
+  const fields = fieldsOf(scope, type.record, type.label);
+  if (fields === undefined) return { path: name, type: ANY };
+  const decl = fields.get(name);
+  if (decl === undefined) {
+    scope.report("invalid_field", loc, `${type.label} has no field ${name}${knownFields(fields)}`);
+    return undefined;
+  }
+  return { path: name, type: fieldValue(decl.type) };
+}
+
+function knownFields(fields: ReadonlyMap<string, FieldDecl>): string {
+  return fields.size === 0 ? " (it declares no fields)" : ` (fields: ${[...fields.keys()].join(", ")})`;
+}
+
+// ---- Values -----------------------------------------------------------------------------------------------------
+
+interface MathFunction {
+  readonly tree: string;
+  /** Number of arguments; -2 means two or more. */
+  readonly arity: number;
+  readonly result: "float" | "int" | "widest";
+}
+
+const ARITHMETIC = new Set(["add", "sub", "mul", "div", "mod"]);
+
+const MATH: Readonly<Record<string, MathFunction>> = {
+  ADD: { tree: "add", arity: 2, result: "widest" },
+  SUB: { tree: "sub", arity: 2, result: "widest" },
+  MUL: { tree: "mul", arity: 2, result: "widest" },
+  DIV: { tree: "div", arity: 2, result: "float" },
+  MOD: { tree: "mod", arity: 2, result: "widest" },
+  POW: { tree: "pow", arity: 2, result: "float" },
+  ABS: { tree: "abs", arity: 1, result: "widest" },
+  SQRT: { tree: "sqrt", arity: 1, result: "float" },
+  LN: { tree: "ln", arity: 1, result: "float" },
+  LOG10: { tree: "log10", arity: 1, result: "float" },
+  LOG: { tree: "log", arity: 2, result: "float" },
+  EXP: { tree: "exp", arity: 1, result: "float" },
+  CEIL: { tree: "ceil", arity: 1, result: "int" },
+  FLOOR: { tree: "floor", arity: 1, result: "int" },
+  ROUND: { tree: "round", arity: 1, result: "int" },
+  SIN: { tree: "sin", arity: 1, result: "float" },
+  COS: { tree: "cos", arity: 1, result: "float" },
+  TAN: { tree: "tan", arity: 1, result: "float" },
+  ASIN: { tree: "asin", arity: 1, result: "float" },
+  ACOS: { tree: "acos", arity: 1, result: "float" },
+  ATAN: { tree: "atan", arity: 1, result: "float" },
+  ATAN2: { tree: "atan2", arity: 2, result: "float" },
+  MIN: { tree: "min", arity: -2, result: "widest" },
+  MAX: { tree: "max", arity: -2, result: "widest" },
+};
+
+const CONSTANTS: Readonly<Record<string, number>> = { PI: Math.PI, E: Math.E };
+
+export function isMathFunction(name: string): boolean {
+  return name in MATH || name in CONSTANTS;
+}
+
+/** Compiles an expression used as a value (a property value, a comparison operand, a math argument). */
+export function compileValue(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): CompiledValue | undefined {
+  switch (expr.kind) {
+    case "literal": {
+      const { tree, type } = literalToTree(expr.literal);
+      return { expr: { constant: tree }, type };
+    }
+    case "array": {
+      const literal = arrayLiteral(scope, expr);
+      return literal === undefined ? undefined : { expr: { constant: literal.tree }, type: literal.type };
+    }
+    case "object":
+      scope.report("query_invalid", expr.loc, "an object is only allowed as a property block ({field: value}) or in RETURN");
+      return undefined;
+    case "not":
+      scope.report("query_invalid", expr.loc, "! negates a condition (as in !EXISTS(...)) and is only allowed inside WHERE");
+      return undefined;
+    case "chain":
+      return chainValue(scope, expr, context);
+    default: {
+      const unreachable: never = expr;
+      throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** An array of literals as one tagged literal; anything else in it is reported. */
+function arrayLiteral(scope: CompilerScope, expr: Extract<ExprAst, { kind: "array" }>): { tree: Json; type: ValueType } | undefined {
+  const elements: Json[] = [];
+  for (const element of expr.elements) {
+    if (element.kind === "literal") elements.push(literalToTree(element.literal).tree);
+    else if (element.kind === "array") {
+      const inner = arrayLiteral(scope, element);
+      if (inner === undefined) return undefined;
+      elements.push(inner.tree);
+    } else {
+      scope.report("query_invalid", expr.loc, "an array value may only hold literals; pass computed arrays as parameters");
+      return undefined;
+    }
+  }
+  return { tree: { array: elements }, type: ANY };
+}
+
+/** Whether a call is a bare name: no generic, no parentheses. */
+export function isBareName(call: CallAst): boolean {
+  return call.generic === undefined && call.args === undefined;
+}
+
+/** `_`, or the closure parameter, naming the current element. */
+export function isElement(call: CallAst, context: ElementContext | undefined): boolean {
+  return isBareName(call) && context !== undefined && (call.name.text === "_" || call.name.text === context.alias);
+}
+
+function chainValue(scope: CompilerScope, expr: ChainAst, context: ElementContext | undefined): CompiledValue | undefined {
+  const { start, steps } = expr;
+  if (steps.length === 0) return nameOrCall(scope, start, context);
+  const last = steps[steps.length - 1];
+  if (isElement(start, context) && steps.length === 1) {
+    const field = singleField(last);
+    if (field !== undefined) return elementField(scope, context!, field.text, field.loc);
+    if (last.kind === "call" && last.call.name.text === "ID" && isBareName(last.call)) return { expr: "id", type: scalarValue("ID") };
+  }
+  if (last.kind === "call" && last.call.name.text === "COUNT" && isBareName(last.call)) {
+    const counted = scope.chain({ ...expr, steps: steps.slice(0, -1) }, context);
+    return counted === undefined ? undefined : { expr: { count: { traversal: counted.tree } }, type: INT };
+  }
+  const compiled = scope.chain(expr, context);
+  if (compiled === undefined) return undefined;
+  const type = compiled.type.kind === "values" && compiled.type.shape === "scalar" ? compiled.type.value : ANY;
+  return { expr: { traversal: compiled.tree }, type };
+}
+
+/** The field of a one-field projection step `::{name}`, as in `_::{age}`. */
+export function singleField(step: StepAst): { text: string; loc: SourceLocation } | undefined {
+  if (step.kind !== "projection" || step.exclude || step.items.length !== 1) return undefined;
+  const item = step.items[0];
+  return item.kind === "field" ? item.name : undefined;
+}
+
+function elementField(scope: CompilerScope, context: ElementContext, name: string, loc: SourceLocation): CompiledValue | undefined {
+  const field = resolveField(scope, context.type, name, loc);
+  return field === undefined ? undefined : { expr: { property: field.path }, type: field.type };
+}
+
+function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext | undefined): CompiledValue | undefined {
+  const name = call.name.text;
+  if (isBareName(call)) {
+    if (isElement(call, context)) {
+      scope.report("query_invalid", call.loc, `${name} is the current element; read a field with ${name}::{field}`);
+      return undefined;
+    }
+    if (name === "ID" && context !== undefined && scope.lookup("ID") === undefined) return { expr: "id", type: scalarValue("ID") };
+    if (name in CONSTANTS) return { expr: { constant: { f64: CONSTANTS[name] } }, type: FLOAT };
+    return namedValue(scope, call);
+  }
+  if (call.generic === undefined && call.args !== undefined) {
+    if (name in CONSTANTS && call.args.length === 0) return { expr: { constant: { f64: CONSTANTS[name] } }, type: FLOAT };
+    const math = MATH[name];
+    if (math !== undefined) return mathCall(scope, call, math, call.args, context);
+  }
+  scope.report("query_invalid", call.loc, `${name} is not a value: expected a parameter, a variable, a literal or a math function`);
+  return undefined;
+}
+
+/** A parameter, a FOR binding (`row` or `row.field`), or a variable holding values. */
+function namedValue(scope: CompilerScope, call: CallAst): CompiledValue | undefined {
+  const [head, ...path] = call.name.text.split(".");
+  const binding = scope.lookup(head);
+  if (binding === undefined) {
+    scope.report("unknown_variable", call.loc, `no parameter or variable named ${head}`);
+    return undefined;
+  }
+  if (binding.kind === "param") {
+    let type: ValueType = binding.type;
+    for (const segment of path) {
+      const next = memberType(type, segment);
+      if (next === undefined) {
+        scope.report("invalid_field", call.loc, `${head} (${describeValueType(binding.type)}) has no field ${segment}`);
+        return undefined;
+      }
+      type = next;
+    }
+    return { expr: { param: call.name.text }, type };
+  }
+  if (path.length > 0) {
+    scope.report("query_invalid", call.loc, `${head} is a variable; read its fields with ${head}::{${path[0]}}`);
+    return undefined;
+  }
+  const held = binding.type;
+  const type = held.kind === "values" && held.shape !== "many" ? held.value : ANY;
+  return { expr: { var: head }, type };
+}
+
+function memberType(type: ValueType, name: string): ValueType | undefined {
+  if (type.t === "any") return ANY;
+  if (type.t !== "field" || type.type.kind !== "object") return undefined;
+  const field = type.type.fields.get(name);
+  return field === undefined ? undefined : fieldValue(field.type);
+}
+
+function mathCall(
+  scope: CompilerScope,
+  call: CallAst,
+  math: MathFunction,
+  args: readonly ExprAst[],
+  context: ElementContext | undefined,
+): CompiledValue | undefined {
+  const name = call.name.text;
+  if (math.arity === -2 ? args.length < 2 : args.length !== math.arity) {
+    const wanted = math.arity === -2 ? "two or more arguments" : `${math.arity} argument${math.arity === 1 ? "" : "s"}`;
+    scope.report("query_invalid", call.loc, `${name} takes ${wanted}, not ${args.length}`);
+    return undefined;
+  }
+  const compiled: CompiledValue[] = [];
+  for (const arg of args) {
+    const value = compileValue(scope, arg, context);
+    if (value === undefined) return undefined;
+    const family = familyOf(value.type);
+    if (family !== "number" && family !== "any") {
+      scope.report("invalid_type", call.loc, `${name} takes numbers, not ${describeValueType(value.type)}`);
+      return undefined;
+    }
+    compiled.push(value);
+  }
+  const allIntegers = compiled.every((value) => value.type.t === "int" || (value.type.t === "field" && isIntegerField(value.type.type)));
+  const type = math.result === "float" ? FLOAT : math.result === "int" || allIntegers ? INT : FLOAT;
+  if (ARITHMETIC.has(math.tree)) return { expr: { [math.tree]: { left: compiled[0].expr, right: compiled[1].expr } }, type };
+  return { expr: { call: { fn: math.tree, args: compiled.map((value) => value.expr) } }, type };
+}
+
+function isIntegerField(type: FieldType): boolean {
+  return type.kind === "scalar" && /^[IU]\d+$/.test(type.name);
+}
+
+/** A mutation's value: `{"value": literal}` for literals, `{"expr": ...}` otherwise. */
+export function compileInput(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): { input: Json; type: ValueType } | undefined {
+  if (expr.kind === "literal") {
+    const { tree, type } = literalToTree(expr.literal);
+    return { input: { value: tree }, type };
+  }
+  if (expr.kind === "array") {
+    const literal = arrayLiteral(scope, expr);
+    return literal === undefined ? undefined : { input: { value: literal.tree }, type: literal.type };
+  }
+  const value = compileValue(scope, expr, context);
+  return value === undefined ? undefined : { input: { expr: value.expr }, type: value.type };
+}
+
+/**
+ * A property block `{field: value, ...}` for a record of `label`: each field must be declared (invalid_field) and
+ * each value of a type the field takes (invalid_type); on create, REQUIRED fields without a DEFAULT must be given
+ * (missing_property). Answers the tree's `[name, input]` pairs.
+ */
+export function compileProperties(
+  scope: CompilerScope,
+  block: ExprAst | undefined,
+  target: { kind: RecordKind; label: string; loc: SourceLocation },
+  mode: "create" | "update",
+): Json[] | undefined {
+  const fields = fieldsOf(scope, target.kind, target.label) ?? new Map<string, FieldDecl>();
+  const pairs: Json[] = [];
+  const given = new Set<string>();
+  let ok = true;
+  if (block !== undefined && block.kind !== "object") {
+    scope.report("query_invalid", target.loc, "expected a property block {field: value, ...}");
+    return undefined;
+  }
+  for (const item of block?.items ?? []) {
+    const entry = propertyItem(item);
+    if (entry === undefined) {
+      scope.report("query_invalid", block!.loc, ".. is only allowed in projections, not in a property block");
+      ok = false;
+      continue;
+    }
+    const { key, value } = entry;
+    if (given.has(key.text)) {
+      scope.report("query_invalid", key.loc, `field ${key.text} is given twice`);
+      ok = false;
+      continue;
+    }
+    given.add(key.text);
+    const decl = fields.get(key.text);
+    if (decl === undefined) {
+      scope.report("invalid_field", key.loc, `${target.label} has no field ${key.text}${knownFields(fields)}`);
+      ok = false;
+      continue;
+    }
+    const input = compileInput(scope, value, undefined);
+    if (input === undefined) {
+      ok = false;
+      continue;
+    }
+    if (!assignable(input.type, decl.type)) {
+      scope.report("invalid_type", key.loc, `${target.label}.${key.text} is ${describeValueType(fieldValue(decl.type))}, not ${describeValueType(input.type)}`);
+      ok = false;
+      continue;
+    }
+    pairs.push([key.text, input.input]);
+  }
+  if (mode === "create") {
+    for (const decl of fields.values()) {
+      if (decl.required && decl.default === undefined && !given.has(decl.name)) {
+        scope.report("missing_property", target.loc, `${target.label}.${decl.name} is REQUIRED and has no DEFAULT; give it a value`);
+        ok = false;
+      }
+    }
+  }
+  return ok ? pairs : undefined;
+}
+
+/** A block item as key and value: `name` alone stands for `name: name`. */
+function propertyItem(item: ProjectionItemAst): { key: { text: string; loc: SourceLocation }; value: ExprAst } | undefined {
+  if (item.kind === "assign") return { key: item.key, value: item.value };
+  if (item.kind === "field") {
+    return { key: item.name, value: { kind: "chain", start: { name: item.name, loc: item.name.loc }, steps: [], loc: item.name.loc } };
+  }
+  return undefined;
+}
+
+// ---- Conditions -------------------------------------------------------------------------------------------------
+
+/** Compiles a WHERE condition to a tree predicate. */
+export function compileCondition(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): Json | undefined {
+  if (expr.kind === "not") {
+    const inner = compileCondition(scope, expr.operand, context);
+    return inner === undefined ? undefined : { not: { predicate: inner } };
+  }
+  if (expr.kind !== "chain") {
+    scope.report("query_invalid", locOf(expr), "a condition is expected here: _::{field}::GT(v), EXISTS(...), AND(...), OR(...)");
+    return undefined;
+  }
+  const { start, steps } = expr;
+  if (steps.length === 0 && start.generic === undefined && start.args !== undefined) {
+    const name = start.name.text;
+    if (name === "AND" || name === "OR") return combination(scope, start, start.args, context);
+    if (name === "EXISTS") {
+      const [target] = start.args;
+      if (start.args.length !== 1 || target.kind !== "chain") {
+        scope.report("query_invalid", start.loc, "EXISTS takes one traversal, as in EXISTS(_::In<Follows>)");
+        return undefined;
+      }
+      const traversal = scope.chain(target, context);
+      return traversal === undefined ? undefined : { exists: { traversal: traversal.tree } };
+    }
+  }
+  const last = steps[steps.length - 1];
+  if (last?.kind === "call" && last.call.name.text in COMPARISONS) return comparison(scope, expr, last.call, context);
+  const value = compileValue(scope, expr, context);
+  if (value === undefined) return undefined;
+  const family = familyOf(value.type);
+  if (family !== "bool" && family !== "any") {
+    scope.report("invalid_type", expr.loc, `a condition must be true or false; this is ${describeValueType(value.type)} (compare it with ::EQ(...) or ::GT(...))`);
+    return undefined;
+  }
+  return { eq: { left: value.expr, right: { constant: { bool: true } } } };
+}
+
+function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst[], context: ElementContext | undefined): Json | undefined {
+  if (args.length === 0) {
+    scope.report("query_invalid", call.loc, `${call.name.text} needs at least one condition`);
+    return undefined;
+  }
+  const predicates: Json[] = [];
+  for (const arg of args) {
+    const predicate = compileCondition(scope, arg, context);
+    if (predicate === undefined) return undefined;
+    predicates.push(predicate);
+  }
+  return { [call.name.text.toLowerCase()]: { predicates } };
+}
+
+const ORDERED: ReadonlySet<Family> = new Set<Family>(["number", "date", "any"]);
+
+/** GT and friends order numbers and dates; a string may stand for a date (ISO 8601) when the other side is one. */
+function orderable(family: Family, other: Family): boolean {
+  return ORDERED.has(family) || (family === "string" && other === "date");
+}
+
+function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context: ElementContext | undefined): Json | undefined {
+  const op = COMPARISONS[call.name.text];
+  const name = call.name.text;
+  if (call.args === undefined || call.args.length !== 1 || call.generic !== undefined) {
+    scope.report("query_invalid", call.loc, `${name} takes one value, as in ${name}(18)`);
+    return undefined;
+  }
+  const left = compileValue(scope, { ...expr, steps: expr.steps.slice(0, -1) }, context);
+  const right = compileValue(scope, call.args[0], context);
+  if (left === undefined || right === undefined) return undefined;
+  const leftFamily = familyOf(left.type);
+  const rightFamily = familyOf(right.type);
+  const mismatch = (why: string): undefined => {
+    scope.report("invalid_type", call.loc, `${name} ${why}: ${describeValueType(left.type)} against ${describeValueType(right.type)}`);
+    return undefined;
+  };
+  switch (op) {
+    case "contains":
+      if (!["string", "any"].includes(leftFamily) || !["string", "any"].includes(rightFamily)) return mismatch("looks for a string in a string");
+      return { contains: { value: left.expr, substring: right.expr } };
+    case "is_in": {
+      const element = elementOf(right.type);
+      if (element === undefined) return mismatch("needs an array of values to look in");
+      if (!comparable(leftFamily, familyOf(element))) return mismatch("compares values of one type");
+      return { is_in: { value: left.expr, values: right.expr } };
+    }
+    default:
+      if (leftFamily === "other" || rightFamily === "other") return mismatch("compares strings, booleans, dates and numbers");
+      if (!comparable(leftFamily, rightFamily)) return mismatch("compares values of one type");
+      if (op !== "eq" && op !== "neq" && !(orderable(leftFamily, rightFamily) && orderable(rightFamily, leftFamily))) {
+        return mismatch("orders numbers and dates only");
+      }
+      return { [op]: { left: left.expr, right: right.expr } };
+  }
+}
+
+export function locOf(expr: ExprAst): SourceLocation {
+  return expr.kind === "literal" ? expr.literal.loc : expr.loc;
+}
+
+// ---- Projections ------------------------------------------------------------------------------------------------
+
+/** `::{a, b: expr, ..}`, `::!{a}` and `::|x| {...}` over a stream of records. */
+export function compileProjection(scope: CompilerScope, step: Extract<StepAst, { kind: "projection" | "closure" }>, input: Compiled): Compiled | undefined {
+  if (input.type.kind !== "records") {
+    scope.report("query_invalid", step.loc, "a projection ::{...} reads fields of records; this traversal yields values");
+    return undefined;
+  }
+  const element: RecordsType = { ...input.type, one: true };
+  const context: ElementContext = step.kind === "closure" ? { type: element, alias: step.param.text } : { type: element };
+  if (step.kind === "projection" && step.exclude) {
+    const exclude: string[] = [];
+    for (const item of step.items) {
+      if (item.kind !== "field") {
+        scope.report("query_invalid", step.loc, "::!{...} lists field names to leave out");
+        return undefined;
+      }
+      if (resolveField(scope, element, item.name.text, item.name.loc) === undefined) return undefined;
+      exclude.push(item.name.text);
+    }
+    return { tree: { project: { input: input.tree, projections: [], exclude } }, type: { kind: "rows", one: input.type.one } };
+  }
+  const projections: Json[] = [];
+  let all = false;
+  for (const item of step.items) {
+    if (item.kind === "spread") {
+      all = true;
+      continue;
+    }
+    if (item.kind === "field") {
+      const field = resolveField(scope, element, item.name.text, item.name.loc);
+      if (field === undefined) return undefined;
+      projections.push({ property: { source: field.path, alias: item.name.text } });
+      continue;
+    }
+    const value = compileValue(scope, item.value, context);
+    if (value === undefined) return undefined;
+    projections.push({ expr: { alias: item.key.text, expr: value.expr } });
+  }
+  const project = all ? { input: input.tree, projections, all: true } : { input: input.tree, projections };
+  return { tree: { project }, type: { kind: "rows", one: input.type.one } };
+}
