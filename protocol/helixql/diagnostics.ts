@@ -1,14 +1,15 @@
 /**
- * Rendering of HelixQL diagnostics in the compiler style: `file:line:column: message`, then the source line and a
- * caret under the column. Shared by the schema checker and, later, the query checker, so every HelixQL error reads
- * the same way.
+ * Rendering of HelixQL diagnostics in the compiler style: `file:line:column: message [code]`, then the source line
+ * and a caret under the column. Shared by the schema checker and the query checker, so every HelixQL error reads the
+ * same way.
  */
 
 import type { Diagnostic, SchemaSource } from "../schema.js";
 
 /** One diagnostic, with its source line and caret when `text` (the file's content) is given. */
 export function formatDiagnostic(diagnostic: Diagnostic, text?: string): string {
-  const head = `${diagnostic.file}:${diagnostic.line}:${diagnostic.column}: ${diagnostic.message}`;
+  // The stable code goes last, in brackets (as linters print rule names), so the message reads first.
+  const head = `${diagnostic.file}:${diagnostic.line}:${diagnostic.column}: ${diagnostic.message} [${diagnostic.code}]`;
   if (text === undefined) return head;
   const sourceLine = lineAt(text, diagnostic.line);
   if (sourceLine === undefined) return head;

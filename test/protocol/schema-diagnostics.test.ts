@@ -240,9 +240,9 @@ describe("reporting every error together", () => {
     expect(error.status).toBe(400);
     const lines = error.message.split("\n");
     expect(lines).toHaveLength(18);
-    expect(lines.slice(0, 3)).toEqual(["user.hx:2:3: the field name $label is reserved for record labels", "  $label: String,", "  ^"]);
-    expect(lines.slice(3, 6)).toEqual(["user.hx:3:19: DEFAULT of age: 300 is out of range for U8 (0 to 255)", "  age: U8 DEFAULT 300,", "                  ^"]);
-    expect(lines[15]).toBe("user.hx:8:28: E::Likes: To names Post, which is not a declared node (N::) or vector (V::) type");
+    expect(lines.slice(0, 3)).toEqual(["user.hx:2:3: the field name $label is reserved for record labels [schema_invalid]", "  $label: String,", "  ^"]);
+    expect(lines.slice(3, 6)).toEqual(["user.hx:3:19: DEFAULT of age: 300 is out of range for U8 (0 to 255) [schema_invalid]", "  age: U8 DEFAULT 300,", "                  ^"]);
+    expect(lines[15]).toBe("user.hx:8:28: E::Likes: To names Post, which is not a declared node (N::) or vector (V::) type [schema_invalid]");
     expect(lines[17]).toBe(`${" ".repeat(27)}^`);
   });
 
@@ -262,12 +262,12 @@ describe("formatDiagnostic", () => {
   const d: Diagnostic = { code: "schema_invalid", file: "f.hx", line: 2, column: 4, message: "bad" };
 
   it("keeps tabs in the caret line so the caret lines up", () => {
-    expect(formatDiagnostic(d, "first\n\tab: x\nthird")).toBe("f.hx:2:4: bad\n\tab: x\n\t  ^");
+    expect(formatDiagnostic(d, "first\n\tab: x\nthird")).toBe("f.hx:2:4: bad [schema_invalid]\n\tab: x\n\t  ^");
   });
 
   it("handles CRLF files and missing text", () => {
-    expect(formatDiagnostic(d, "a\r\nabcdef\r\n")).toBe("f.hx:2:4: bad\nabcdef\n   ^");
-    expect(formatDiagnostic(d)).toBe("f.hx:2:4: bad");
-    expect(formatDiagnostic({ ...d, line: 9 }, "one line")).toBe("f.hx:9:4: bad");
+    expect(formatDiagnostic(d, "a\r\nabcdef\r\n")).toBe("f.hx:2:4: bad [schema_invalid]\nabcdef\n   ^");
+    expect(formatDiagnostic(d)).toBe("f.hx:2:4: bad [schema_invalid]");
+    expect(formatDiagnostic({ ...d, line: 9 }, "one line")).toBe("f.hx:9:4: bad [schema_invalid]");
   });
 });
