@@ -19,6 +19,8 @@ export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => 
 /** Converts a parameter's written type; reports and answers undefined when it names no type. */
 export type TypeConverter = (param: ParamAst) => FieldType | undefined;
 
+const UNKNOWN_RECORDS: StaticType = { kind: "records", record: "node", label: undefined, one: false };
+
 /** Names that cannot be variables or parameters: they would shadow a source or a constant. */
 const RESERVED_NAMES = new Set(["_", "N", "E", "V", "ID", "PI"]);
 
@@ -113,7 +115,11 @@ class QueryCompiler implements CompilerScope {
           return undefined;
         }
         const compiled = this.traversal(statement.value);
-        if (compiled === undefined) return undefined;
+        if (compiled === undefined) {
+          // Defined anyway, as records of no known type, so that later uses do not echo the error.
+          this.variables.set(name, UNKNOWN_RECORDS);
+          return undefined;
+        }
         // A variable assigned inside a loop collects one result per iteration.
         const type = this.loops.length > 0 ? many(compiled.type) : compiled.type;
         this.variables.set(name, type);
@@ -179,10 +185,8 @@ class QueryCompiler implements CompilerScope {
       }
       for (const field of statement.binding.names) {
         const decl = fields?.get(field.text);
-        if (fields !== undefined && decl === undefined) {
-          this.report("invalid_field", field.loc, `the elements of ${name} have no field ${field.text}`);
-          continue;
-        }
+        // Bound even when it is not a field, so that its uses in the body do not echo the error.
+        if (fields !== undefined && decl === undefined) this.report("invalid_field", field.loc, `the elements of ${name} have no field ${field.text}`);
         bind(field.text, field.loc, decl === undefined ? { t: "any" } : fieldValue(decl.type));
       }
     }
