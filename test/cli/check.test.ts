@@ -1,7 +1,11 @@
-/** `silk check`: exit code 0 and a summary for a good project, every diagnostic and exit code 1 otherwise. */
+/**
+ * `silk check`: exit code 0 and a summary (types and queries) for a good project, every diagnostic of the schema
+ * and the queries and exit code 1 otherwise.
+ */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { writeSocialProject } from "../gateway/social-project.js";
 import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "./helpers.js";
 
 afterAll(removeTemporaryDirectories);
@@ -11,7 +15,27 @@ describe("silk check", () => {
     const run = await runSilk(["check", join(REPO, "examples")]);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^ok: 1 file, \d+ node, \d+ edge and \d+ vector types/);
+    expect(run.stdout).toBe("ok: 2 files, 2 node, 4 edge and 1 vector types, 4 queries\n");
+  });
+
+  it("counts the queries of a project", async () => {
+    const dir = temporaryDirectory();
+    writeSocialProject(dir);
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("ok: 2 files, 1 node, 1 edge and 0 vector types, 5 queries\n");
+  });
+
+  it("prints every query diagnostic of every file with its caret, and exits 1", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "a.hx"), "N::User { name: String }\n");
+    writeFileSync(join(dir, "b.hx"), "QUERY A(id: ID) =>\n    u <- N<Ghost>(id)\n    RETURN u\n");
+    writeFileSync(join(dir, "c.hx"), "QUERY B() =>\n    u <- N<User>::Out<Nope>\n    RETURN u\n");
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(new RegExp(`${join(dir, "b.hx")}:2:\\d+: .*Ghost.*\\n    u <- N<Ghost>\\(id\\)\\n +\\^`));
+    expect(run.stdout).toMatch(new RegExp(`${join(dir, "c.hx")}:2:\\d+: .*Nope.*\\n    u <- N<User>::Out<Nope>\\n +\\^`));
+    expect(run.stderr).toContain("silk check: 2 errors in 3 files");
   });
 
   it("prints every diagnostic of every file, with line, column and caret, and exits 1", async () => {

@@ -3,37 +3,18 @@
  * database on SIGTERM and SIGINT (exit code 0, writer lock released, data kept for the next start), and refuses
  * a bad project or a taken port with exit code 1.
  */
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { countRequest, nodesLabeled, REPO, removeTemporaryDirectories, runSilk, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
+import { countRequest, nodesLabeled, REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
+import { startServer, type StartedServer } from "./serve-process.js";
 
 afterAll(removeTemporaryDirectories);
 
-interface Started {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly url: string;
-  readonly exited: Promise<number | null>;
-  stderr(): string;
-}
-
 /** Starts `silk serve` and waits for the line that says where it listens. */
-function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Started> {
-  const child = spawnSilk(["serve", ...args], { env });
-  let stdout = "";
-  let stderr = "";
-  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  return new Promise((done, fail) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (match) done({ child, url: match[1], exited, stderr: () => stderr });
-    });
-    void exited.then((code) => fail(new Error(`silk serve exited with ${code} before listening:\n${stderr}`)));
-  });
+function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<StartedServer> {
+  return startServer(["serve", ...args], env);
 }
 
 async function query(url: string, body: unknown): Promise<Response> {
@@ -51,13 +32,19 @@ describe("silk serve", () => {
     const first = await serve(["--project", join(REPO, "examples"), "--port", "0", "--data", data]);
     expect((await (await fetch(`${first.url}/health`)).json())).toEqual({ status: "ok" });
     expect((await query(first.url, addUser("ann"))).status).toBe(200);
+    // The example project's queries are served as routes.
+    const created = await fetch(`${first.url}/CreateUser`, { method: "POST", body: JSON.stringify({ handle: "bob", name: "Bob", age: 40 }), headers: { "content-type": "application/json" } });
+    const bob = ((await created.json()) as { user: { id: string; handle: string } }).user;
+    expect(bob.handle).toBe("bob");
+    const followers = await fetch(`${first.url}/FollowersOf`, { method: "POST", body: JSON.stringify({ id: bob.id }), headers: { "content-type": "application/json" } });
+    expect(await followers.json()).toEqual({ followers: [] });
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
     expect(existsSync(join(data, "writer.lock"))).toBe(false);
     // $SILK_PORT is used when --port is not given.
     const second = await serve(["--project", join(REPO, "examples"), "--data", data], { SILK_PORT: "0" });
     const counted = await query(second.url, countRequest({ users: nodesLabeled("User") }));
-    expect(await counted.json()).toEqual({ users: 1 });
+    expect(await counted.json()).toEqual({ users: 2 });
     second.child.kill("SIGINT");
     expect(await second.exited).toBe(0);
     expect(second.stderr()).not.toMatch(/"level":50/);
