@@ -183,44 +183,21 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "has_key":
     case "where":
       return elements(await filterStep(step, scope));
-    case "dedup": {
-      const input = await evalStep(step.input, scope);
-      if (input.kind === "scalar") return input;
-      if (input.kind === "values") {
-        const seen = new Set<string>();
-        return { kind: "values", items: input.items.filter((item) => !seen.has(JSON.stringify(item)) && (seen.add(JSON.stringify(item)), true)) };
-      }
-      const seen = new Set<bigint>();
-      return elements(input.items.filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
-    }
+    case "dedup":
     case "within":
-    case "without": {
-      const items = elementsOf(await evalStep(step.input, scope), step.op);
-      const other = scope.variables.get(step.variable);
-      if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
-      const members = new Set(elementsOf(other, step.op).map((item) => item.id));
-      return elements(items.filter((item) => members.has(item.id) === (step.op === "within")));
-    }
+    case "without":
+      return distinct(step, scope);
     case "limit":
     case "skip":
     case "range":
       return page(step, scope);
     case "order_by":
       return orderBy(step, scope);
-    case "count": {
-      const input = await evalStep(step.input, scope);
-      return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
-    }
-    case "exists": {
-      const input = await evalStep(step.input, scope);
-      return { kind: "scalar", value: input.kind === "scalar" ? true : input.items.length > 0 };
-    }
+    case "count":
+    case "exists":
     case "id":
-      return { kind: "values", items: elementsOf(await evalStep(step.input, scope), "id").map((item) => idToString(item.id)) };
-    case "label": {
-      const items = await loaded(view, elementsOf(await evalStep(step.input, scope), "label"));
-      return { kind: "values", items: items.map((item) => item.record!.label) };
-    }
+    case "label":
+      return summarize(step, scope);
     case "values":
     case "value_map":
     case "project":
@@ -249,6 +226,44 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     default: {
       const unreachable: never = step;
       throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
+async function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Promise<Stream> {
+  const input = await evalStep(step.input, scope);
+  if (step.op !== "dedup") {
+    const other = scope.variables.get(step.variable);
+    if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
+    const members = new Set(elementsOf(other, step.op).map((item) => item.id));
+    return elements(elementsOf(input, step.op).filter((item) => members.has(item.id) === (step.op === "within")));
+  }
+  if (input.kind === "scalar") return input;
+  if (input.kind === "values") {
+    const seen = new Set<string>();
+    return { kind: "values", items: input.items.filter((item) => !seen.has(JSON.stringify(item)) && (seen.add(JSON.stringify(item)), true)) };
+  }
+  const seen = new Set<bigint>();
+  return elements(input.items.filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+}
+
+/** `count` and `exists` of any stream; `id` and `label` of records. */
+async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Promise<Stream> {
+  const input = await evalStep(step.input, scope);
+  const op = step.op;
+  switch (op) {
+    case "count":
+      return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
+    case "exists":
+      return { kind: "scalar", value: input.kind === "scalar" ? true : input.items.length > 0 };
+    case "id":
+      return { kind: "values", items: elementsOf(input, "id").map((item) => idToString(item.id)) };
+    case "label":
+      return { kind: "values", items: (await loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
+    default: {
+      const unreachable: never = op;
+      throw new Error(`unknown step ${String(unreachable)}`);
     }
   }
 }

@@ -31,9 +31,9 @@ const hasOwn = Object.prototype.hasOwnProperty;
 export function lookupParameter(name: string, parameters: Readonly<Record<string, unknown>>, where: string): unknown {
   if (hasOwn.call(parameters, name)) return parameters[name];
   const dot = name.indexOf(".");
-  const head = dot > 0 ? parameters[name.slice(0, dot)] : undefined;
-  if (dot > 0 && hasOwn.call(parameters, name.slice(0, dot)) && isPlainObject(head)) {
-    const value = getPath(head as Properties, name.slice(dot + 1));
+  if (dot > 0 && hasOwn.call(parameters, name.slice(0, dot))) {
+    const head = parameters[name.slice(0, dot)];
+    const value = isPlainObject(head) ? getPath(head as Properties, name.slice(dot + 1)) : undefined;
     if (value !== undefined) return value;
   }
   throw new SilkError("missing_parameter", `${where}: parameter ${JSON.stringify(name)} was not supplied`);
