@@ -172,6 +172,8 @@ const KNOWN_UNSUPPORTED = new Set([
   "store", "select", "bind", "project_bindings", "repeat", "union", "choose", "coalesce", "optional",
   "edge_properties", "drop_edge", "drop_edge_labeled", "drop_edge_by_id", "create_index", "drop_index",
   "get_index_operation", "retry_index_operation", "abort_index_operation",
+  // Silk's own, for HelixQL's RerankRRF and RerankMMR over search results (they arrive with the search steps).
+  "rerank_rrf", "rerank_mmr",
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -357,6 +359,8 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       return { kind: "traversal", traversal: decodeStep(body, at, depth + 1) };
     case "call":
       return decodeCall(body, at, depth);
+    case "embed":
+      throw new SilkError("unsupported_operation", `${at}: Embed needs an embedding provider, which this version does not have yet`);
     case "timestamp":
     case "date_time_now":
     case "neg":

@@ -150,3 +150,17 @@ QUERY E1() => u <- AddN<User>({name: "x"}) RETURN u
     expect(() => decodeRequest(result.queries[0].tree)).toThrow(expect.objectContaining({ code: "unsupported_operation" }));
   });
 });
+
+describe("steps that arrive with the index issue", () => {
+  it("AddV with Embed and reranking check, and answer unsupported_operation when run", () => {
+    const result = checkProject({
+      file: "q.hx",
+      text: SCHEMA + `QUERY A(t: String) => d <- AddV<Doc>(Embed(t), {title: t}) RETURN d
+QUERY B(v: [F64]) => d <- SearchV<Doc>(v, 5)::RerankRRF RETURN d`,
+    });
+    expect(result.diagnostics).toEqual([]);
+    for (const query of result.queries) {
+      expect(() => decodeRequest(query.tree)).toThrow(expect.objectContaining({ code: "unsupported_operation" }));
+    }
+  });
+});
