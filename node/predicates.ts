@@ -49,7 +49,8 @@ function variable(name: string, scope: EvalScope): Value {
     case "values":
       return stream.items as Value[];
     case "elements":
-      return stream.items.map((item) => item.id);
+      // IDs in their JSON form (decimal strings), as a projection shows them; comparisons align them with stored IDs.
+      return stream.items.map((item) => idToString(item.id));
     default: {
       const unreachable: never = stream;
       throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);

@@ -489,7 +489,9 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     }
     const value = compileValue(scope, item.value, context);
     if (value === undefined) return undefined;
-    projections.push({ expr: { alias: item.key.text, expr: value.expr } });
+    // The element's ID is read as the virtual property $id, which renders as a decimal string like every ID.
+    if (value.expr === "id") projections.push({ property: { source: "$id", alias: item.key.text } });
+    else projections.push({ expr: { alias: item.key.text, expr: value.expr } });
   }
   const project = all ? { input: input.tree, projections, all: true } : { input: input.tree, projections };
   return { tree: { project }, type: { kind: "rows", one: input.type.one } };
