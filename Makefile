@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test bench clean
+.PHONY: install build run test bench bench-http clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -26,6 +26,10 @@ test: build
 
 bench: build
 	npx tsx bench/graph.ts
+
+# Silk's query routes under HTTP load next to a bare fastify route answering the same bytes (docs/BENCHMARKS.md).
+bench-http: build
+	npx tsx bench/http.ts
 
 clean:
 	rm -rf dist node_modules protocol/helixql/generated

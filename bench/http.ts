@@ -1,0 +1,275 @@
+/**
+ * The HTTP benchmark (`make bench-http`): Silk's `POST /<QueryName>` routes under load, next to a bare fastify
+ * route that answers the very same JSON bytes without touching a database — the ceiling of HTTP on this stack.
+ *
+ * In one run: the Facebook SNAP graph is loaded into a fresh database through `importBatch`, `silk serve` is
+ * started on it as a child process with a project of two queries (a point get and a 1-hop traversal), and the
+ * bare route runs as another child process (this file with `--bare-server`). autocannon, in this process, drives
+ * each endpoint in turn with the same settings; the servers get a core of their own on a 2-core machine, which
+ * they would not if the load generator shared their process. Silk's answers are checked before the clock starts,
+ * and any non-2xx reply or socket error during a run fails it.
+ *
+ * Options: `--duration <s>` per run (default 10), `--connections <n>` (default 32), `--source` to serve the
+ * TypeScript sources through tsx instead of dist/. Exit status 1 on a wrong answer or a failed request, 2 when a
+ * ratio misses its target with `--strict`.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import Fastify, { LogController } from "fastify";
+import type { ImportEdge, ImportNode } from "../index.js";
+import { DATASETS, readEdgeList, type EdgeList } from "./datasets.js";
+import { formatMachine, machineInfo } from "./report.js";
+import { loadSilkModules, staleBuildFile } from "./silk-modules.js";
+
+/** Silk must reach this share of the bare route's throughput on every endpoint. */
+export const THROUGHPUT_RATIO_MIN = 0.7;
+const DURATION_SECONDS_DEFAULT = 10;
+const CONNECTIONS_DEFAULT = 32;
+/** Each endpoint is driven this long, untimed, before its measured run, so both servers are measured warm. */
+const WARMUP_SECONDS = 2;
+const BATCH_RECORDS = 50_000;
+const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+const PROJECT = `N::User { ext: I64, score: I64 }
+E::Follows { From: User, To: User }
+
+QUERY PointGet(id: ID) =>
+    user <- N<User>(id)
+    RETURN user
+
+QUERY OneHop(id: ID) =>
+    friends <- N<User>(id)::Out<Follows>
+    RETURN friends
+`;
+
+function progress(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+/** Loads every node, then every edge, in batches; returns each SNAP node's Silk ID. */
+async function load(directory: string, edges: EdgeList, useDist: boolean): Promise<Map<number, string>> {
+  const silk = await loadSilkModules(!useDist, progress);
+  const db = await silk.index.open({ storage: { disk: directory }, schema: { file: "bench.hx", text: PROJECT } });
+  const silkIdOf = new Map<number, bigint>();
+  try {
+    for (let first = 0; first < edges.nodes.length; first += BATCH_RECORDS) {
+      const snapIds = Array.from(edges.nodes.subarray(first, first + BATCH_RECORDS));
+      const nodes: ImportNode[] = snapIds.map((snapId) => ({ label: "User", props: { ext: snapId, score: snapId % 100 } }));
+      const result = await db.importBatch({ nodes, edges: [] });
+      snapIds.forEach((snapId, i) => silkIdOf.set(snapId, result.nodeIds[i]));
+    }
+    for (let first = 0; first < edges.sources.length; first += BATCH_RECORDS) {
+      const batch: ImportEdge[] = [];
+      for (let i = first; i < Math.min(edges.sources.length, first + BATCH_RECORDS); i += 1) {
+        batch.push({ label: "Follows", from: { id: silkIdOf.get(edges.sources[i])! }, to: { id: silkIdOf.get(edges.targets[i])! }, props: {} });
+      }
+      await db.importBatch({ nodes: [], edges: batch });
+    }
+  } finally {
+    await db.close();
+  }
+  return new Map([...silkIdOf].map(([snapId, id]) => [snapId, id.toString()]));
+}
+
+/** The SNAP node whose out-degree is the median of the nodes that have out-edges: a typical 1-hop answer. */
+function medianOutDegreeNode(edges: EdgeList): { snapId: number; degree: number } {
+  const degrees = new Map<number, number>();
+  for (const source of edges.sources) degrees.set(source, (degrees.get(source) ?? 0) + 1);
+  const sorted = [...degrees].sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  const [snapId, degree] = sorted[Math.floor(sorted.length / 2)];
+  return { snapId, degree };
+}
+
+interface Child {
+  readonly process: ChildProcessWithoutNullStreams;
+  readonly url: string;
+}
+
+/** Spawns a server and resolves with its URL once it prints `http://...`. */
+function startChild(command: string, args: readonly string[]): Promise<Child> {
+  const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, SILK_LOG_LEVEL: "warn" } });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  return new Promise((done, fail) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      const match = /(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (match) done({ process: child, url: match[1] });
+    });
+    child.on("exit", (code) => fail(new Error(`${args.join(" ")} exited with ${code} before listening:\n${stderr}`)));
+  });
+}
+
+/** Whether dist/ holds a current build of everything `silk serve` runs (the engine, the gateway and the CLI). */
+function distIsCurrent(): boolean {
+  if (staleBuildFile() !== undefined) return false;
+  for (const file of ["gateway/server.ts", "gateway/query-routes.ts", "gateway/query-v2.ts", "bin/serve.ts", "bin/silk.ts"]) {
+    const compiled = join(REPO_ROOT, "dist", file.replace(/\.ts$/, ".js"));
+    if (!existsSync(compiled) || statSync(compiled).mtimeMs < statSync(join(REPO_ROOT, file)).mtimeMs) return false;
+  }
+  return true;
+}
+
+function startSilk(project: string, data: string, useDist: boolean): Promise<Child> {
+  const serve = ["serve", "--project", project, "--data", data, "--port", "0"];
+  if (useDist) return startChild(process.execPath, [join(REPO_ROOT, "dist", "bin", "silk.js"), ...serve]);
+  const loader = pathToFileURL(join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+  return startChild(process.execPath, ["--import", loader, join(REPO_ROOT, "bin", "silk.ts"), ...serve]);
+}
+
+/** The bare route: this file run with `--bare-server <file>`, answering every POST /:name with the file's bytes. */
+function startBare(bodies: string): Promise<Child> {
+  return startChild(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--bare-server", bodies]);
+}
+
+/**
+ * The ceiling: fastify with the gateway's settings (no logger, no request logging), parsing the JSON body as Silk
+ * does and answering the bytes Silk answered for the same path.
+ */
+async function serveBare(bodiesFile: string): Promise<void> {
+  const bodies = new Map(Object.entries(JSON.parse(readFileSync(bodiesFile, "utf8")) as Record<string, string>));
+  const app = Fastify({ logger: false, logController: new LogController({ disableRequestLogging: true }) });
+  app.post<{ Params: { name: string } }>("/:name", async (request, reply) => {
+    return reply.type("application/json; charset=utf-8").send(bodies.get(request.params.name));
+  });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  // Closing lets the process end by itself, as `silk serve` does, so that --cpu-prof can write its profile.
+  process.once("SIGTERM", () => void app.close());
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  process.stdout.write(`bare route on http://127.0.0.1:${address.port}\n`);
+}
+
+interface Measured {
+  readonly requestsPerSecond: number;
+  readonly p50Millis: number;
+  readonly p99Millis: number;
+}
+
+async function drive(url: string, body: string, seconds: number, connections: number): Promise<Measured> {
+  const result = await autocannon({
+    url,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    connections,
+    duration: seconds,
+  });
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx replies`);
+  }
+  return { requestsPerSecond: result.requests.average, p50Millis: result.latency.p50, p99Millis: result.latency.p99 };
+}
+
+interface Endpoint {
+  readonly title: string;
+  readonly name: string;
+  readonly body: string;
+}
+
+function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  const line = (row: readonly string[]): string => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  ");
+  return [line(rows[0]), widths.map((width) => "-".repeat(width)).join("  "), ...rows.slice(1).map(line)].join("\n");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: "string", default: String(DURATION_SECONDS_DEFAULT) },
+      connections: { type: "string", default: String(CONNECTIONS_DEFAULT) },
+      source: { type: "boolean", default: false },
+      strict: { type: "boolean", default: false },
+      "bare-server": { type: "string" },
+    },
+  });
+  if (values["bare-server"] !== undefined) return serveBare(values["bare-server"]);
+  const seconds = Number(values.duration);
+  const connections = Number(values.connections);
+  const spec = DATASETS[0];
+  if (!existsSync(spec.path)) {
+    progress(`missing dataset file ${spec.path}`);
+    process.exitCode = 1;
+    return;
+  }
+  const workspace = mkdtempSync(join(tmpdir(), "silk-bench-http-"));
+  const children: Child[] = [];
+  try {
+    const project = join(workspace, "project");
+    const data = join(workspace, "data");
+    mkdirSync(project);
+    writeFileSync(join(project, "bench.hx"), PROJECT);
+    const edges = readEdgeList(spec);
+    progress(`loading ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges)...`);
+    const useDist = !values.source && distIsCurrent();
+    if (!values.source && !useDist) progress("dist/ is missing or older than the sources (run `make bench-http`): serving the TypeScript sources through tsx");
+    const silkIdOf = await load(data, edges, useDist);
+    const hub = medianOutDegreeNode(edges);
+    const pointId = silkIdOf.get(edges.nodes[Math.floor(edges.nodes.length / 2)])!;
+    const endpoints: Endpoint[] = [
+      { title: "point get (PointGet)", name: "PointGet", body: JSON.stringify({ id: pointId }) },
+      { title: `1-hop, ${hub.degree} neighbours (OneHop)`, name: "OneHop", body: JSON.stringify({ id: silkIdOf.get(hub.snapId)! }) },
+    ];
+    const silk = await startSilk(project, data, useDist);
+    children.push(silk);
+    // Silk's answers, checked, become the bare route's bytes.
+    const answers: Record<string, string> = {};
+    for (const endpoint of endpoints) {
+      const response = await fetch(`${silk.url}/${endpoint.name}`, { method: "POST", body: endpoint.body, headers: { "content-type": "application/json" } });
+      const text = await response.text();
+      if (response.status !== 200) throw new Error(`${endpoint.name} answered ${response.status}: ${text}`);
+      answers[endpoint.name] = text;
+    }
+    const pointAnswer = JSON.parse(answers.PointGet) as { user: { id: string; label: string } };
+    const hopAnswer = JSON.parse(answers.OneHop) as { friends: unknown[] };
+    if (pointAnswer.user.id !== pointId || pointAnswer.user.label !== "User" || hopAnswer.friends.length !== hub.degree) {
+      throw new Error(`wrong answers: ${answers.PointGet.slice(0, 200)} / ${hopAnswer.friends.length} neighbours, expected ${hub.degree}`);
+    }
+    const bodiesFile = join(workspace, "bodies.json");
+    writeFileSync(bodiesFile, JSON.stringify(answers));
+    const bare = await startBare(bodiesFile);
+    children.push(bare);
+    const rows: string[][] = [["endpoint", "Silk req/s", "bare req/s", "Silk/bare", "Silk p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"]];
+    let missed = false;
+    for (const endpoint of endpoints) {
+      const measured: Record<"silk" | "bare", Measured | undefined> = { silk: undefined, bare: undefined };
+      for (const [side, server] of [["silk", silk], ["bare", bare]] as const) {
+        progress(`${endpoint.name} on ${side}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured, ${connections} connections...`);
+        await drive(`${server.url}/${endpoint.name}`, endpoint.body, WARMUP_SECONDS, connections);
+        measured[side] = await drive(`${server.url}/${endpoint.name}`, endpoint.body, seconds, connections);
+      }
+      const silkSide = measured.silk!;
+      const bareSide = measured.bare!;
+      const ratio = silkSide.requestsPerSecond / bareSide.requestsPerSecond;
+      missed ||= ratio < THROUGHPUT_RATIO_MIN;
+      rows.push([
+        endpoint.title,
+        Math.round(silkSide.requestsPerSecond).toLocaleString("en-US"),
+        Math.round(bareSide.requestsPerSecond).toLocaleString("en-US"),
+        ratio.toFixed(2),
+        `${silkSide.p50Millis} / ${silkSide.p99Millis}`,
+        `${bareSide.p50Millis} / ${bareSide.p99Millis}`,
+        String(Buffer.byteLength(answers[endpoint.name])),
+        `>= ${THROUGHPUT_RATIO_MIN.toFixed(2)}`,
+        ratio >= THROUGHPUT_RATIO_MIN ? "PASS" : "FAIL",
+      ]);
+    }
+    process.stdout.write(`${formatMachine(machineInfo(useDist ? "dist/ (compiled by tsc)" : "TypeScript sources through tsx"))}\n`);
+    process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database\n`);
+    process.stdout.write(`load: autocannon, ${connections} connections, ${seconds} s per run after ${WARMUP_SECONDS} s warm-up, one request per connection at a time\n\n`);
+    process.stdout.write(`${table(rows)}\n`);
+    if (missed && values.strict) process.exitCode = 2;
+  } finally {
+    for (const child of children) child.process.kill("SIGTERM");
+    await Promise.all(children.map((child) => new Promise((done) => (child.process.exitCode !== null ? done(undefined) : child.process.on("exit", done)))));
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+await main();
