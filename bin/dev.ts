@@ -140,6 +140,10 @@ function watchProject(project: string, onChange: () => void): { close(): void } 
     clearTimeout(timer);
     timer = setTimeout(onChange, RELOAD_DEBOUNCE_MS);
   });
+  // A watcher fails when its directory goes away; the server keeps serving the last good version without it.
+  watcher.on("error", (cause) => {
+    process.stderr.write(`silk dev: stopped watching ${project}: ${cause.message}; still serving the last version that checked\n`);
+  });
   return {
     close: () => {
       clearTimeout(timer);
