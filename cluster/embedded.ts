@@ -255,16 +255,17 @@ export class Database {
     // Refused before its parameters are looked at: no parameters could make it run here.
     if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
     const bound = bindParameters(query, parameters);
-    const prepared = await this.preparedQuery(query);
+    if (query.tree === undefined) return renderOutput(query.output, {});
+    const prepared = await this.preparedQuery(query.name, query.tree);
     return renderOutput(query.output, await prepared.run(bound));
   }
 
-  private preparedQuery(query: CompiledQuery): Promise<PreparedQuery> {
-    let prepared = this.preparedQueries.get(query.name);
+  private preparedQuery(name: string, tree: Readonly<Record<string, unknown>>): Promise<PreparedQuery> {
+    let prepared = this.preparedQueries.get(name);
     if (prepared === undefined) {
       // The promise is kept, not its result, so that concurrent first calls prepare the tree once.
-      prepared = this.prepare(query.tree);
-      this.preparedQueries.set(query.name, prepared);
+      prepared = this.prepare(tree);
+      this.preparedQueries.set(name, prepared);
     }
     return prepared;
   }

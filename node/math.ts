@@ -36,7 +36,8 @@ export function callMath(fn: MathFunction, args: readonly (Value | undefined)[])
     case "floor":
       return Math.floor(a);
     case "round":
-      return Math.round(a);
+      // Half away from zero, as HelixQL's ROUND (Rust's f64::round); Math.round rounds -2.5 to -2.
+      return Math.sign(a) * Math.round(Math.abs(a));
     case "sin":
       return Math.sin(a);
     case "cos":

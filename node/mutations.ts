@@ -14,13 +14,31 @@ import { checkLabel, prepareCreate, prepareUpdate, toVector } from "./validation
 
 export type MutationStep = Extract<Step, { op: "add_n" | "add_e" | "add_v" | "set_property" | "update" | "remove_property" | "drop" }>;
 
+/** A mutation's value; undefined only for an optional parameter that the call left out (or sent as null). */
 export async function evalInput(input: Input, scope: EvalScope): Promise<unknown> {
-  return input.kind === "value" ? input.value : evaluateExpr(input.expr, undefined, scope);
+  switch (input.kind) {
+    case "value":
+      return input.value;
+    case "expr":
+      return evaluateExpr(input.expr, undefined, scope);
+    case "optional_param": {
+      const value = Object.hasOwn(scope.parameters, input.name) ? scope.parameters[input.name] : undefined;
+      return value === null ? undefined : value;
+    }
+    default: {
+      const unreachable: never = input;
+      throw new Error(`unknown input ${JSON.stringify(unreachable)}`);
+    }
+  }
 }
 
+/** The properties of a mutation; those given by an omitted optional parameter are left out (not set, or unchanged). */
 export async function assignments(properties: PropertyAssignments, scope: EvalScope): Promise<Record<string, unknown>> {
   const object: Record<string, unknown> = {};
-  for (const [name, input] of properties) object[name] = await evalInput(input, scope);
+  for (const [name, input] of properties) {
+    const value = await evalInput(input, scope);
+    if (value !== undefined) object[name] = value;
+  }
   return object;
 }
 

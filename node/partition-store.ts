@@ -16,7 +16,7 @@ import {
   type EncodedLabel,
   type EncodedRecord,
 } from "../protocol/mutation-codec.js";
-import type { AdjacencyEntry, Direction, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 import {
   adjacencyKeyEdge,

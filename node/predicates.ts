@@ -97,6 +97,10 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
       return variable(expr.name, scope);
     case "traversal":
       return (await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view)) as Value;
+    case "first": {
+      const json = await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view);
+      return (Array.isArray(json) ? (json[0] ?? null) : json) as Value;
+    }
     case "call": {
       const args: (Value | undefined)[] = [];
       for (const arg of expr.args) args.push(await evaluateExpr(arg, element, scope));

@@ -55,6 +55,8 @@ export type Expr =
   | { readonly kind: "arith"; readonly op: "add" | "sub" | "mul" | "div" | "mod"; readonly left: Expr; readonly right: Expr }
   | { readonly kind: "var"; readonly name: string }
   | { readonly kind: "traversal"; readonly traversal: Step }
+  /** Silk's: the first element of a sub-traversal's JSON form, or null (HelixQL's one-record traversals in values). */
+  | { readonly kind: "first"; readonly traversal: Step }
   | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] };
 
 /** Math functions of `call` with their arity: [fewest, most] arguments. */
@@ -80,7 +82,11 @@ export type Predicate =
   | { readonly kind: "exists"; readonly traversal: Step };
 
 /** A mutation's value: a literal, or an expression (usually a parameter). */
-export type Input = { readonly kind: "value"; readonly value: Value } | { readonly kind: "expr"; readonly expr: Expr };
+export type Input =
+  | { readonly kind: "value"; readonly value: Value }
+  | { readonly kind: "expr"; readonly expr: Expr }
+  /** Silk's: a parameter that the call may omit (or send as null); then the property is left out of the mutation. */
+  | { readonly kind: "optional_param"; readonly name: string };
 
 export type PropertyAssignments = readonly (readonly [string, Input])[];
 
@@ -356,7 +362,8 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
     case "var":
       return { kind: "var", name: stringAt(body, at) };
     case "traversal":
-      return { kind: "traversal", traversal: decodeStep(body, at, depth + 1) };
+    case "first":
+      return { kind: tag, traversal: decodeStep(body, at, depth + 1) };
     case "call":
       return decodeCall(body, at, depth);
     case "embed":
@@ -453,7 +460,8 @@ function decodeInput(value: Json, path: string): Input {
   const [tag, body] = tagged(value, path);
   if (tag === "value") return { kind: "value", value: decodeLiteral(body, `${path}.value`) };
   if (tag === "expr") return { kind: "expr", expr: decodeExpr(body, `${path}.expr`, 0) };
-  throw fault(path, `expected {"value": literal} or {"expr": expression}, found ${JSON.stringify(tag)}`);
+  if (tag === "optional_param") return { kind: "optional_param", name: stringAt(body, `${path}.optional_param`) };
+  throw fault(path, `expected {"value": literal}, {"expr": expression} or {"optional_param": name}, found ${JSON.stringify(tag)}`);
 }
 
 function decodeAssignments(value: Json, path: string): PropertyAssignments {

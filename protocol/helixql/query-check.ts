@@ -58,6 +58,7 @@ export function checkProject(sources: SchemaSource | readonly SchemaSource[]): P
 
 /** Why the tree of a compiled query would not decode; steps that only a later release runs are not faults. */
 function decodeFault(query: CompiledQuery): string | undefined {
+  if (query.tree === undefined) return undefined;
   try {
     decodeRequest(query.tree);
     return undefined;

@@ -55,7 +55,7 @@ class QueryCompiler implements CompilerScope {
       if (type !== undefined) return { kind: "param", type };
     }
     const parameter = this.parameters.get(name);
-    if (parameter !== undefined) return { kind: "param", type: fieldValue(parameter.type) };
+    if (parameter !== undefined) return { kind: "param", type: fieldValue(parameter.type), optional: parameter.optional };
     const variable = this.variables.get(name);
     return variable === undefined ? undefined : { kind: "var", type: variable };
   }
@@ -75,7 +75,8 @@ class QueryCompiler implements CompilerScope {
     if (this.failed || entries === undefined || returned === undefined) return undefined;
     entries.push(...this.pendingHidden);
     const requestType = this.writes ? "write" : "read";
-    const tree = { request_type: requestType, query_name: decl.name.text, query: { [requestType]: { entries, returns: returned.entries } } };
+    const tree =
+      entries.length === 0 ? undefined : { request_type: requestType, query_name: decl.name.text, query: { [requestType]: { entries, returns: returned.entries } } };
     return { name: decl.name.text, file, parameters: [...this.parameters.values()], requestType, tree, output: returned.output };
   }
 
@@ -202,7 +203,8 @@ class QueryCompiler implements CompilerScope {
     const entries: string[] = [];
     const items = decl.returns;
     if (items.length === 0) return { entries, output: { kind: "value", shape: { kind: "literal", value: null } } };
-    const named = items.every((item) => item.kind === "chain" && (item.steps.length > 0 || isBareName(item.start)));
+    // Keyed by variable name: `RETURN users, posts::{title}`. Anything else is returned alone, as the whole body.
+    const named = items.every((item) => item.kind === "chain" && isBareName(item.start) && this.lookup(item.start.name.text)?.kind !== "param");
     if (items.length === 1 && !named) {
       const shape = this.returnShape(items[0], entries);
       return shape === undefined ? undefined : { entries, output: { kind: "value", shape } };

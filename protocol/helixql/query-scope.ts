@@ -26,7 +26,9 @@ export interface ElementContext {
 }
 
 /** A name in scope: a tree parameter (declared, or bound by FOR) or a variable (an earlier entry). */
-export type Binding = { readonly kind: "param"; readonly type: ValueType } | { readonly kind: "var"; readonly type: StaticType };
+export type Binding =
+  | { readonly kind: "param"; readonly type: ValueType; readonly optional?: boolean }
+  | { readonly kind: "var"; readonly type: StaticType };
 
 export type ChainAst = Extract<ExprAst, { kind: "chain" }>;
 
@@ -41,13 +43,13 @@ export interface CompilerScope {
 }
 
 /** The step names that compare the value before them with their argument (conditions only). */
-export const COMPARISONS: Readonly<Record<string, string>> = {
-  EQ: "eq",
-  NEQ: "neq",
-  GT: "gt",
-  GTE: "gte",
-  LT: "lt",
-  LTE: "lte",
-  CONTAINS: "contains",
-  IS_IN: "is_in",
-};
+export const COMPARISONS: ReadonlyMap<string, string> = new Map([
+  ["EQ", "eq"],
+  ["NEQ", "neq"],
+  ["GT", "gt"],
+  ["GTE", "gte"],
+  ["LT", "lt"],
+  ["LTE", "lte"],
+  ["CONTAINS", "contains"],
+  ["IS_IN", "is_in"],
+]);

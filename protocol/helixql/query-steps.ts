@@ -15,7 +15,13 @@ import {
 } from "./query-values.js";
 
 const SOURCE_OPS: Readonly<Record<RecordKind, string>> = { node: "nodes", edge: "edges", vector: "vectors" };
-const PREFIXES: Readonly<Record<string, RecordKind>> = { N: "node", E: "edge", V: "vector" };
+const PREFIXES: ReadonlyMap<string, RecordKind> = new Map([
+  ["N", "node"],
+  ["E", "edge"],
+  ["V", "vector"],
+]);
+/** Sources that always take a type, so a bare one is a missing `<Type>`, not an unknown variable. */
+const SOURCES_WITH_TYPE: ReadonlySet<string> = new Set(["N", "E", "V", "AddN", "AddE", "AddV", "SearchV", "SearchBM25"]);
 
 /** Compiles a whole chain: its source, then each step in turn. */
 export function compileChain(scope: CompilerScope, expr: ChainAst, context: ElementContext | undefined): Compiled | undefined {
@@ -52,7 +58,7 @@ function compileSource(scope: CompilerScope, start: CallAst, steps: readonly Ste
     return done({ tree: "context", type: context!.type });
   }
   if (isBareName(start)) return done(variableSource(scope, start));
-  const kind = PREFIXES[name];
+  const kind = PREFIXES.get(name);
   if (kind !== undefined) return done(selectSource(scope, start, kind));
   switch (name) {
     case "AddN":
@@ -77,6 +83,10 @@ function compileSource(scope: CompilerScope, start: CallAst, steps: readonly Ste
 function variableSource(scope: CompilerScope, start: CallAst): Compiled | undefined {
   const name = start.name.text;
   const binding = scope.lookup(name);
+  if (binding === undefined && SOURCES_WITH_TYPE.has(name)) {
+    scope.report("query_invalid", start.loc, `${name} needs a type, as in ${name}<Name>`);
+    return undefined;
+  }
   if (binding === undefined) {
     scope.report("unknown_variable", start.loc, `no variable named ${name}`);
     return undefined;
@@ -403,7 +413,7 @@ function compileStep(scope: CompilerScope, current: Compiled, steps: readonly St
     case "RerankMMR":
       return one(rerank(scope, current, call));
     default:
-      if (name in COMPARISONS) {
+      if (COMPARISONS.has(name)) {
         scope.report("query_invalid", call.loc, `${name} compares a value and is only allowed in a condition, as in WHERE(_::{field}::${name}(v))`);
       } else if (name === "From" || name === "To") {
         scope.report("query_invalid", call.loc, `${name} only follows AddE, UpsertE or a ShortestPath step`);

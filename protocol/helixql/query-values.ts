@@ -27,14 +27,14 @@ export function fieldsOf(scope: CompilerScope, kind: RecordKind, label: string |
 }
 
 /** The names a projection or `_::{name}` may use besides declared fields, and the tree property each reads. */
-const VIRTUAL_FIELDS: Readonly<Record<string, { path: string; type: ValueType }>> = {
-  id: { path: "$id", type: scalarValue("ID") },
-  label: { path: "$label", type: scalarValue("String") },
-};
+const VIRTUAL_FIELDS: ReadonlyMap<string, { path: string; type: ValueType }> = new Map([
+  ["id", { path: "$id", type: scalarValue("ID") }],
+  ["label", { path: "$label", type: scalarValue("String") }],
+]);
 
 /** Resolves `name` on the records `type`: its tree property path and value type, or reports invalid_field. */
 export function resolveField(scope: CompilerScope, type: RecordsType, name: string, loc: SourceLocation): { path: string; type: ValueType } | undefined {
-  const virtual = VIRTUAL_FIELDS[name];
+  const virtual = VIRTUAL_FIELDS.get(name);
   if (virtual !== undefined) return virtual;
   const fields = fieldsOf(scope, type.record, type.label);
   if (fields === undefined) return { path: name, type: ANY };
@@ -61,7 +61,8 @@ interface MathFunction {
 
 const ARITHMETIC = new Set(["add", "sub", "mul", "div", "mod"]);
 
-const MATH: Readonly<Record<string, MathFunction>> = {
+// Maps, not object literals: a name like "constructor" must not find Object.prototype's members.
+const MATH: ReadonlyMap<string, MathFunction> = new Map(Object.entries({
   ADD: { tree: "add", arity: 2, result: "widest" },
   SUB: { tree: "sub", arity: 2, result: "widest" },
   MUL: { tree: "mul", arity: 2, result: "widest" },
@@ -86,16 +87,25 @@ const MATH: Readonly<Record<string, MathFunction>> = {
   ATAN2: { tree: "atan2", arity: 2, result: "float" },
   MIN: { tree: "min", arity: -2, result: "widest" },
   MAX: { tree: "max", arity: -2, result: "widest" },
-};
+} satisfies Record<string, MathFunction>));
 
-const CONSTANTS: Readonly<Record<string, number>> = { PI: Math.PI, E: Math.E };
+const CONSTANTS: ReadonlyMap<string, number> = new Map([
+  ["PI", Math.PI],
+  ["E", Math.E],
+]);
 
 export function isMathFunction(name: string): boolean {
-  return name in MATH || name in CONSTANTS;
+  return MATH.has(name) || CONSTANTS.has(name);
 }
 
-/** Compiles an expression used as a value (a property value, a comparison operand, a math argument). */
-export function compileValue(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): CompiledValue | undefined {
+/**
+ * How `x::Step::{field}` reads when it yields one record: as the field's value (comparison operands, math
+ * arguments, property values), or, in a projection, as the remapped object `{field: value}` it writes.
+ */
+export type ValueMode = "value" | "projection";
+
+/** Compiles an expression used as a value (a property value, a comparison operand, a math argument, a projection item). */
+export function compileValue(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined, mode: ValueMode = "value"): CompiledValue | undefined {
   switch (expr.kind) {
     case "literal": {
       const { tree, type } = literalToTree(expr.literal);
@@ -112,7 +122,7 @@ export function compileValue(scope: CompilerScope, expr: ExprAst, context: Eleme
       scope.report("query_invalid", expr.loc, "! negates a condition (as in !EXISTS(...)) and is only allowed inside WHERE");
       return undefined;
     case "chain":
-      return chainValue(scope, expr, context);
+      return chainValue(scope, expr, context, mode);
     default: {
       const unreachable: never = expr;
       throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
@@ -147,7 +157,7 @@ export function isElement(call: CallAst, context: ElementContext | undefined): b
   return isBareName(call) && context !== undefined && (call.name.text === "_" || call.name.text === context.alias);
 }
 
-function chainValue(scope: CompilerScope, expr: ChainAst, context: ElementContext | undefined): CompiledValue | undefined {
+function chainValue(scope: CompilerScope, expr: ChainAst, context: ElementContext | undefined, mode: ValueMode): CompiledValue | undefined {
   const { start, steps } = expr;
   if (steps.length === 0) return nameOrCall(scope, start, context);
   const last = steps[steps.length - 1];
@@ -160,10 +170,25 @@ function chainValue(scope: CompilerScope, expr: ChainAst, context: ElementContex
     const counted = scope.chain({ ...expr, steps: steps.slice(0, -1) }, context);
     return counted === undefined ? undefined : { expr: { count: { traversal: counted.tree } }, type: INT };
   }
+  const field = mode === "value" ? singleField(last) : undefined;
+  if (field !== undefined) {
+    // `x::ToN::{age}`: the field's value when the traversal before it yields one record.
+    const prefix = scope.chain({ ...expr, steps: steps.slice(0, -1) }, context);
+    if (prefix === undefined) return undefined;
+    if (prefix.type.kind === "records" && prefix.type.one) {
+      const resolved = resolveField(scope, prefix.type, field.text, field.loc);
+      if (resolved === undefined) return undefined;
+      return { expr: { first: { values: { input: prefix.tree, properties: [resolved.path] } } }, type: resolved.type };
+    }
+  }
   const compiled = scope.chain(expr, context);
   if (compiled === undefined) return undefined;
-  const type = compiled.type.kind === "values" && compiled.type.shape === "scalar" ? compiled.type.value : ANY;
-  return { expr: { traversal: compiled.tree }, type };
+  const type = compiled.type;
+  if (type.kind === "values" && type.shape === "scalar") return { expr: { traversal: compiled.tree }, type: type.value };
+  // A traversal that yields one record, row or value is that value (or null), not a list of one.
+  const single = type.kind === "values" ? type.shape === "one" : type.one;
+  if (single) return { expr: { first: compiled.tree }, type: type.kind === "values" ? type.value : ANY };
+  return { expr: { traversal: compiled.tree }, type: ANY };
 }
 
 /** The field of a one-field projection step `::{name}`, as in `_::{age}`. */
@@ -186,12 +211,14 @@ function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext
       return undefined;
     }
     if (name === "ID" && context !== undefined && scope.lookup("ID") === undefined) return { expr: "id", type: scalarValue("ID") };
-    if (name in CONSTANTS) return { expr: { constant: { f64: CONSTANTS[name] } }, type: FLOAT };
+    const constant = CONSTANTS.get(name);
+    if (constant !== undefined) return { expr: { constant: { f64: constant } }, type: FLOAT };
     return namedValue(scope, call);
   }
   if (call.generic === undefined && call.args !== undefined) {
-    if (name in CONSTANTS && call.args.length === 0) return { expr: { constant: { f64: CONSTANTS[name] } }, type: FLOAT };
-    const math = MATH[name];
+    const constant = CONSTANTS.get(name);
+    if (constant !== undefined && call.args.length === 0) return { expr: { constant: { f64: constant } }, type: FLOAT };
+    const math = MATH.get(name);
     if (math !== undefined) return mathCall(scope, call, math, call.args, context);
   }
   scope.report("query_invalid", call.loc, `${name} is not a value: expected a parameter, a variable, a literal or a math function`);
@@ -321,7 +348,7 @@ export function compileProperties(
       ok = false;
       continue;
     }
-    const input = compileInput(scope, value, undefined);
+    const input = optionalParameter(scope, value) ?? compileInput(scope, value, undefined);
     if (input === undefined) {
       ok = false;
       continue;
@@ -342,6 +369,14 @@ export function compileProperties(
     }
   }
   return ok ? pairs : undefined;
+}
+
+/** An optional parameter given as a property's value: when a call omits it, the property is left out. */
+function optionalParameter(scope: CompilerScope, value: ExprAst): { input: Json; type: ValueType } | undefined {
+  if (value.kind !== "chain" || value.steps.length > 0 || !isBareName(value.start)) return undefined;
+  const binding = scope.lookup(value.start.name.text);
+  if (binding?.kind !== "param" || binding.optional !== true) return undefined;
+  return { input: { optional_param: value.start.name.text }, type: binding.type };
 }
 
 /** A block item as key and value: `name` alone stands for `name: name`. */
@@ -380,7 +415,7 @@ export function compileCondition(scope: CompilerScope, expr: ExprAst, context: E
     }
   }
   const last = steps[steps.length - 1];
-  if (last?.kind === "call" && last.call.name.text in COMPARISONS) return comparison(scope, expr, last.call, context);
+  if (last?.kind === "call" && COMPARISONS.has(last.call.name.text)) return comparison(scope, expr, last.call, context);
   const value = compileValue(scope, expr, context);
   if (value === undefined) return undefined;
   const family = familyOf(value.type);
@@ -413,7 +448,7 @@ function orderable(family: Family, other: Family): boolean {
 }
 
 function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context: ElementContext | undefined): Json | undefined {
-  const op = COMPARISONS[call.name.text];
+  const op = COMPARISONS.get(call.name.text)!;
   const name = call.name.text;
   if (call.args === undefined || call.args.length !== 1 || call.generic !== undefined) {
     scope.report("query_invalid", call.loc, `${name} takes one value, as in ${name}(18)`);
@@ -487,7 +522,7 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
       projections.push({ property: { source: field.path, alias: item.name.text } });
       continue;
     }
-    const value = compileValue(scope, item.value, context);
+    const value = compileValue(scope, item.value, context, "projection");
     if (value === undefined) return undefined;
     // The element's ID is read as the virtual property $id, which renders as a decimal string like every ID.
     if (value.expr === "id") projections.push({ property: { source: "$id", alias: item.key.text } });

@@ -40,8 +40,11 @@ export interface CompiledQuery {
   readonly file: string;
   readonly parameters: readonly QueryParameter[];
   readonly requestType: "read" | "write";
-  /** The `/v2/query` request body this query runs, without `parameters` (each call supplies them). */
-  readonly tree: Readonly<Record<string, unknown>>;
+  /**
+   * The `/v2/query` request body this query runs, without `parameters` (each call supplies them); undefined when the
+   * query has no statements (`QUERY Hello() => RETURN "hello"`): there is nothing to run, only literals to return.
+   */
+  readonly tree: Readonly<Record<string, unknown>> | undefined;
   readonly output: QueryOutput;
 }
 
