@@ -7,12 +7,11 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FastifyInstance } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
 import { open, type Database } from "../../cluster/embedded.js";
-import { buildGateway } from "../../gateway/server.js";
 import { stringifyJson } from "../../gateway/json.js";
 import { SilkError } from "../../protocol/errors.js";
+import { listeningGateway } from "../helpers/gateway.js";
 import { type Answer, type Call, type Case, type CheckedCall, parseCaseFile, QUERY_FILE, rewriteCaseFile } from "./case-file.js";
 
 const CASES_DIRECTORY = join(import.meta.dirname, "cases");
@@ -43,11 +42,7 @@ async function embeddedSession(database: Database): Promise<Session> {
 }
 
 async function httpSession(database: Database): Promise<Session> {
-  const app: FastifyInstance = await buildGateway({ database });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("the gateway has no TCP address");
-  const base = `http://127.0.0.1:${address.port}`;
+  const { app, base } = await listeningGateway(database);
   return {
     run: async (call, parameters) => {
       const response = await fetch(`${base}/${call.name}`, { method: "POST", body: JSON.stringify(parameters), headers: { "content-type": "application/json" } });

@@ -8,8 +8,8 @@ import fc from "fast-check";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
-import { buildGateway } from "../../gateway/server.js";
 import { removeTemporaryDirectories, temporaryDirectory } from "../cli/helpers.js";
+import { listeningGateway } from "../helpers/gateway.js";
 import { SOCIAL_QUERY_NAMES, SOCIAL_SOURCES } from "./social-project.js";
 
 let database: Database;
@@ -18,11 +18,7 @@ let base: string;
 
 beforeAll(async () => {
   database = await Database.open({ storage: { disk: join(temporaryDirectory(), "data") }, schema: SOCIAL_SOURCES });
-  app = await buildGateway({ database });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  base = `http://127.0.0.1:${address.port}`;
+  ({ app, base } = await listeningGateway(database));
 });
 
 afterAll(async () => {

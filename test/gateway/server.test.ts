@@ -8,9 +8,9 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
-import { buildGateway } from "../../gateway/server.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
 import { allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, temporaryDirectory } from "../cli/helpers.js";
+import { listeningGateway } from "../helpers/gateway.js";
 
 let database: Database;
 let app: FastifyInstance;
@@ -19,11 +19,7 @@ let base: string;
 beforeAll(async () => {
   const schema = readFileSync(join(REPO, "examples", "schema.hx"), "utf8");
   database = await Database.open({ storage: { disk: join(temporaryDirectory(), "data") }, schema: { file: "examples/schema.hx", text: schema } });
-  app = await buildGateway({ database });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  base = `http://127.0.0.1:${address.port}`;
+  ({ app, base } = await listeningGateway(database));
 });
 
 afterAll(async () => {
@@ -153,11 +149,8 @@ describe("replies the engine cannot give through a real database", () => {
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
     const query = (): Promise<unknown> => Promise.reject(new Error("this stand-in has no queries"));
-    const gateway = await buildGateway({ database: { run, query, queries: [], schema: undefined } });
-    await gateway.listen({ port: 0, host: "127.0.0.1" });
-    const address = gateway.server.address();
-    if (address === null || typeof address === "string") throw new Error("no TCP address");
-    return { url: `http://127.0.0.1:${address.port}/v2/query`, close: () => gateway.close() };
+    const gateway = await listeningGateway({ run, query, queries: [], schema: undefined });
+    return { url: `${gateway.base}/v2/query`, close: () => gateway.app.close() };
   }
 
   it("a bigint in a result is written as a decimal string", async () => {
