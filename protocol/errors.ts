@@ -51,6 +51,13 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, kind: "user", doc: "The request's Content-Type is not application/json; send the body as JSON with that header." },
   bad_request: { status: 400, kind: "user", doc: "The HTTP request is malformed (a bad URL, or a body whose length does not match Content-Length)." },
   route_not_found: { status: 404, kind: "user", doc: "No route has this method and path; see docs/SERVER.md for the routes a server answers." },
+  // Hosted gateway (silk gateway): keys, the account switch, the rate limit, the deadline. See docs/GATEWAY.md.
+  unauthorized: { status: 401, kind: "user", doc: "No API key was sent, or the Authorization header is not `Bearer <key>`; send one key of this database." },
+  forbidden: { status: 403, kind: "user", doc: "The API key is unknown to this database or was revoked; create a new one with `silk keys create`." },
+  tenant_disabled: { status: 402, kind: "user", doc: "The database is disabled for account credit; nothing ran. Not a rate-limit condition: retrying does not help until it is enabled again." },
+  rate_limited: { status: 429, kind: "user", doc: "No token is left in the database's bucket; nothing ran. Wait at least Retry-After seconds (add jitter when many workers share a database)." },
+  rate_limit_unavailable: { status: 503, kind: "io", doc: "The gateway could not make a safe shared rate-limit decision (Redis did not answer in time); it failed closed and nothing ran. Retry with bounded exponential backoff and jitter." },
+  query_timeout: { status: 408, kind: "user", doc: "The execution deadline passed; the transaction was rolled back. Not a rate-limit condition." },
   // Service side.
   storage_error: { status: 500, kind: "io", doc: "The storage layer failed (disk full, I/O error). The transaction was rolled back." },
   internal: { status: 500, kind: "internal", doc: "A bug in Silk. The transaction was rolled back; please report it with the message." },
