@@ -2,7 +2,8 @@
 /**
  * The `silk` command line: `silk import` (bulk loading, bin/import/), `silk serve` (the single-server mode,
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
- * diagnostics, bin/check.ts). This file only declares the commands and their options with commander and turns
+ * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
+ * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { readFileSync } from "node:fs";
@@ -10,7 +11,9 @@ import { Command, InvalidArgumentError } from "commander";
 import { asSilkError } from "../protocol/errors.js";
 import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
+import { runGateway, type GatewayCommandOptions } from "./gateway.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
+import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
@@ -114,12 +117,85 @@ function checkCommand(): Command {
     });
 }
 
+function gatewayCommand(): Command {
+  return new Command("gateway")
+    .description("serve a database in its hosted form: API keys, the account switch and the /v2/query rate limit (docs/GATEWAY.md)")
+    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
+    .requiredOption("--data <dir>", "the database directory; its keys, limits and switch are in <dir>/gateway/")
+    .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
+    .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--redis <url>", "keep the bucket in this Redis (redis://host:port), shared by every gateway of the database")
+    .option("--plan <plan>", "idea (5/s, burst 10), startup (10/s, 20) or growth (20/s, 40)")
+    .option("--rate <n>", "this database's sustained rate in requests per second (overrides the plan and limits.json)")
+    .option("--burst <n>", "this database's burst capacity in requests (overrides the plan and limits.json)")
+    .option("--read-only", "open the database read-only: another gateway beside the writer on the same directory")
+    .action(async (flags: GatewayCommandOptions) => {
+      try {
+        await runGateway(flags);
+      } catch (cause) {
+        fail("gateway", cause);
+      }
+    });
+}
+
+const commandIo: CommandIo = { stdout: process.stdout, stderr: process.stderr, nowMs: () => Date.now() };
+
+/** Runs a synchronous administration command, turning a failure into its message and exit code 1. */
+function administer(command: string, run: () => void): void {
+  try {
+    run();
+  } catch (cause) {
+    fail(command, cause);
+  }
+}
+
+function keysCommand(): Command {
+  const data = ["--data <dir>", "the database directory"] as const;
+  return new Command("keys")
+    .description("API keys of a hosted database: several per database, stored hashed (docs/GATEWAY.md)")
+    .addCommand(
+      new Command("create")
+        .description("make a key and print it, once")
+        .requiredOption(...data)
+        .option("--name <name>", "a label to tell keys apart in `keys list`", "")
+        .action((flags: { data: string; name: string }) => administer("keys", () => runKeysCreate(flags.data, flags.name, commandIo))),
+    )
+    .addCommand(
+      new Command("list")
+        .description("the keys' ids, names, creation and revocation times (never the keys)")
+        .requiredOption(...data)
+        .action((flags: { data: string }) => administer("keys", () => runKeysList(flags.data, commandIo))),
+    )
+    .addCommand(
+      new Command("revoke")
+        .description("refuse a key from now on, in every gateway of the database")
+        .argument("<id>", "the key's id, as `keys list` shows it")
+        .requiredOption(...data)
+        .action((id: string, flags: { data: string }) => administer("keys", () => runKeysRevoke(flags.data, id, commandIo))),
+    );
+}
+
+function adminCommand(): Command {
+  const switchCommand = (name: "disable" | "enable", description: string): Command =>
+    new Command(name)
+      .description(description)
+      .requiredOption("--data <dir>", "the database directory")
+      .action((flags: { data: string }) => administer("admin", () => runAdminSwitch(flags.data, name === "disable", commandIo)));
+  return new Command("admin")
+    .description("the account-credit switch of a hosted database (docs/GATEWAY.md)")
+    .addCommand(switchCommand("disable", "answer 402 tenant_disabled to every request until enabled"))
+    .addCommand(switchCommand("enable", "serve requests again"));
+}
+
 const program = new Command("silk")
   .description("Silk: a graph + vector + full-text database")
   .version(packageVersion())
   .addCommand(importCommand())
   .addCommand(serveCommand())
   .addCommand(devCommand())
-  .addCommand(checkCommand());
+  .addCommand(checkCommand())
+  .addCommand(gatewayCommand())
+  .addCommand(keysCommand())
+  .addCommand(adminCommand());
 
 await program.parseAsync(process.argv);

@@ -2,11 +2,13 @@
  * The HTTP gateway of a single server: a fastify instance with one plugin per surface (admin routes, `/v2/query`,
  * the per-query routes) and one error-reply policy for all of them. Request logging is off (it halves
  * throughput); the logger reports startup and failures that are not the caller's fault. bin/serve.ts opens the
- * database and starts listening.
+ * database and starts listening; bin/gateway.ts does the same for the hosted form, which adds API keys, the
+ * account switch and the rate limit in front of the same routes (hosted/access.ts).
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { adminRoutes, type ServedProject } from "./admin.js";
 import { installErrorReplies } from "./errors.js";
+import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
 import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
 import { queryV2Routes, type QueryRunner } from "./query-v2.js";
 
@@ -20,6 +22,8 @@ export interface GatewayOptions {
   readonly database: GatewayDatabase;
   /** A pino logger; without one the gateway logs nothing. */
   readonly logger?: FastifyBaseLogger;
+  /** The hosted form's keys, account switch and bucket; without it (`silk serve`) the routes take no credentials. */
+  readonly hosted?: HostedAccess;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -28,6 +32,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorReplies(app);
+  if (options.hosted !== undefined) installHostedAccess(app, options.hosted);
   await app.register(adminRoutes, { project: options.database });
   await app.register(queryV2Routes, { database: options.database });
   await app.register(queryRoutes, { database: options.database });

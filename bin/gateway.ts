@@ -1,0 +1,89 @@
+/**
+ * `silk gateway`: the hosted form of the server. It serves what `silk serve` serves (bin/serve.ts) — `/v2/query`,
+ * the per-query routes, `/introspect`, `/health` — but every request except `/health` needs one of the database's
+ * API keys, a database disabled for credit answers 402, and `/v2/query` draws from the database's token bucket:
+ * in this process, or with `--redis` in Redis, shared by every gateway of the database. See docs/GATEWAY.md.
+ */
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import { Database } from "../cluster/embedded.js";
+import { KeyStore, readKeys } from "../gateway/hosted/key-store.js";
+import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
+import { databaseId, isDisabled, readLimitsOverride } from "../gateway/hosted/tenant-files.js";
+import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type Admitter, type RateLimit } from "../gateway/hosted/token-bucket.js";
+import { buildGateway } from "../gateway/server.js";
+import { SilkError } from "../protocol/errors.js";
+import { loadSchemaSources } from "./schema-files.js";
+import { closeOnSignals, serveSettings, type ServeSettings } from "./serve.js";
+
+export interface GatewayCommandOptions {
+  readonly project: string;
+  readonly data: string;
+  readonly port?: string;
+  readonly host?: string;
+  readonly redis?: string;
+  readonly plan?: string;
+  readonly rate?: string;
+  readonly burst?: string;
+  /** Open the database read-only: a second gateway beside the writer, on the same directory. */
+  readonly readOnly?: boolean;
+}
+
+/** The limit in force: `--rate`/`--burst`, else `<data>/gateway/limits.json`, else the plan's values. */
+export function gatewayRateLimit(options: GatewayCommandOptions): RateLimit {
+  const plan = options.plan ?? PLAN_DEFAULT;
+  if (!isPlanName(plan)) throw new SilkError("invalid_option", `unknown plan ${JSON.stringify(plan)}; the plans are ${Object.keys(PLANS).join(", ")}`);
+  const flags: { ratePerSecond?: number; burst?: number } = {};
+  if (options.rate !== undefined) flags.ratePerSecond = Number(options.rate);
+  if (options.burst !== undefined) flags.burst = Number(options.burst);
+  return effectiveRateLimit(plan, { ...readLimitsOverride(options.data), ...flags });
+}
+
+async function openBucket(options: GatewayCommandOptions, limit: RateLimit, settings: ServeSettings): Promise<Admitter> {
+  if (options.redis === undefined) return new LocalBucket(limit, () => performance.now());
+  return RedisBucket.open({
+    url: options.redis,
+    databaseId: databaseId(options.data),
+    limit,
+    onStateChange: (connected, reason) => {
+      if (connected) settings.logger.info(`rate limit: ${reason}`);
+      else settings.logger.warn(`rate limit: Redis unavailable (${reason}); /v2/query answers 503 until it is back`);
+    },
+  });
+}
+
+/** Starts the hosted gateway; resolves once it listens. The process then lives until a signal closes it. */
+export async function runGateway(options: GatewayCommandOptions): Promise<void> {
+  const settings = serveSettings(options);
+  const limit = gatewayRateLimit(options);
+  const schema = loadSchemaSources(options.project);
+  const database = await Database.open({ storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer" });
+  const bucket = await openBucket(options, limit, settings);
+  const closeAll = async (): Promise<void> => {
+    await bucket.close();
+    await database.close();
+  };
+  const hosted = { keys: new KeyStore(settings.data), isDisabled: () => isDisabled(settings.data), bucket };
+  let app: FastifyInstance | undefined;
+  try {
+    app = await buildGateway({ database, logger: settings.logger, hosted });
+    await app.listen({ port: settings.port, host: settings.host });
+  } catch (cause) {
+    await app?.close();
+    await closeAll();
+    if (app === undefined) throw cause;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new SilkError("invalid_option", `cannot listen on ${settings.host}:${settings.port}: ${reason}`);
+  }
+  const address = app.server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const store = options.redis === undefined ? "in this process" : `in Redis ${options.redis}`;
+  process.stdout.write(
+    `silk: gateway serving ${options.project} on http://${shown}:${address.port} (data in ${settings.data}; ` +
+      `${limit.ratePerSecond} requests/s, burst ${limit.burst}, bucket ${store})\n`,
+  );
+  if (readKeys(settings.data).every((record) => record.revoked !== null)) {
+    settings.logger.warn(`no live API key: every request will be refused; make one with \`silk keys create --data ${settings.data}\``);
+  }
+  closeOnSignals(app, closeAll, settings.logger);
+}
