@@ -3,17 +3,20 @@
  * The `silk` command line: `silk import` (bulk loading, bin/import/), `silk serve` (the single-server mode,
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
- * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts). This file only declares the commands and their options with commander and turns
+ * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), and `silk codegen` (typed query functions for the
+ * SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { asSilkError } from "../protocol/errors.js";
+import { runCodegen } from "../sdk/codegen.js";
 import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
 import { runGateway, type GatewayCommandOptions } from "./gateway.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
+import { loadSchemaSources } from "./schema-files.js";
 import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
@@ -187,6 +190,21 @@ function adminCommand(): Command {
     .addCommand(switchCommand("enable", "serve requests again"));
 }
 
+function codegenCommand(): Command {
+  return new Command("codegen")
+    .description("write a TypeScript module with one typed function per QUERY of a project, for the SDK's SilkClient (docs/SDK.md)")
+    .argument("<dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
+    .requiredOption("--out <file>", "the .ts file to write")
+    .option("--sdk-import <specifier>", "where the generated module imports the SilkClient type from (default: this installation's sdk/client.js, relative to --out)")
+    .action((dir: string, flags: { out: string; sdkImport?: string }) => {
+      try {
+        process.exitCode = runCodegen(loadSchemaSources(dir), flags.out, flags.sdkImport, { stdout: process.stdout, stderr: process.stderr });
+      } catch (cause) {
+        fail("codegen", cause);
+      }
+    });
+}
+
 const program = new Command("silk")
   .description("Silk: a graph + vector + full-text database")
   .version(packageVersion())
@@ -194,6 +212,7 @@ const program = new Command("silk")
   .addCommand(serveCommand())
   .addCommand(devCommand())
   .addCommand(checkCommand())
+  .addCommand(codegenCommand())
   .addCommand(gatewayCommand())
   .addCommand(keysCommand())
   .addCommand(adminCommand());
