@@ -20,6 +20,7 @@ import {
   type AdjacencyEntry,
   type Direction,
   type EndpointKind,
+  type IndexRange,
   type Mutation,
   type RecordKind,
   type StoredRecord,
@@ -111,6 +112,14 @@ class ScatterReader implements BaseReader {
 
   allIds(kind: RecordKind): Promise<bigint[]> {
     return this.everyPartition({ type: "read_all", kind });
+  }
+
+  /** Every partition's index hits, in partition (so ID) order; undefined unless the index is active on all of them. */
+  async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
+    const request = { type: "read_index", kind, label, field, ranges } as const;
+    const replies = await Promise.all(this.map.ranges.map((range) => this.transport.request(range.index, request)));
+    const lists = replies.map((reply) => expect(reply, "index_ids").ids);
+    return lists.some((ids) => ids === null) ? undefined : lists.flatMap((ids) => ids!);
   }
 }
 

@@ -18,6 +18,7 @@ import { decodeRequest } from "../protocol/tree.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore } from "../node/partition-store.js";
+import { indexDefinitions, type IndexStateName, type IndexStatus } from "../node/secondary-index.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
 import { DecisionLog } from "./decision-log.js";
@@ -42,11 +43,18 @@ export interface OpenOptions {
   readonly partitions?: number;
 }
 
-/** Internal options for tests and tools: a clock and fault injection. Not part of the public API. */
+/** Internal options for tests and tools: a clock, fault injection, index build chunks. Not part of the public API. */
 export interface InternalOpenOptions {
   readonly now?: () => Date;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+  readonly indexBuildChunkEntities?: number;
 }
+
+/** One secondary index of the database (see docs/INDEXES.md): over every partition, counters summed. */
+export type IndexInfo = IndexStatus;
+
+/** A database's index is as far along as its least advanced partition. */
+const STATE_RANK: Record<IndexStateName, number> = { active: 0, constructing: 1, blocked: 2 };
 
 const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions"]);
 /** Options of the hosted gateway that an embedded handle must refuse, by name, with a clear message. */
@@ -142,6 +150,7 @@ export class Database {
   private constructor(
     private readonly coordinator: Coordinator,
     private readonly stores: readonly PartitionStore[],
+    private readonly actors: readonly PartitionActor[],
     private readonly decisions: DecisionLog,
     private readonly cleanup: () => void,
     project: Project,
@@ -180,10 +189,13 @@ export class Database {
           idFirst: range.first,
           idLast: range.last,
           mapSizeBytes: options.cache?.mapSizeBytes,
+          indexes: indexDefinitions(schema),
         }),
       );
       opened.push(...stores);
-      const actors = stores.map((store) => new PartitionActor({ store, schema, writable: !readOnly, now }));
+      const actors = stores.map(
+        (store) => new PartitionActor({ store, schema, writable: !readOnly, now, indexBuildChunkEntities: internal.indexBuildChunkEntities }),
+      );
       const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
       opened.push(decisions);
       const coordinator = new Coordinator({
@@ -200,7 +212,8 @@ export class Database {
           throw new SilkError("invalid_option", `${directory} has transactions awaiting recovery; open it once as a writer first`);
         }
       } else await coordinator.recover();
-      return new Database(coordinator, stores, decisions, release, project, mode);
+      for (const actor of actors) actor.startIndexBuilds();
+      return new Database(coordinator, stores, actors, decisions, release, project, mode);
     } catch (cause) {
       await Promise.all(opened.map((handle) => handle.close()));
       release();
@@ -277,9 +290,38 @@ export class Database {
     return this.coordinator.importBatch(batch);
   }
 
+  /**
+   * Every secondary index the schema declares, with its state (`active`, `constructing`, `blocked`), monotonic build
+   * counters (entities and bytes scanned, entries written) and, when blocked, the reason. See docs/INDEXES.md.
+   */
+  indexes(): IndexInfo[] {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    const merged = new Map<string, IndexInfo>();
+    this.stores.forEach((store, partition) => {
+      for (const status of store.indexStatuses()) {
+        const failure = this.actors[partition].buildFailure;
+        const own: IndexInfo = status.state === "constructing" && failure !== undefined ? { ...status, message: failure } : status;
+        const key = `${status.kind}:${status.name}`;
+        const earlier = merged.get(key);
+        if (earlier === undefined) merged.set(key, own);
+        else {
+          const worse = STATE_RANK[own.state] > STATE_RANK[earlier.state] ? own : earlier;
+          merged.set(key, {
+            ...worse,
+            entities: earlier.entities + own.entities,
+            bytes: earlier.bytes + own.bytes,
+            operations: earlier.operations + own.operations,
+          });
+        }
+      }
+    });
+    return [...merged.values()];
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all(this.actors.map((actor) => actor.stop()));
     const prepared = await Promise.allSettled(this.preparedQueries.values());
     await Promise.all(prepared.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.release() : undefined)));
     this.preparedQueries.clear();

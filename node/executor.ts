@@ -14,10 +14,12 @@ import { compareValues, type Value } from "../protocol/values.js";
 import { aggregate, group } from "./aggregates.js";
 import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
+import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, lookupParameter, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
+import { checkUniqueWrites } from "./unique.js";
 import { upsert } from "./upsert.js";
 
 export type { Element, ExecutionContext, Stream } from "./streams.js";
@@ -25,7 +27,12 @@ export type { Element, ExecutionContext, Stream } from "./streams.js";
 /** Result rows per returned name, already in JSON form (IDs as decimal strings). */
 export type QueryResult = Record<string, unknown>;
 
-export async function executePlan(plan: Plan, context: ExecutionContext): Promise<QueryResult> {
+/**
+ * Runs a plan's entries, checks its writes against UNIQUE indexes (before the caller commits them) and renders what
+ * it returns, plus `$explain` when the plan asks for it.
+ */
+export async function executePlan(plan: Plan, base: ExecutionContext): Promise<QueryResult> {
+  const context: ExecutionContext = plan.explain ? { ...base, explain: new ExplainLog() } : base;
   const variables = new Map<string, Stream>();
   const defined = new Set<string>();
   collectNames(plan.entries, defined);
@@ -33,8 +40,10 @@ export async function executePlan(plan: Plan, context: ExecutionContext): Promis
     if (!defined.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
   }
   await runEntries(plan.entries, context, variables, plan.parameters, false);
+  if (context.view.hasWrites && context.schema !== undefined) await checkUniqueWrites(context.view, context.schema);
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
+  if (context.explain !== undefined) result.$explain = context.explain.steps;
   return result;
 }
 
@@ -60,6 +69,7 @@ async function runEntries(
       continue;
     }
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
+    if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
     const stream = await evalStep(entry.root, { context, variables, parameters, evalStep });
     previous = stream;
     if (entry.name === undefined) continue;
@@ -160,8 +170,7 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "edges_where":
     case "vectors_where": {
       const kind = kindOfSource(step.op);
-      const label = labelOfPredicate(step.predicate);
-      const ids = label === undefined ? await view.allIds(kind) : await view.idsOfLabel(kind, label);
+      const ids = await sourceIds(step.op, kind, step.predicate, scope);
       const candidates = await loaded(view, ids.map((id) => ({ kind, id })));
       return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope)));
     }
@@ -307,22 +316,6 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
 
 function kindOfSource(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges_where" | "vectors_where"): RecordKind {
   return op.startsWith("nodes") ? "node" : op.startsWith("edges") ? "edge" : "vector";
-}
-
-/** The label a source predicate pins (`$label == "X"`, alone or inside an AND), so the scan can use the label index. */
-function labelOfPredicate(predicate: Predicate): string | undefined {
-  if (predicate.kind === "compare" && predicate.op === "eq") {
-    const { left, right } = predicate;
-    if (left.kind === "property" && left.path === "$label" && right.kind === "constant" && typeof right.value === "string") return right.value;
-    if (right.kind === "property" && right.path === "$label" && left.kind === "constant" && typeof left.value === "string") return left.value;
-  }
-  if (predicate.kind === "and") {
-    for (const inner of predicate.predicates) {
-      const label = labelOfPredicate(inner);
-      if (label !== undefined) return label;
-    }
-  }
-  return undefined;
 }
 
 async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>): Promise<Element[]> {

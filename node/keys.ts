@@ -5,6 +5,10 @@
  *   out                       source(8) | edge label (UTF-8) | 0x00 | edge(8)  → target(8) | kind(1)
  *   in                        target(8) | edge label (UTF-8) | 0x00 | edge(8)  → source(8) | kind(1)
  *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty   (nodes and vectors only)
+ *   index                     kind(1) | label | 0x00 | field | 0x00 | value | id(8) → empty  (secondary indexes)
+ *
+ * `value` in an index key is the order-preserving, prefix-free encoding of index-encoding.ts, so "records of label
+ * L whose field F lies in [a, b]" is one range of `index`, in value order and then ID order.
  *
  * Architecture invariant: "edges with label L out of node N" is the one prefix `N | L | 0x00` of `out`, and "all
  * edges out of N" the prefix `N`. Labels never contain 0x00 (the schema and the tree validator only admit
@@ -90,6 +94,31 @@ export function labelRange(kind: RecordKind, label: string): { start: Buffer; en
   end[end.length - 1] = 1;
   return { start, end };
 }
+
+/** The prefix of every entry of one secondary index (kind, label and field; fields are identifiers, never 0x00). */
+export function indexPrefix(kind: RecordKind, label: string, field: string): Buffer {
+  const labelBytes = Buffer.byteLength(label, "utf8");
+  const fieldBytes = Buffer.byteLength(field, "utf8");
+  const prefix = Buffer.allocUnsafe(1 + labelBytes + 1 + fieldBytes + 1);
+  prefix[0] = KIND_BYTE[kind];
+  prefix.write(label, 1, "utf8");
+  prefix[1 + labelBytes] = 0;
+  prefix.write(field, 2 + labelBytes, "utf8");
+  prefix[prefix.length - 1] = 0;
+  return prefix;
+}
+
+/** One index entry's key: prefix | encoded value | the record's ID, copied from `ids` at `idAt`. */
+export function indexKeyFrom(prefix: Buffer, value: Buffer, ids: Buffer, idAt: number): Buffer {
+  const key = Buffer.allocUnsafe(prefix.length + value.length + ID_BYTES);
+  prefix.copy(key, 0);
+  value.copy(key, prefix.length);
+  copyBytes(ids, idAt, key, prefix.length + value.length, ID_BYTES);
+  return key;
+}
+
+/** The end of a key range that covers every ID of one value (9 × 0xFF sorts after any 8-byte ID). */
+export const AFTER_EVERY_ID = Buffer.alloc(ID_BYTES + 1, 0xff);
 
 /** The value of an adjacency entry: the record at the other end and its kind, so traversals need no lookup. */
 export function adjacencyValue(other: bigint, kind: "node" | "vector"): Buffer {

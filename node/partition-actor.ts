@@ -1,12 +1,15 @@
 /**
  * A partition actor: owns one PartitionStore and answers PartitionRequests. It is the only code that touches its
  * partition's LMDB environment. Write invocations run one at a time (a partition has a single LMDB writer and
- * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots.
+ * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots. A
+ * writer's actor also builds the store's constructing secondary indexes in the background, one chunk at a time in
+ * the same queue as writes, so builds and writes interleave and never overlap.
  */
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
-import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { executePlan } from "./executor.js";
@@ -42,22 +45,60 @@ export class SnapshotReader implements BaseReader {
   allIds(kind: RecordKind): bigint[] {
     return this.snapshot.allIds(kind);
   }
+
+  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
+    return this.snapshot.indexIds(kind, label, field, ranges);
+  }
 }
 
 export const PREPARED_PLANS_MAX = 100_000;
+/** Records an index build chunk looks at in one write transaction: long enough to be efficient, short enough that writes wait little. */
+export const INDEX_BUILD_CHUNK_ENTITIES = 2_000;
 
 export interface PartitionActorOptions {
   readonly store: PartitionStore;
   readonly schema: Schema | undefined;
   readonly writable: boolean;
   readonly now: () => Date;
+  /** Overrides INDEX_BUILD_CHUNK_ENTITIES (tests use small chunks so writes interleave with a build). */
+  readonly indexBuildChunkEntities?: number;
 }
 
 export class PartitionActor {
   private writeQueue: Promise<unknown> = Promise.resolve();
   private readonly plans = new Map<number, Plan>();
+  private building: Promise<void> | undefined;
+  private stopped = false;
+  /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
+  buildFailure: string | undefined;
 
   constructor(private readonly options: PartitionActorOptions) {}
+
+  /** Starts building the store's constructing indexes in the background (a writer's actor; idempotent). */
+  startIndexBuilds(): void {
+    if (this.options.writable && this.building === undefined) this.building = this.buildIndexes();
+  }
+
+  /** Stops the background build after its current chunk; the database closes only after this. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.building;
+  }
+
+  private async buildIndexes(): Promise<void> {
+    const { store } = this.options;
+    const chunk = this.options.indexBuildChunkEntities ?? INDEX_BUILD_CHUNK_ENTITIES;
+    try {
+      for (;;) {
+        await yieldToEventLoop(); // lets waiting requests in between chunks
+        const [key] = store.constructingIndexes();
+        if (this.stopped || key === undefined) return;
+        await this.serialized(async () => (this.stopped ? undefined : store.buildIndexChunk(key, chunk)));
+      }
+    } catch (cause) {
+      this.buildFailure = asSilkError(cause).message;
+    }
+  }
 
   async handle(request: PartitionRequest): Promise<PartitionReply> {
     try {
@@ -97,6 +138,8 @@ export class PartitionActor {
         return this.withSnapshot((reader) => ({ type: "ids", ids: reader.idsOfLabel(request.kind, request.label) }));
       case "read_all":
         return this.withSnapshot((reader) => ({ type: "ids", ids: reader.allIds(request.kind) }));
+      case "read_index":
+        return this.withSnapshot((reader) => ({ type: "index_ids", ids: reader.indexIds(request.kind, request.label, request.field, request.ranges) ?? null }));
       case "allocate_ids":
         this.requireWritable();
         return { type: "id", id: store.allocateIds(request.count) };

@@ -1,6 +1,6 @@
 /**
- * One partition's storage: an LMDB environment holding the partition's records, adjacency, label index, ID counter
- * and prepared two-phase-commit intents (layout in keys.ts). It has three faces: `snapshot()` for consistent reads,
+ * One partition's storage: an LMDB environment holding the partition's records, adjacency, label index, secondary
+ * indexes, ID counter and prepared two-phase-commit intents (layout in keys.ts; indexes in secondary-index.ts). It has three faces: `snapshot()` for consistent reads,
  * `apply()` for a single-partition commit, and `prepare()`/`commitPrepared()`/`abortPrepared()` for two-phase commit.
  *
  * Architecture invariant: every change to a partition happens inside one `transactionSync`, so a crash leaves the
@@ -16,7 +16,7 @@ import {
   type EncodedLabel,
   type EncodedRecord,
 } from "../protocol/mutation-codec.js";
-import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 import {
   adjacencyKeyEdge,
@@ -28,10 +28,12 @@ import {
   copyBytes,
   idKey,
   ID_BYTES,
+  labelKey,
   labelKeyFrom,
   labelRange,
   readId,
 } from "./keys.js";
+import { SecondaryIndexes, type IndexDefinition, type IndexStatus, type ScanChunk } from "./secondary-index.js";
 
 /** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
 export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
@@ -46,6 +48,11 @@ export interface PartitionStoreOptions {
   readonly idLast: bigint;
   /** LMDB page cache hint (map size in bytes); fixed for the life of the handle. */
   readonly mapSizeBytes?: number;
+  /**
+   * The secondary indexes the schema declares (secondary-index.ts `indexDefinitions`). A writer's open drops the
+   * partition's indexes not among them and registers new ones, to be built by `buildIndexChunk`.
+   */
+  readonly indexes?: readonly IndexDefinition[];
 }
 
 type StoredNode = [label: string, props: Properties];
@@ -63,6 +70,7 @@ export class PartitionStore {
   private readonly adjacency: Record<Direction, Database<Buffer, Buffer>>;
   private readonly labels: Database<Buffer, Buffer>;
   private readonly intents: Database<Buffer, string>;
+  private readonly indexes: SecondaryIndexes;
   private nextId: bigint;
 
   private constructor(options: PartitionStoreOptions) {
@@ -85,6 +93,15 @@ export class PartitionStore {
     this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
     const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
     this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
+    this.indexes = new SecondaryIndexes(binary("index"), this.meta, {
+      props: (kind, key) => this.committedProps(kind, key),
+      scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
+      hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
+    }, options.indexes ?? []);
+    if (!options.readOnly) {
+      const indexes = this.indexes;
+      indexes.adopt(this.root.transactionSync(() => indexes.reconcile()));
+    }
   }
 
   static open(options: PartitionStoreOptions): PartitionStore {
@@ -112,7 +129,7 @@ export class PartitionStore {
   }
 
   snapshot(): Snapshot {
-    return new Snapshot(this.root.useReadTransaction(), this.records, this.adjacency, this.labels);
+    return new Snapshot(this.root.useReadTransaction(), this.records, this.adjacency, this.labels, this.indexes);
   }
 
   /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */
@@ -123,6 +140,7 @@ export class PartitionStore {
   /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
   prepare(txid: string, batch: Uint8Array): void {
     this.assertOwned(batch);
+    if (this.indexes.guardsUniqueness()) this.rehearse(batch);
     this.root.transactionSync(() => {
       this.intents.putSync(txid, Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength));
     });
@@ -143,6 +161,43 @@ export class PartitionStore {
     this.root.transactionSync(() => {
       this.intents.removeSync(txid);
     });
+  }
+
+  /**
+   * Applies a list in a transaction that is then rolled back: a prepare refuses a list that would break a UNIQUE
+   * index here, while it can still abort (a commit decision, once recorded, must not fail).
+   */
+  private rehearse(batch: Uint8Array): void {
+    const rollback = new Error("rehearsal rollback");
+    try {
+      this.root.transactionSync(() => {
+        this.write(batch);
+        throw rollback;
+      });
+    } catch (cause) {
+      if (cause !== rollback) throw cause;
+    }
+  }
+
+  /** Each index this partition knows: definition, state, build counters. */
+  indexStatuses(): IndexStatus[] {
+    return this.indexes.statuses();
+  }
+
+  /** Meta keys of the indexes still constructing, for the build loop. */
+  constructingIndexes(): string[] {
+    return this.indexes.constructing();
+  }
+
+  /** One build chunk of a constructing index, as its own write transaction (see secondary-index.ts). */
+  buildIndexChunk(key: string, chunkEntities: number): void {
+    const indexes = this.indexes;
+    indexes.adopt(this.root.transactionSync(() => indexes.buildChunk(key, chunkEntities)));
+  }
+
+  /** One index's entry keys in hex (tests compare a maintained index with a rebuilt one). */
+  indexEntryKeys(kind: RecordKind, name: string): string[] {
+    return this.indexes.entryKeys(kind, name);
   }
 
   /** The transaction IDs of prepared intents awaiting a decision (recovery asks the decision log about each). */
@@ -173,7 +228,9 @@ export class PartitionStore {
    * the encoded list's bytes: no mutation objects, no BigInts but one per record for the ID counter.
    */
   private write(batch: Uint8Array): void {
+    this.indexes.discard();
     let highest = this.nextId - 1n;
+    const indexes = this.indexes;
     const owned = (bytes: Buffer, at: number): bigint => {
       const id = bytes.readBigUInt64BE(at);
       if (!this.owns(id)) throw new SilkError("internal", `partition does not own id ${id} (a routing bug)`);
@@ -183,6 +240,7 @@ export class PartitionStore {
       putRecord: (bytes, record) => {
         const id = owned(bytes, record.idAt);
         const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
+        if (indexes.covers(record.kind, record.label.text)) indexes.notePut(record.kind, record.label.text, bytes, record.idAt, propsOf(bytes, record));
         this.records[record.kind].putSync(key, encodeRecordFrom(bytes, record));
         if (record.kind === "edge") {
           this.adjacency.out.putSync(
@@ -194,6 +252,7 @@ export class PartitionStore {
       },
       deleteRecord: (bytes, record) => {
         owned(bytes, record.idAt);
+        if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes, record.idAt);
         this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
         else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
@@ -207,9 +266,50 @@ export class PartitionStore {
         this.adjacency.in.removeSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt));
       },
     });
+    indexes.flush();
     if (highest >= this.nextId) this.nextId = highest + 1n;
     this.meta.putSync(META_NEXT_ID, this.nextId);
   }
+
+  /** A committed record's properties, read inside the current transaction (index maintenance reads the old record). */
+  private committedProps(kind: RecordKind, key: Buffer): Properties | undefined {
+    const bytes = this.records[kind].get(key);
+    return bytes === undefined ? undefined : decodeRecord(kind, 0n, bytes).props;
+  }
+
+  /**
+   * Looks at up to `limit` records of a label with IDs above `after` (index builds). Nodes and vectors go through
+   * the label index; edges have none, so their chunk looks at `limit` edges of any label and keeps the label's.
+   */
+  private scanLabel(kind: RecordKind, label: string, after: bigint | undefined, limit: number): ScanChunk {
+    const from = after === undefined ? 0n : after + 1n;
+    const records: { id: bigint; props: Properties; bytes: number }[] = [];
+    let last: bigint | undefined;
+    let looked = 0;
+    if (kind === "edge") {
+      for (const { key, value } of this.records.edge.getRange({ start: idKey(from) })) {
+        if (looked === limit) return { records, last, done: false };
+        looked += 1;
+        last = readId(key);
+        const edge = decodeEdge(last, value);
+        if (edge.label === label) records.push({ id: last, props: edge.props, bytes: value.length });
+      }
+      return { records, last, done: true };
+    }
+    for (const key of this.labels.getKeys({ start: labelKey(kind, label, from), end: labelRange(kind, label).end })) {
+      if (looked === limit) return { records, last, done: false };
+      looked += 1;
+      last = readId(key, key.length - ID_BYTES);
+      const bytes = this.records[kind].get(idKey(last));
+      if (bytes !== undefined) records.push({ id: last, props: decodeRecord(kind, last, bytes).props, bytes: bytes.length });
+    }
+    return { records, last, done: true };
+  }
+}
+
+/** The properties of a record of an encoded list. */
+function propsOf(bytes: Buffer, record: EncodedRecord): Properties {
+  return record.propsLength === 0 ? {} : (packr.unpack(bytes.subarray(record.propsAt, record.propsAt + record.propsLength)) as Properties);
 }
 
 /**
@@ -344,7 +444,13 @@ export class Snapshot {
     private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
     private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
     private readonly labels: Database<Buffer, Buffer>,
+    private readonly indexes: SecondaryIndexes,
   ) {}
+
+  /** Records of a label whose indexed field lies in any range, ascending; undefined unless the index is active. */
+  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
+    return this.indexes.lookup(this.transaction, kind, label, field, ranges);
+  }
 
   record(kind: RecordKind, id: bigint): StoredRecord | undefined {
     const bytes = this.records[kind].get(idKey(id), { transaction: this.transaction });

@@ -8,6 +8,7 @@ import { idToString } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import { valueToJson, type Value } from "../protocol/values.js";
+import type { ExplainLog } from "./planner.js";
 import type { TxnView } from "./txn-view.js";
 
 /** One element of a stream: a record reference, loaded lazily. */
@@ -27,6 +28,8 @@ export interface ExecutionContext {
   readonly schema: Schema | undefined;
   readonly now: () => Date;
   readonly writable: boolean;
+  /** Present when the request asked for `"explain": true`: source steps record their access path in it. */
+  readonly explain?: ExplainLog;
 }
 
 export const RESULT_ELEMENTS_MAX = 1_000_000;

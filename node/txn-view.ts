@@ -6,7 +6,7 @@
  *
  * Architecture invariant: the view never writes to storage. Abandoning a view is a rollback.
  */
-import type { AdjacencyEntry, Direction, EdgeRecord, EndpointKind, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { AdjacencyEntry, Direction, EdgeRecord, EndpointKind, IndexRange, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -20,6 +20,11 @@ export interface BaseReader {
   neighbours(owners: readonly bigint[], direction: Direction, label?: string): MaybePromise<Neighbour[]>;
   idsOfLabel(kind: RecordKind, label: string): MaybePromise<bigint[]>;
   allIds(kind: RecordKind): MaybePromise<bigint[]>;
+  /**
+   * Records of a label whose field lies in any of the ranges, ascending, through an active secondary index; undefined
+   * when the field has no active index (on some partition), so the caller scans instead.
+   */
+  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): MaybePromise<bigint[] | undefined>;
 }
 
 export interface Neighbour {
@@ -122,6 +127,43 @@ export class TxnView {
       if (record && record.kind === kind) created.push(id);
     }
     return this.mergeCreated(await this.base.allIds(kind), created);
+  }
+
+  /**
+   * Index candidates as a label scan would order them: committed records (the index's hits, plus the committed
+   * records this invocation updated, whose committed entries may be stale) in ID order, then the records it created
+   * in creation order; dropped records left out. The caller evaluates the whole predicate on each.
+   */
+  async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
+    const committed = await this.base.indexIds(kind, label, field, ranges);
+    if (committed === undefined || this.changed.size === 0) return committed;
+    const live = committed.filter((id) => this.changed.get(id) !== null);
+    const seen = new Set(live);
+    let updated = false;
+    for (const [id, record] of this.writes.original) {
+      if (record.kind === kind && record.label === label && this.changed.get(id) != null && !seen.has(id)) {
+        live.push(id);
+        updated = true;
+      }
+    }
+    if (updated) live.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const id of this.writes.createdByLabel.get(`${kind}:${label}`) ?? []) if (this.changed.get(id) != null) live.push(id);
+    return live;
+  }
+
+  /** The committed index alone, without this invocation's writes (the UNIQUE check asks who else holds a value). */
+  committedIndexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): MaybePromise<bigint[] | undefined> {
+    return this.base.indexIds(kind, label, field, ranges);
+  }
+
+  /** Whether this invocation created, updated or dropped the record. */
+  isChanged(id: bigint): boolean {
+    return this.changed.has(id);
+  }
+
+  /** The records this invocation created or updated, in their new form. */
+  *writtenRecords(): Iterable<StoredRecord> {
+    for (const record of this.changed.values()) if (record !== null) yield record;
   }
 
   private mergeCreated(committed: bigint[], created: readonly bigint[]): bigint[] {

@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   limit_exceeded: { status: 400, kind: "user", doc: "A request exceeds a documented limit (entries per batch, tree depth, result size)." },
   // Records.
   node_not_found: { status: 404, kind: "user", doc: "An edge names an endpoint node (or vector) that does not exist." },
+  unique_violation: { status: 409, kind: "user", doc: "A write would give two records of a label the same value of a UNIQUE INDEX field; nothing of the transaction was written. Use another value, or update or drop the record that holds it." },
   edge_endpoint_mismatch: { status: 400, kind: "user", doc: "An edge's From/To record has a label other than the one the edge type declares." },
   // Modes and runtime.
   read_only: { status: 403, kind: "user", doc: "The database was opened read-only; writes are refused." },

@@ -4,7 +4,7 @@
  */
 import { Packr } from "msgpackr";
 import type { ErrorCode } from "./errors.js";
-import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "./records.js";
+import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "./records.js";
 import type { Plan } from "./tree.js";
 
 export type PartitionRequest =
@@ -18,6 +18,8 @@ export type PartitionRequest =
   | { readonly type: "read_adjacency"; readonly owners: readonly bigint[]; readonly direction: Direction; readonly label?: string }
   | { readonly type: "read_label"; readonly kind: RecordKind; readonly label: string }
   | { readonly type: "read_all"; readonly kind: RecordKind }
+  /** Records of a label whose field lies in any range, through the partition's active secondary index. */
+  | { readonly type: "read_index"; readonly kind: RecordKind; readonly label: string; readonly field: string; readonly ranges: readonly IndexRange[] }
   /** Reserves `count` consecutive IDs from the partition's range; the reply names the first. */
   | { readonly type: "allocate_ids"; readonly count: number }
   /** A single-partition commit of a coordinator-planned transaction; `batch` is an encoded mutation list. */
@@ -32,6 +34,8 @@ export type PartitionReplyBody =
   | { readonly type: "records"; readonly records: (StoredRecord | undefined)[] }
   | { readonly type: "adjacency"; readonly lists: AdjacencyEntry[][] }
   | { readonly type: "ids"; readonly ids: bigint[] }
+  /** null when the partition has no active index of that field (the caller scans instead). */
+  | { readonly type: "index_ids"; readonly ids: bigint[] | null }
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
   | { readonly type: "done" };

@@ -4,7 +4,7 @@
  * as a prepared intent during two-phase commit. These types cross the transport, so they hold only what msgpackr
  * encodes: bigint IDs, strings, plain objects, typed arrays.
  */
-import type { Properties } from "./values.js";
+import type { Properties, Value } from "./values.js";
 
 export type RecordKind = "node" | "edge" | "vector";
 
@@ -48,6 +48,17 @@ export interface AdjacencyEntry {
 }
 
 export type Direction = "out" | "in";
+
+/**
+ * One interval of an indexed field's values for a secondary-index lookup; null is unbounded (null itself is never
+ * indexed). An equality is the interval [v, v].
+ */
+export interface IndexRange {
+  readonly low: Value | null;
+  readonly lowInclusive: boolean;
+  readonly high: Value | null;
+  readonly highInclusive: boolean;
+}
 
 /**
  * The primitive writes. Each names the partition-owned key it touches: records by their id, the out-adjacency

@@ -26,6 +26,8 @@ export interface Plan {
   readonly entries: readonly Entry[];
   readonly returns: readonly string[];
   readonly parameters: Readonly<Record<string, unknown>>;
+  /** The request's `"explain": true`: the result gains `$explain`, the access path of each source step. */
+  readonly explain?: boolean;
 }
 
 export type Entry =
@@ -785,7 +787,8 @@ function entriesContainMutation(entries: readonly Entry[]): boolean {
 /** Decodes and validates a whole `/v2/query` request body. Nothing executes before this returns. */
 export function decodeRequest(body: Json): Plan {
   const request = objectAt(body, "$");
-  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types"], "$");
+  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types", "explain"], "$");
+  if (request.explain !== undefined && typeof request.explain !== "boolean") throw fault("$.explain", "must be true or false");
   const requestType = request.request_type;
   if (requestType !== "read" && requestType !== "write") throw fault("$.request_type", 'must be lowercase "read" or "write"');
   if (request.query === undefined) throw fault("$.query", "a request must include query");
@@ -812,5 +815,6 @@ export function decodeRequest(body: Json): Plan {
     entries,
     returns,
     parameters,
+    ...(request.explain === true ? { explain: true } : {}),
   };
 }

@@ -112,6 +112,9 @@ export const gt = comparison("gt");
 export const gte = comparison("gte");
 export const lt = comparison("lt");
 export const lte = comparison("lte");
+/** Inclusive at both ends. */
+export const between = (value: ExprLike, min: ExprLike, max: ExprLike): TreeNode => mark({ between: { value: toExpr(value), min: toExpr(min), max: toExpr(max) } });
+export const isIn = (value: ExprLike, values: ExprLike): TreeNode => mark({ is_in: { value: toExpr(value), values: toExpr(values) } });
 export const and = (...predicates: TreeNode[]): TreeNode => mark({ and: { predicates: predicates as Json[] } });
 export const or = (...predicates: TreeNode[]): TreeNode => mark({ or: { predicates: predicates as Json[] } });
 export const not = (predicate: TreeNode): TreeNode => mark({ not: { predicate: predicate as Json } });

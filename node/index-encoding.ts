@@ -1,0 +1,143 @@
+/**
+ * The order-preserving byte encoding of indexed values: for two values of one kind, the byte order of their
+ * encodings is the order `compareValues` (protocol/values.ts) gives them, and equal encodings mean equal values.
+ * Secondary-index keys (keys.ts) embed it, so an equality or range lookup is one LMDB range scan.
+ *
+ * What is encoded: booleans, numbers and bigints (one kind, exactly: a bigint beyond 2^53 is never rounded, a
+ * fractional number sorts between its neighbouring integers), dates (by instant), strings (UTF-8, whose byte order is
+ * code point order). NaN, invalid dates, strings with unpaired surrogates (UTF-8 cannot carry them), null, bytes,
+ * arrays and objects are not: `encodeIndexValue` answers undefined and such values are simply not in the index —
+ * which keeps lookups exact, because none of them equals or orders against an encodable value.
+ *
+ * Every encoding is prefix-free (no encoding is a proper prefix of another), so the record ID that follows it in a
+ * key never changes the order of two different values.
+ *
+ *   boolean  0x10 | 0x00 or 0x01
+ *   number   0x20 | number body (below)
+ *   date     0x30 | number body of the epoch milliseconds
+ *   string   0x40 | UTF-8 with 0x00 written as 0x00 0xFF | 0x00 0x00
+ *
+ * Number body: 0x00 for -Infinity, 0x03 for +Infinity; otherwise the integer part floor(x) — 0x01 | (255 - n) |
+ * the n magnitude bytes inverted for a negative floor, 0x02 | n | the n big-endian magnitude bytes for a
+ * non-negative one — followed by the fraction x - floor(x) exactly, as its binary digits in groups of 7, each group g
+ * written as (g << 1) | 1, trailing zero groups dropped, and a terminating 0x00 (an integer has no groups).
+ */
+import type { Value } from "../protocol/values.js";
+
+const TAG = { boolean: 0x10, number: 0x20, date: 0x30, string: 0x40 } as const;
+const NUMBER = { negativeInfinity: 0x00, negative: 0x01, nonNegative: 0x02, positiveInfinity: 0x03 } as const;
+const FRACTION_GROUP_BITS = 7;
+/** A double's binary fraction has at most 1,074 digits (the smallest subnormal is 2^-1074). */
+const DOUBLE_MANTISSA_BITS = 52;
+const DOUBLE_EXPONENT_BIAS = 1075;
+const SUBNORMAL_EXPONENT = -1074;
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+
+/** The encoding of an indexable value, or undefined when the value is not indexed (see the module comment). */
+export function encodeIndexValue(value: Value): Buffer | undefined {
+  switch (typeof value) {
+    case "boolean":
+      return Buffer.from([TAG.boolean, value ? 1 : 0]);
+    case "number":
+    case "bigint": {
+      const out: number[] = [TAG.number];
+      return writeNumber(out, value) ? Buffer.from(out) : undefined;
+    }
+    case "string":
+      return UNPAIRED_SURROGATE.test(value) ? undefined : encodeString(value);
+    default: {
+      if (!(value instanceof Date)) return undefined;
+      const out: number[] = [TAG.date];
+      return writeNumber(out, value.getTime()) ? Buffer.from(out) : undefined;
+    }
+  }
+}
+
+/** The first byte of every encoding of a value of this kind, and the byte after it: a whole kind is one key range. */
+export function kindTagRange(value: Value): { first: number; end: number } | undefined {
+  const tag =
+    typeof value === "boolean" ? TAG.boolean
+    : typeof value === "number" || typeof value === "bigint" ? TAG.number
+    : typeof value === "string" ? TAG.string
+    : value instanceof Date ? TAG.date
+    : undefined;
+  return tag === undefined ? undefined : { first: tag, end: tag + 1 };
+}
+
+function encodeString(text: string): Buffer {
+  const utf8 = Buffer.from(text, "utf8");
+  let zeros = 0;
+  for (const byte of utf8) if (byte === 0) zeros += 1;
+  const out = Buffer.allocUnsafe(1 + utf8.length + zeros + 2);
+  out[0] = TAG.string;
+  let at = 1;
+  for (const byte of utf8) {
+    out[at++] = byte;
+    if (byte === 0) out[at++] = 0xff;
+  }
+  out[at++] = 0;
+  out[at] = 0;
+  return out;
+}
+
+/** Appends the number body; false for NaN, which is not indexed. */
+function writeNumber(out: number[], value: number | bigint): boolean {
+  if (typeof value === "bigint") {
+    writeInteger(out, value);
+    out.push(0);
+    return true;
+  }
+  if (Number.isNaN(value)) return false;
+  if (value === -Infinity) out.push(NUMBER.negativeInfinity);
+  else if (value === Infinity) out.push(NUMBER.positiveInfinity);
+  else if (Number.isInteger(value)) {
+    writeInteger(out, BigInt(value));
+    out.push(0);
+  } else writeFractional(out, value);
+  return true;
+}
+
+function writeInteger(out: number[], integer: bigint): void {
+  const negative = integer < 0n;
+  const magnitude = magnitudeBytes(negative ? -integer : integer);
+  if (negative) {
+    out.push(NUMBER.negative, 255 - magnitude.length);
+    for (const byte of magnitude) out.push(~byte & 0xff);
+  } else {
+    out.push(NUMBER.nonNegative, magnitude.length);
+    for (const byte of magnitude) out.push(byte);
+  }
+}
+
+/** Big-endian bytes of a non-negative integer without leading zeros (none at all for 0). */
+function magnitudeBytes(magnitude: bigint): Buffer {
+  if (magnitude === 0n) return Buffer.alloc(0);
+  const hex = magnitude.toString(16);
+  return Buffer.from(hex.length % 2 === 0 ? hex : `0${hex}`, "hex");
+}
+
+/**
+ * A finite non-integer double is mantissa * 2^exponent exactly with exponent < 0; splitting that integer arithmetic
+ * gives floor and fraction without any rounding (x - Math.floor(x) in doubles rounds for tiny negative x).
+ */
+function writeFractional(out: number[], value: number): void {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value);
+  const high = view.getUint32(0);
+  const biased = (high >>> 20) & 0x7ff;
+  const fractionField = (BigInt(high & 0xfffff) << 32n) | BigInt(view.getUint32(4));
+  let mantissa = biased === 0 ? fractionField : fractionField | (1n << BigInt(DOUBLE_MANTISSA_BITS));
+  if (high >>> 31 === 1) mantissa = -mantissa;
+  const digits = biased === 0 ? -SUBNORMAL_EXPONENT : DOUBLE_EXPONENT_BIAS - biased;
+  const floor = mantissa >> BigInt(digits); // arithmetic shift: floor division, also for negatives
+  writeInteger(out, floor);
+  const pad = (FRACTION_GROUP_BITS - (digits % FRACTION_GROUP_BITS)) % FRACTION_GROUP_BITS;
+  const fraction = (mantissa - (floor << BigInt(digits))) << BigInt(pad);
+  const groups: number[] = [];
+  for (let shift = digits + pad - FRACTION_GROUP_BITS; shift >= 0; shift -= FRACTION_GROUP_BITS) {
+    groups.push(Number((fraction >> BigInt(shift)) & 0x7fn));
+  }
+  while (groups.length > 0 && groups[groups.length - 1] === 0) groups.pop();
+  for (const group of groups) out.push((group << 1) | 1);
+  out.push(0);
+}

@@ -1,0 +1,202 @@
+/**
+ * The access path of a source step (`nodes_where`, `edges_where`, `vectors_where`): which records become candidates
+ * before the step evaluates its whole predicate on each of them.
+ *
+ * The rule: a predicate that pins `$label` = L (alone or in an AND) scans L's records; if the same AND also holds a
+ * comparison (eq, gt, gte, lt, lte, between, is_in) of an indexed top-level field of L with a constant or a parameter,
+ * whose value has the field's kind, the candidates come from the index instead (when it is active; otherwise L is
+ * scanned). Equalities are preferred to ranges. Without a pinned label every record of the kind is a candidate.
+ * Since the whole predicate is evaluated on the candidates either way, the result equals the scan's.
+ *
+ * Ranges are only planned for numbers and dates, and only with values of the field's kind: the comparisons a scan
+ * would refuse with `invalid_type` (ordering strings, comparing a number field with a string) are left to the scan,
+ * so they are refused the same way.
+ */
+import type { IndexRange, RecordKind } from "../protocol/records.js";
+import type { FieldDecl, ScalarTypeName, Schema } from "../protocol/schema.js";
+import type { CompareOp, Expr, Predicate } from "../protocol/tree.js";
+import type { Value } from "../protocol/values.js";
+import { encodeIndexValue } from "./index-encoding.js";
+import { lookupParameter, type EvalScope } from "./predicates.js";
+
+export type SourceOp = "nodes_where" | "edges_where" | "vectors_where";
+export type Access = "index" | "label_scan" | "full_scan";
+
+/** What the planner did for one source step (the `$explain` of a request with `"explain": true`). */
+export interface ExplainStep {
+  readonly entry: string | null;
+  readonly step: SourceOp;
+  readonly access: Access;
+  readonly index?: string;
+  readonly candidates: number;
+}
+
+/** At most this many steps are explained per request (a source inside a per-record sub-traversal runs many times). */
+export const EXPLAIN_STEPS_MAX = 1_000;
+
+export class ExplainLog {
+  readonly steps: ExplainStep[] = [];
+  /** The name of the entry running now. */
+  entry: string | null = null;
+
+  record(step: Omit<ExplainStep, "entry">): void {
+    if (this.steps.length < EXPLAIN_STEPS_MAX) this.steps.push({ entry: this.entry, ...step });
+  }
+}
+
+/** The candidate IDs of a source step, in the order a scan gives them. */
+export async function sourceIds(op: SourceOp, kind: RecordKind, predicate: Predicate, scope: EvalScope): Promise<bigint[]> {
+  const { view, schema, explain } = scope.context;
+  const label = labelOfPredicate(predicate);
+  if (label === undefined) {
+    const ids = await view.allIds(kind);
+    explain?.record({ step: op, access: "full_scan", candidates: ids.length });
+    return ids;
+  }
+  const lookup = schema === undefined ? undefined : chooseIndex(schema, kind, label, predicate, scope);
+  if (lookup !== undefined) {
+    const ids = await view.indexIds(kind, label, lookup.field, lookup.ranges);
+    if (ids !== undefined) {
+      explain?.record({ step: op, access: "index", index: `${label}.${lookup.field}`, candidates: ids.length });
+      return ids;
+    }
+  }
+  const ids = await view.idsOfLabel(kind, label);
+  explain?.record({ step: op, access: "label_scan", candidates: ids.length });
+  return ids;
+}
+
+/** The label a source predicate pins (`$label == "X"`, alone or inside an AND), so the scan can use the label index. */
+export function labelOfPredicate(predicate: Predicate): string | undefined {
+  if (predicate.kind === "compare" && predicate.op === "eq") {
+    const { left, right } = predicate;
+    if (left.kind === "property" && left.path === "$label" && right.kind === "constant" && typeof right.value === "string") return right.value;
+    if (right.kind === "property" && right.path === "$label" && left.kind === "constant" && typeof left.value === "string") return left.value;
+  }
+  if (predicate.kind === "and") {
+    for (const inner of predicate.predicates) {
+      const label = labelOfPredicate(inner);
+      if (label !== undefined) return label;
+    }
+  }
+  return undefined;
+}
+
+interface IndexLookup {
+  readonly field: string;
+  readonly ranges: IndexRange[];
+  readonly equality: boolean;
+}
+
+function chooseIndex(schema: Schema, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
+  const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+  if (declared === undefined) return undefined;
+  let best: IndexLookup | undefined;
+  for (const conjunct of conjuncts(predicate)) {
+    const lookup = lookupOf(conjunct, declared.fields, scope);
+    if (lookup !== undefined && (best === undefined || (lookup.equality && !best.equality))) best = lookup;
+    if (best?.equality) break;
+  }
+  return best;
+}
+
+/** The members of a predicate's top-level AND (nested ANDs flattened), or the predicate itself. */
+function conjuncts(predicate: Predicate): Predicate[] {
+  return predicate.kind === "and" ? predicate.predicates.flatMap(conjuncts) : [predicate];
+}
+
+const FLIPPED: Record<Exclude<CompareOp, "neq">, Exclude<CompareOp, "neq">> = { eq: "eq", gt: "lt", gte: "lte", lt: "gt", lte: "gte" };
+
+function lookupOf(predicate: Predicate, fields: ReadonlyMap<string, FieldDecl>, scope: EvalScope): IndexLookup | undefined {
+  switch (predicate.kind) {
+    case "compare": {
+      if (predicate.op === "neq") return undefined;
+      const onLeft = predicate.left.kind === "property";
+      const [field, other, op] = onLeft ? [predicate.left, predicate.right, predicate.op] : [predicate.right, predicate.left, FLIPPED[predicate.op]];
+      const type = indexedType(field, fields);
+      if (type === undefined || (op !== "eq" && !ORDERED.has(type))) return undefined;
+      const value = boundValue(other, type, scope);
+      if (value === undefined) return undefined;
+      return { field: (field as { path: string }).path, ranges: [comparisonRange(op, value)], equality: op === "eq" };
+    }
+    case "between": {
+      const type = indexedType(predicate.value, fields);
+      if (type === undefined || !ORDERED.has(type)) return undefined;
+      const low = boundValue(predicate.min, type, scope);
+      const high = boundValue(predicate.max, type, scope);
+      if (low === undefined || high === undefined) return undefined;
+      return { field: (predicate.value as { path: string }).path, ranges: [{ low, lowInclusive: true, high, highInclusive: true }], equality: false };
+    }
+    case "is_in": {
+      const type = indexedType(predicate.value, fields);
+      const list = type === undefined ? undefined : rawValue(predicate.values, scope);
+      if (type === undefined || !Array.isArray(list)) return undefined;
+      const ranges: IndexRange[] = [];
+      for (const item of list) {
+        const value = asFieldKind(item as Value, type);
+        if (value === undefined) return undefined;
+        ranges.push({ low: value, lowInclusive: true, high: value, highInclusive: true });
+      }
+      return { field: (predicate.value as { path: string }).path, ranges, equality: true };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function comparisonRange(op: Exclude<CompareOp, "neq">, value: Value): IndexRange {
+  switch (op) {
+    case "eq":
+      return { low: value, lowInclusive: true, high: value, highInclusive: true };
+    case "gt":
+    case "gte":
+      return { low: value, lowInclusive: op === "gte", high: null, highInclusive: false };
+    case "lt":
+    case "lte":
+      return { low: null, lowInclusive: false, high: value, highInclusive: op === "lte" };
+    default: {
+      const unreachable: never = op;
+      throw new Error(`unknown comparison ${String(unreachable)}`);
+    }
+  }
+}
+
+const NUMERIC: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "U128", "ID"]);
+/** Types whose values GT, GTE, LT and LTE compare (SPEC: numbers and dates). */
+const ORDERED: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([...NUMERIC, "Date"]);
+
+/** The declared type of an indexed top-level field the expression reads, if it reads one. */
+function indexedType(expr: Expr, fields: ReadonlyMap<string, FieldDecl>): ScalarTypeName | undefined {
+  if (expr.kind !== "property") return undefined;
+  const decl = fields.get(expr.path);
+  return decl?.index !== undefined && decl.type.kind === "scalar" ? decl.type.name : undefined;
+}
+
+/** A constant's or parameter's value; undefined for any other expression, or a parameter not supplied (the scan reports it). */
+function rawValue(expr: Expr, scope: EvalScope): unknown {
+  if (expr.kind === "constant") return expr.value;
+  if (expr.kind !== "param") return undefined;
+  try {
+    return lookupParameter(expr.name, scope.parameters, "param");
+  } catch {
+    return undefined;
+  }
+}
+
+function boundValue(expr: Expr, type: ScalarTypeName, scope: EvalScope): Value | undefined {
+  const raw = rawValue(expr, scope);
+  return raw === undefined ? undefined : asFieldKind(raw as Value, type);
+}
+
+/**
+ * The value as the comparison with a field of this type would see it (an ISO string against a date is that date),
+ * if it has the field's kind and is indexable; else undefined and the step scans.
+ */
+function asFieldKind(value: Value, type: ScalarTypeName): Value | undefined {
+  let aligned: Value | undefined;
+  if (NUMERIC.has(type)) aligned = typeof value === "number" || typeof value === "bigint" ? value : undefined;
+  else if (type === "String") aligned = typeof value === "string" ? value : undefined;
+  else if (type === "Boolean") aligned = typeof value === "boolean" ? value : undefined;
+  else if (type === "Date") aligned = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined;
+  return aligned !== undefined && encodeIndexValue(aligned) !== undefined ? aligned : undefined;
+}

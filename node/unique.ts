@@ -1,0 +1,63 @@
+/**
+ * The UNIQUE INDEX check of a transaction, run when its plan has executed and before anything commits: no two
+ * records of a label may share a value of a UNIQUE INDEX field. It reads through the view's base reader, so on
+ * several partitions it asks every partition's index (under the coordinator's lock, nothing changes meanwhile); each
+ * partition's store keeps a second, local guard (secondary-index.ts `flush`).
+ *
+ * UNIQUE is enforced once the index is active: while it is constructing, duplicates are allowed, and its build
+ * ends `blocked` if any remain. A record without the field (or with an unindexed value, such as null) holds nothing.
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Schema } from "../protocol/schema.js";
+import { valueToJson, type Value } from "../protocol/values.js";
+import { encodeIndexValue } from "./index-encoding.js";
+import type { TxnView } from "./txn-view.js";
+
+export async function checkUniqueWrites(view: TxnView, schema: Schema): Promise<void> {
+  const byLabel = new Map<string, StoredRecord[]>();
+  for (const record of view.writtenRecords()) {
+    const key = `${record.kind}:${record.label}`;
+    const list = byLabel.get(key);
+    if (list) list.push(record);
+    else byLabel.set(key, [record]);
+  }
+  for (const records of byLabel.values()) {
+    const { kind, label } = records[0];
+    const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+    for (const field of declared?.fields.values() ?? []) {
+      if (field.index === "unique" && field.type.kind === "scalar") await checkField(view, kind, label, field.name, records);
+    }
+  }
+}
+
+async function checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
+  const holders = new Map<string, StoredRecord>();
+  const ranges: IndexRange[] = [];
+  let duplicate: [StoredRecord, StoredRecord] | undefined;
+  for (const record of records) {
+    const value = record.props[field];
+    const encoded = value === undefined ? undefined : encodeIndexValue(value);
+    if (encoded === undefined) continue;
+    const key = encoded.toString("latin1");
+    const earlier = holders.get(key);
+    if (earlier !== undefined) duplicate ??= [earlier, record];
+    else {
+      holders.set(key, record);
+      ranges.push({ low: value, lowInclusive: true, high: value, highInclusive: true });
+    }
+  }
+  if (ranges.length === 0) return;
+  const committed = await view.committedIndexIds(kind, label, field, ranges);
+  if (committed === undefined) return; // not active yet: see the module comment
+  if (duplicate !== undefined) throw violation(label, field, duplicate[1].props[field], duplicate[0].id);
+  // A committed holder this transaction did not touch keeps its value, which some written record now also has.
+  const other = committed.find((id) => !view.isChanged(id));
+  if (other === undefined) return;
+  const [holder] = await view.records(kind, [other]);
+  throw violation(label, field, holder?.props[field] ?? null, other);
+}
+
+function violation(label: string, field: string, value: Value, holder: bigint): SilkError {
+  return new SilkError("unique_violation", `${label}.${field} is a UNIQUE INDEX: record ${holder} already holds ${JSON.stringify(valueToJson(value))}; nothing was written`);
+}
