@@ -1,0 +1,158 @@
+/**
+ * The shared bucket in Redis, with real processes: a redis-server of the suite's own on a free loopback port (the
+ * machine's shared one on 6379 is never touched), two `silk gateway` processes over one database — the writer
+ * and a read-only one beside it, sharing its keys and its bucket — hammered concurrently for a few seconds. The
+ * two together admit no more than burst + rate × t. Then Redis is stopped (503, nothing ran, and quickly: the
+ * gateway does not wait on a stuck Redis), killed (503 at once), and started again (admission resumes; the new
+ * server has no cached script, so this also runs the EVAL fallback).
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REDIS_DECISION_TIMEOUT_MS } from "../../gateway/hosted/redis-bucket.js";
+import { removeTemporaryDirectories } from "../cli/helpers.js";
+import { addUserTree, COUNT_USERS_TREE, expectErrorBody, hostedDatabase, postJson, startGateway, userCount, type HostedDatabase } from "./hosted-process.js";
+import type { StartedServer } from "./serve-process.js";
+
+const REDIS_SERVER = "/usr/bin/redis-server";
+const RATE_PER_SECOND = 20;
+const BURST = 10;
+const HAMMER_MS = 3000;
+const HAMMER_CLIENTS = 16;
+/**
+ * Tokens the bound may be exceeded by. Every admission is decided inside the window the client measures (after
+ * its first request left, before its last answer arrived), so the bound holds exactly on one clock; the decisions
+ * use the Redis server's clock and the window the test's monotonic clock. They can differ by an NTP slew (at most
+ * 500 ppm: 0.03 tokens over 3 s at 20/s) and by Redis's microsecond TIME against the test's sub-microsecond one;
+ * one token covers both with room to spare, and a real double admission would exceed it many times over.
+ */
+const CLOCK_TOLERANCE_TOKENS = 1;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  await new Promise<void>((done) => server.close(() => done()));
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  return address.port;
+}
+
+/** Starts redis-server without persistence on `port`; resolves once it accepts connections. */
+function startRedis(port: number): Promise<ChildProcessWithoutNullStreams> {
+  if (!existsSync(REDIS_SERVER)) {
+    throw new Error(`${REDIS_SERVER} is missing: install the redis-server package (apt-get install redis-server); the shared rate limit cannot be tested without it`);
+  }
+  const child = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+  let output = "";
+  return new Promise((done, fail) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+      if (output.includes("Ready to accept connections")) done(child);
+    });
+    child.on("exit", (code) => fail(new Error(`redis-server exited with ${code}:\n${output}`)));
+  });
+}
+
+async function stopRedis(child: ChildProcessWithoutNullStreams): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((done) => child.once("exit", done));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+let redisPort: number;
+let redis: ChildProcessWithoutNullStreams;
+let database: HostedDatabase;
+let writer: StartedServer;
+let reader: StartedServer;
+
+beforeAll(async () => {
+  redisPort = await freePort();
+  redis = await startRedis(redisPort);
+  database = hostedDatabase();
+  const options = ["--redis", `redis://127.0.0.1:${redisPort}`, "--rate", String(RATE_PER_SECOND), "--burst", String(BURST)];
+  writer = await startGateway(database, options);
+  reader = await startGateway(database, [...options, "--read-only"]);
+});
+
+afterAll(async () => {
+  for (const gateway of [writer, reader]) gateway?.child.kill("SIGTERM");
+  const codes = await Promise.all([writer?.exited, reader?.exited]);
+  if (redis !== undefined) await stopRedis(redis);
+  removeTemporaryDirectories();
+  expect(codes).toEqual([0, 0]);
+});
+
+const headers = (): Record<string, string> => ({ authorization: `Bearer ${database.key}` });
+
+describe("the shared bucket in Redis", () => {
+  it("two gateways of one database admit no more than burst + rate × t together", async () => {
+    expect(writer.stdout()).toMatch(/20 requests\/s, burst 10, bucket in Redis redis:\/\/127\.0\.0\.1:\d+\)/);
+    const gateways = [writer.url, reader.url];
+    const admittedBy = [0, 0];
+    let refused = 0;
+    const started = performance.now();
+    const clients = Array.from({ length: HAMMER_CLIENTS }, async (_, client) => {
+      for (let i = 0; performance.now() - started < HAMMER_MS; i += 1) {
+        const gateway = (client + i) % 2;
+        const response = await postJson(`${gateways[gateway]}/v2/query`, COUNT_USERS_TREE, headers());
+        if (response.status === 200) admittedBy[gateway] += 1;
+        else if (response.status === 429) refused += 1;
+        else throw new Error(`unexpected ${response.status}: ${await response.text()}`);
+        await response.arrayBuffer().catch(() => undefined);
+      }
+    });
+    await Promise.all(clients);
+    const seconds = (performance.now() - started) / 1000;
+    const admitted = admittedBy[0] + admittedBy[1];
+    const bound = BURST + RATE_PER_SECOND * seconds;
+    expect(admitted).toBeLessThanOrEqual(bound + CLOCK_TOLERANCE_TOKENS);
+    // The clients kept the bucket drained, so nearly every token was used: the limit is not refusing too much.
+    expect(admitted).toBeGreaterThanOrEqual(bound * 0.8);
+    expect(admittedBy.every((count) => count > 0)).toBe(true);
+    expect(refused).toBeGreaterThan(admitted);
+  });
+
+  it("fails closed with 503 when Redis is stuck, within its decision timeout; nothing runs", async () => {
+    redis.kill("SIGSTOP");
+    try {
+      const sent = performance.now();
+      const response = await postJson(`${writer.url}/v2/query`, addUserTree("while stuck"), headers());
+      const waitedMs = performance.now() - sent;
+      expect(await expectErrorBody(response, 503, "rate_limit_unavailable")).toBe("tenant rate limit is unavailable");
+      expect(waitedMs).toBeLessThan(REDIS_DECISION_TIMEOUT_MS + 900);
+    } finally {
+      redis.kill("SIGCONT");
+    }
+    expect(await userCount(database.data)).toBe(0);
+  });
+
+  it("fails closed with 503 when Redis is gone, in every gateway; nothing runs; admission resumes when it is back", async () => {
+    await stopRedis(redis);
+    for (const gateway of [writer, reader]) {
+      const response = await postJson(`${gateway.url}/v2/query`, addUserTree("while down"), headers());
+      expect(response.status).toBe(503);
+      expect(response.headers.get("content-type")).toBe("application/json");
+      expect(await response.json()).toEqual({ error: "rate_limit_unavailable", msg: "tenant rate limit is unavailable" });
+      expect(response.headers.get("retry-after")).toBeNull();
+    }
+    expect(await userCount(database.data)).toBe(0);
+    // Without a key it is still 401: authentication comes before the bucket is asked.
+    await expectErrorBody(await postJson(`${writer.url}/v2/query`, addUserTree("anonymous"), {}), 401, "unauthorized");
+
+    redis = await startRedis(redisPort);
+    const deadline = performance.now() + 10_000;
+    let status = 0;
+    while (performance.now() < deadline) {
+      const response = await postJson(`${writer.url}/v2/query`, addUserTree("after"), headers());
+      status = response.status;
+      await response.arrayBuffer();
+      if (status === 200) break;
+      expect(status).toBe(503);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    expect(status).toBe(200);
+    expect(await userCount(database.data)).toBe(1);
+  });
+});
