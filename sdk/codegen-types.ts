@@ -67,7 +67,7 @@ export function outputType(type: FieldType): string {
     case "array":
       return `${arrayElement(outputType(type.element))}[]`;
     case "object":
-      return objectType(type.fields, outputType, () => false);
+      return objectType(type.fields, outputType, (field) => field.required);
     default: {
       const unreachable: never = type;
       throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
@@ -209,8 +209,9 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
   }
 }
 
-/** `eq($label, "User")` (either side) names the label a `*_where` scan yields. */
+/** `eq($label, "User")` (either side, alone or inside an `and`, as index lookups compile) names the label a `*_where` scan yields. */
 function labelOfPredicate(predicate: Predicate): string | undefined {
+  if (predicate.kind === "and") return predicate.predicates.map(labelOfPredicate).find((label) => label !== undefined);
   if (predicate.kind !== "compare" || predicate.op !== "eq") return undefined;
   const isLabel = (expr: Expr): boolean => expr.kind === "property" && expr.path === "$label";
   const text = (expr: Expr): string | undefined => (expr.kind === "constant" && typeof expr.value === "string" ? expr.value : undefined);

@@ -1,6 +1,8 @@
 /**
  * Keeps the dependency direction of docs/ARCHITECTURE.md: protocol ← node ← cluster ← gateway. A file may import
- * only from its own folder and the folders to its left.
+ * only from its own folder and the folders to its left. The SDK (sdk/) stands apart: its code generator reads
+ * projects through protocol/, and the runtime files an application bundles (client, retry, builder) import nothing
+ * of ours, so a browser or edge bundle never pulls in the engine, the parser or node: modules.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve, dirname } from "node:path";
@@ -12,7 +14,10 @@ const allowed: Record<string, string[]> = {
   node: ["protocol", "node"],
   cluster: ["protocol", "node", "cluster"],
   gateway: ["protocol", "node", "cluster", "gateway"],
+  sdk: ["protocol", "sdk"],
 };
+/** The SDK files an application bundles: they may import only each other (and no node: module). */
+const SDK_RUNTIME_FILES = ["sdk/client.ts", "sdk/retry.ts", "sdk/builder.ts", "sdk/builder-values.ts"];
 
 function sourceFiles(folder: string): string[] {
   const files: string[] = [];
@@ -40,4 +45,16 @@ describe("layering", () => {
       expect(violations).toEqual([]);
     });
   }
+
+  it("the SDK's runtime files import only each other", () => {
+    const violations: string[] = [];
+    for (const file of SDK_RUNTIME_FILES) {
+      const text = readFileSync(join(root, file), "utf8");
+      for (const match of text.matchAll(/from\s+"([^"]+)"/g)) {
+        const target = match[1].startsWith(".") ? relative(root, resolve(dirname(join(root, file)), match[1])).replace(/\.js$/, ".ts") : match[1];
+        if (!SDK_RUNTIME_FILES.includes(target)) violations.push(`${file} imports ${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
 });
