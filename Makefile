@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test bench bench-http clean
+.PHONY: install build run test bench bench-http bench-secondary bench-admission redis-server clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -21,8 +21,13 @@ build: install
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
-test: build
+test: build redis-server
 	node scripts/run-tests.mjs
+
+# The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
+# suite fails naming the package where we cannot).
+redis-server:
+	@command -v redis-server >/dev/null || apt-get install -y redis-server || echo "make: install the redis-server package (apt-get install redis-server)" >&2
 
 bench: build
 	npx tsx bench/graph.ts
@@ -30,6 +35,15 @@ bench: build
 # Silk's query routes under HTTP load next to a bare fastify route answering the same bytes (docs/BENCHMARKS.md).
 bench-http: build
 	npx tsx bench/http.ts
+
+# Secondary-index lookups on MovieLens ratings against a label scan, and the index build rate (docs/BENCHMARKS.md).
+bench-secondary: build
+	npx tsx bench/secondary.ts
+
+# What the hosted gateway's rate limit costs per request, in process and in Redis, and /v2/query next to the
+# per-query route (docs/GATEWAY.md).
+bench-admission: build redis-server
+	npx tsx bench/admission.ts
 
 clean:
 	rm -rf dist node_modules protocol/helixql/generated
