@@ -196,7 +196,7 @@ async function main(): Promise<void> {
     await shared.close();
 
     const limits = ["--rate", String(UNREFUSED.ratePerSecond), "--burst", String(UNREFUSED.burst)];
-    const servers = [
+    const servers: { title: string; args: string[]; headers: Record<string, string> }[] = [
       { title: "silk serve (no key, no admission)", args: ["serve"], headers: {} },
       { title: "silk gateway, bucket in process", args: ["gateway", ...limits], headers: { authorization: `Bearer ${key}` } },
       { title: "silk gateway, bucket in Redis", args: ["gateway", ...limits, "--redis", redisUrl], headers: { authorization: `Bearer ${key}` } },
