@@ -90,7 +90,10 @@ function writeNumber(out: number[], value: number | bigint): boolean {
   if (Number.isNaN(value)) return false;
   if (value === -Infinity) out.push(NUMBER.negativeInfinity);
   else if (value === Infinity) out.push(NUMBER.positiveInfinity);
-  else if (Number.isInteger(value)) {
+  else if (Number.isSafeInteger(value)) {
+    writeSafeInteger(out, value);
+    out.push(0);
+  } else if (Number.isInteger(value)) {
     writeInteger(out, BigInt(value));
     out.push(0);
   } else writeFractional(out, value);
@@ -107,6 +110,19 @@ function writeInteger(out: number[], integer: bigint): void {
     out.push(NUMBER.nonNegative, magnitude.length);
     for (const byte of magnitude) out.push(byte);
   }
+}
+
+/** `writeInteger` without a BigInt, for the common case (bulk loads index mostly small integers). */
+function writeSafeInteger(out: number[], integer: number): void {
+  const negative = integer < 0;
+  let magnitude = Math.abs(integer);
+  const bytes: number[] = [];
+  while (magnitude > 0) {
+    bytes.push(magnitude % 256);
+    magnitude = Math.floor(magnitude / 256);
+  }
+  out.push(negative ? NUMBER.negative : NUMBER.nonNegative, negative ? 255 - bytes.length : bytes.length);
+  for (let i = bytes.length - 1; i >= 0; i -= 1) out.push(negative ? ~bytes[i] & 0xff : bytes[i]);
 }
 
 /** Big-endian bytes of a non-negative integer without leading zeros (none at all for 0). */
