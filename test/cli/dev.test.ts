@@ -37,7 +37,7 @@ describe("silk dev", () => {
     const data = join(project, "data");
     const dev = await startServer(["dev", project, "--port", "0", "--data", data]);
     try {
-      await dev.waitForStdout(/watching/);
+      await dev.waitForStdout(/watching/, { fromStart: true });
       const ann = ((await call(dev.url, "CreateUser", { name: "Ann", age: 30 })).body as { user: { id: string } }).user;
       expect(await call(dev.url, "FindUser", { id: ann.id })).toMatchObject({ status: 404, body: { error: "query_not_found" } });
 
@@ -81,7 +81,7 @@ describe("silk dev", () => {
     writeSocialProject(project);
     const dev = await startServer(["dev", project, "--port", "0", "--data", join(project, "data")]);
     try {
-      await dev.waitForStdout(/watching/);
+      await dev.waitForStdout(/watching/, { fromStart: true });
       const reloaded = dev.waitForStdout(/silk dev: reloaded/);
       appendFileSync(join(project, "queries.hx"), FIND_USER);
       const statuses: number[] = [];

@@ -12,7 +12,11 @@ export interface StartedServer {
   stdout(): string;
   stderr(): string;
   /** Resolves once stdout (from where it stood when called) matches `pattern`; rejects after `timeoutMs`. */
-  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /**
+   * Resolves when `pattern` appears in what the process prints from now on, or, with `fromStart`, in everything it
+   * has printed (a line may arrive in the same chunk as the listening line that startServer waits for).
+   */
+  waitForStdout(pattern: RegExp, options?: { readonly timeoutMs?: number; readonly fromStart?: boolean }): Promise<void>;
 }
 
 /** Starts `silk <args>` and waits for the line that says where it listens. */
@@ -23,8 +27,8 @@ export function startServer(args: readonly string[], env: NodeJS.ProcessEnv = {}
   const waiters: (() => void)[] = [];
   const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const waitForStdout = (pattern: RegExp, timeoutMs = 10_000): Promise<void> => {
-    const from = stdout.length;
+  const waitForStdout = (pattern: RegExp, { timeoutMs = 10_000, fromStart = false } = {}): Promise<void> => {
+    const from = fromStart ? 0 : stdout.length;
     return new Promise((done, fail) => {
       const timer = setTimeout(() => fail(new Error(`no ${pattern} on stdout within ${timeoutMs} ms:\n${stdout.slice(from)}\n${stderr}`)), timeoutMs);
       const check = (): void => {
