@@ -148,8 +148,9 @@ export class SecondaryIndexes {
    */
   reconcile(): Map<string, Persisted> {
     const next = new Map(this.states);
-    for (const { key, value } of this.meta.getRange({ start: META_PREFIX, end: META_END })) {
-      const persisted = value as Persisted;
+    // Read first, then changed: removing keys of the range being iterated would move its cursor.
+    const stored = [...this.meta.getRange({ start: META_PREFIX, end: META_END })].map(({ key, value }) => ({ key, persisted: value as Persisted }));
+    for (const { key, persisted } of stored) {
       const definition = this.definitions.get(String(key));
       if (definition !== undefined && sameDefinition(persisted, definition)) continue;
       const prefix = indexPrefix(persisted.kind, persisted.label, persisted.field);

@@ -133,10 +133,11 @@ describe.each(DISK_BACKENDS)("index builds through the database ($name)", (backe
     }
     const expected = ids((await db.run(readOne(adults))).r);
     await db.close();
-    db = await Database.open({ storage: { disk: path }, partitions: backend.partitions, schema: INDEXED }, { indexBuildChunkEntities: 10 });
+    db = await Database.open({ storage: { disk: path }, partitions: backend.partitions, schema: INDEXED }, { indexBuildChunkEntities: 3 });
     expect(db.indexes().map((index) => index.state)).toContain("constructing");
     const before = (await db.run({ ...readOne(adults), explain: true })) as { r: unknown; $explain: { access: string }[] };
     expect(ids(before.r)).toEqual(expected);
+    expect(before.$explain[0].access).toBe("label_scan"); // not used until active (chunks of 3 records: the build has barely started)
     // Writes during the build: a new adult, a child grown up, an adult dropped.
     const added = ids((await db.run(writeOne(addN("User", { handle: "late", age: 50 })))).r)[0];
     const grown = ids((await db.run(readOne(nodesWhere(and(eq(prop("$label"), "User"), eq(prop("handle"), "u1")))))).r)[0];
