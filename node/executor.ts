@@ -293,8 +293,12 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
     case "in_e":
     case "both_e": {
       const directions: Direction[] = step.op === "both_e" ? ["out", "in"] : [step.op === "out_e" ? "out" : "in"];
+      const owners = items.filter((item) => item.kind !== "edge");
+      const lists = await adjacencyOf(view, owners, directions, step.label);
       const edges: Element[] = [];
-      for (const list of await adjacencyOf(view, items, directions, step.label)) for (const entry of list) edges.push({ kind: "edge", id: entry.edge });
+      lists.forEach((list, i) => {
+        for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
+      });
       return elements(edges);
     }
     case "out_n":
@@ -303,7 +307,9 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
       const ends: Element[] = [];
       for (const element of await loaded(view, items.filter((item) => item.kind === "edge"))) {
         const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
-        ends.push(step.op === "in_n" ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
+        // other_n: the end the edge was not reached from; an edge not reached from a record gives its target.
+        const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
+        ends.push(source ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
       }
       return elements(ends);
     }

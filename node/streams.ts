@@ -16,6 +16,8 @@ export interface Element {
   readonly kind: RecordKind;
   readonly id: bigint;
   record?: StoredRecord;
+  /** For an edge reached by `out_e`, `in_e` or `both_e`: the node (or vector) it was reached from (`other_n`). */
+  readonly via?: bigint;
 }
 
 export type Stream =
