@@ -35,10 +35,12 @@ class ReloadingDatabase implements GatewayDatabase {
     private current: Database,
     private currentSources: readonly SchemaSource[],
     private readonly directory: string,
+    private readonly timeoutMs: number,
   ) {}
 
-  static async open(directory: string, sources: readonly SchemaSource[]): Promise<ReloadingDatabase> {
-    return new ReloadingDatabase(await Database.open({ storage: { disk: directory }, schema: sources }), sources, directory);
+  static async open(directory: string, sources: readonly SchemaSource[], timeoutMs: number): Promise<ReloadingDatabase> {
+    const database = await Database.open({ storage: { disk: directory }, schema: sources }, { defaultTimeoutMs: timeoutMs });
+    return new ReloadingDatabase(database, sources, directory, timeoutMs);
   }
 
   get schema(): Schema | undefined {
@@ -84,10 +86,10 @@ class ReloadingDatabase implements GatewayDatabase {
       this.onIdle = undefined;
       await this.current.close();
       try {
-        this.current = await Database.open({ storage: { disk: this.directory }, schema: sources });
+        this.current = await Database.open({ storage: { disk: this.directory }, schema: sources }, { defaultTimeoutMs: this.timeoutMs });
         this.currentSources = sources;
       } catch (cause) {
-        this.current = await Database.open({ storage: { disk: this.directory }, schema: this.currentSources });
+        this.current = await Database.open({ storage: { disk: this.directory }, schema: this.currentSources }, { defaultTimeoutMs: this.timeoutMs });
         throw cause;
       }
     } finally {
@@ -155,7 +157,7 @@ function watchProject(project: string, onChange: () => void): { close(): void } 
 /** Starts the server and the watcher; resolves once it listens. The process then lives until a signal closes it. */
 export async function runDev(options: ServeOptions): Promise<void> {
   const settings = serveSettings(options);
-  const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project));
+  const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project), settings.timeoutMs);
   const server = await listenGateway(database, settings, options.project, () => database.close());
   // Reloads run one after another, so a change made during a reload is checked after it.
   let reloads = Promise.resolve();

@@ -21,6 +21,7 @@ export interface GatewayCommandOptions {
   readonly data: string;
   readonly port?: string;
   readonly host?: string;
+  readonly timeoutMs?: string;
   readonly redis?: string;
   readonly plan?: string;
   readonly rate?: string;
@@ -57,7 +58,10 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
   const settings = serveSettings(options);
   const limit = gatewayRateLimit(options);
   const schema = loadSchemaSources(options.project);
-  const database = await Database.open({ storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer" });
+  const database = await Database.open(
+    { storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer" },
+    { defaultTimeoutMs: settings.timeoutMs },
+  );
   const bucket = await openBucket(options, limit, settings);
   const closeAll = async (): Promise<void> => {
     await bucket.close();

@@ -11,17 +11,21 @@ import { pino, type Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
+import { QUERY_TIMEOUT_MS_MAX } from "../protocol/tree.js";
 import { loadSchemaSources } from "./schema-files.js";
 
 export const SERVE_PORT_DEFAULT = 6969;
 export const SERVE_HOST_DEFAULT = "127.0.0.1";
 export const SERVE_DATA_DEFAULT = "./data";
+/** The execution deadline of a request that sets no `timeout_ms`, unless `--timeout-ms` says otherwise. */
+export const SERVE_TIMEOUT_MS_DEFAULT = 30_000;
 
 export interface ServeOptions {
   readonly project: string;
   readonly port?: string;
   readonly host?: string;
   readonly data?: string;
+  readonly timeoutMs?: string;
 }
 
 /** The port from --port, else $SILK_PORT, else 6969; 0 asks the system for a free one. */
@@ -35,11 +39,23 @@ export function servePort(option: string | undefined, environment: string | unde
   return port;
 }
 
+/** `--timeout-ms`: whole milliseconds from 1 to QUERY_TIMEOUT_MS_MAX, default SERVE_TIMEOUT_MS_DEFAULT. */
+export function serveTimeoutMs(option: string | undefined): number {
+  if (option === undefined) return SERVE_TIMEOUT_MS_DEFAULT;
+  const timeoutMs = Number(option);
+  if (!/^[0-9]+$/.test(option) || timeoutMs < 1 || timeoutMs > QUERY_TIMEOUT_MS_MAX) {
+    throw new SilkError("invalid_option", `--timeout-ms must be whole milliseconds from 1 to ${QUERY_TIMEOUT_MS_MAX}, got ${JSON.stringify(option)}`);
+  }
+  return timeoutMs;
+}
+
 /** Where and how a server listens, resolved from the options and the environment. */
 export interface ServeSettings {
   readonly port: number;
   readonly host: string;
   readonly data: string;
+  /** The deadline of every request that sets no `timeout_ms` (the per-query routes included). */
+  readonly timeoutMs: number;
   readonly logger: Logger;
 }
 
@@ -48,6 +64,7 @@ export function serveSettings(options: ServeOptions): ServeSettings {
     port: servePort(options.port, process.env.SILK_PORT),
     host: options.host ?? SERVE_HOST_DEFAULT,
     data: options.data ?? SERVE_DATA_DEFAULT,
+    timeoutMs: serveTimeoutMs(options.timeoutMs),
     logger: pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true })),
   };
 }
@@ -114,7 +131,10 @@ export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise
 /** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
 export async function runServe(options: ServeOptions): Promise<void> {
   const settings = serveSettings(options);
-  const database = await Database.open({ storage: { disk: settings.data }, schema: loadSchemaSources(options.project) });
+  const database = await Database.open(
+    { storage: { disk: settings.data }, schema: loadSchemaSources(options.project) },
+    { defaultTimeoutMs: settings.timeoutMs },
+  );
   const server = await listenGateway(database, settings, options.project, () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
 }

@@ -17,7 +17,7 @@ import { runGateway, type GatewayCommandOptions } from "./gateway.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT } from "./serve.js";
+import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
   const value = Number(text);
@@ -82,7 +82,8 @@ function serveCommand(): Command {
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
-    .action(async (flags: { project: string; port?: string; host: string; data: string }) => {
+    .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
+    .action(async (flags: { project: string; port?: string; host: string; data: string; timeoutMs?: string }) => {
       try {
         await runServe(flags);
       } catch (cause) {
@@ -98,7 +99,8 @@ function devCommand(): Command {
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
-    .action(async (project: string, flags: { port?: string; host: string; data: string }) => {
+    .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
+    .action(async (project: string, flags: { port?: string; host: string; data: string; timeoutMs?: string }) => {
       try {
         await runDev({ project, ...flags });
       } catch (cause) {
@@ -127,6 +129,7 @@ function gatewayCommand(): Command {
     .requiredOption("--data <dir>", "the database directory; its keys, limits and switch are in <dir>/gateway/")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .option("--redis <url>", "keep the bucket in this Redis (redis://host:port), shared by every gateway of the database")
     .option("--plan <plan>", "idea (5/s, burst 10), startup (10/s, 20) or growth (20/s, 40)")
     .option("--rate <n>", "this database's sustained rate in requests per second (overrides the plan and limits.json)")

@@ -27,6 +27,7 @@ import {
 } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
+import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
 import { neighboursOf, TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
@@ -44,6 +45,10 @@ export interface CoordinatorOptions {
   readonly schema: Schema | undefined;
   readonly writable: boolean;
   readonly now: () => Date;
+  /** The clock deadlines are measured on (tests pass a fake one); default `performance.now`. */
+  readonly clockMs?: ClockMs;
+  /** The deadline of a request that sets no `timeout_ms` (the servers' `--timeout-ms`); none when undefined. */
+  readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
 }
 
@@ -219,7 +224,13 @@ export class Coordinator {
   private async runOn(plan: Plan, request: Extract<PartitionRequest, { type: "execute" | "execute_prepared" }>): Promise<QueryResult> {
     const { transport, map } = this.options;
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
-    const executeOnOnlyPartition = async (): Promise<QueryResult> => expect(await transport.request(0, request), "result").result;
+    // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
+    const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
+    const executeOnOnlyPartition = async (): Promise<QueryResult> => {
+      const timeoutMs = deadline.remainingMs();
+      const timed = request.type === "execute" ? { ...request, plan: { ...request.plan, timeoutMs } } : { ...request, timeoutMs };
+      return expect(await transport.request(0, timed), "result").result;
+    };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
     // its endpoints, then commits) cannot interleave with them.
     if (map.count === 1 && plan.requestType === "read") return executeOnOnlyPartition();
@@ -232,6 +243,7 @@ export class Coordinator {
         schema: this.options.schema,
         now: this.options.now,
         writable: plan.requestType === "write",
+        deadline,
       });
       if (view.hasWrites) await this.commit(view.mutations());
       return result;

@@ -15,6 +15,7 @@ import { checkProject } from "../protocol/helixql/query-check.js";
 import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/helixql/query.js";
 import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
+import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore } from "../node/partition-store.js";
@@ -43,9 +44,16 @@ export interface OpenOptions {
   readonly partitions?: number;
 }
 
-/** Internal options for tests and tools: a clock, fault injection, index build chunks. Not part of the public API. */
+/**
+ * Internal options for tests, tools and the servers: clocks, fault injection, index build chunks, the default
+ * deadline. Not part of the public API.
+ */
 export interface InternalOpenOptions {
   readonly now?: () => Date;
+  /** The monotonic clock execution deadlines are measured on (tests pass a fake one). */
+  readonly clockMs?: ClockMs;
+  /** The deadline of every request that sets no `timeout_ms`, in milliseconds (the servers' `--timeout-ms`). */
+  readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
   readonly indexBuildChunkEntities?: number;
 }
@@ -194,7 +202,14 @@ export class Database {
       );
       opened.push(...stores);
       const actors = stores.map(
-        (store) => new PartitionActor({ store, schema, writable: !readOnly, now, indexBuildChunkEntities: internal.indexBuildChunkEntities }),
+        (store) => new PartitionActor({
+            store,
+            schema,
+            writable: !readOnly,
+            now,
+            clockMs: internal.clockMs,
+            indexBuildChunkEntities: internal.indexBuildChunkEntities,
+          }),
       );
       const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
       opened.push(decisions);
@@ -205,6 +220,8 @@ export class Database {
         schema,
         writable: !readOnly,
         now,
+        clockMs: internal.clockMs,
+        defaultTimeoutMs: internal.defaultTimeoutMs,
         onCommitPhase: internal.onCommitPhase,
       });
       if (readOnly) {

@@ -44,6 +44,8 @@ export async function executePlan(plan: Plan, base: ExecutionContext): Promise<Q
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;
+  // The last check before the caller commits: an invocation that finished late is rolled back all the same.
+  context.deadline.check();
   return result;
 }
 
@@ -68,6 +70,7 @@ async function runEntries(
       await runForEach(entry, context, variables, parameters);
       continue;
     }
+    context.deadline.check();
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
     const stream = await evalStep(entry.root, { context, variables, parameters, evalStep });
@@ -93,6 +96,7 @@ async function runForEach(
   const rows = lookupParameter(entry.param, parameters, "for_each");
   if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must be an array`);
   for (const row of rows) {
+    context.deadline.check();
     if (entry.as !== undefined) {
       await runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
       continue;
@@ -161,6 +165,7 @@ async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
 
 export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
   const { view } = scope.context;
+  scope.context.deadline.check();
   switch (step.op) {
     case "nodes":
     case "edges":
@@ -172,7 +177,7 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       const kind = kindOfSource(step.op);
       const ids = await sourceIds(step.op, kind, step.predicate, scope);
       const candidates = await loaded(view, ids.map((id) => ({ kind, id })));
-      return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope)));
+      return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope), scope));
     }
     case "context":
       if (scope.contextStream === undefined) throw new SilkError("malformed_tree", "context is only valid inside a sub-traversal");
@@ -324,9 +329,12 @@ function kindOfSource(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges
   return op.startsWith("nodes") ? "node" : op.startsWith("edges") ? "edge" : "vector";
 }
 
-async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>): Promise<Element[]> {
+async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>, scope: EvalScope): Promise<Element[]> {
   const kept: Element[] = [];
-  for (const element of items) if (await keep(element)) kept.push(element);
+  for (const element of items) {
+    scope.context.deadline.tick();
+    if (await keep(element)) kept.push(element);
+  }
   return kept;
 }
 
@@ -336,13 +344,14 @@ async function filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_k
     case "has":
       return filterElements(items, (element) =>
         evaluatePredicate({ kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, element, scope),
+        scope,
       );
     case "has_label":
       return items.filter((element) => element.record!.label === step.label);
     case "has_key":
-      return filterElements(items, (element) => evaluatePredicate({ kind: "has_key", path: step.path }, element, scope));
+      return filterElements(items, (element) => evaluatePredicate({ kind: "has_key", path: step.path }, element, scope), scope);
     case "where":
-      return filterElements(items, (element) => evaluatePredicate(step.predicate, element, scope));
+      return filterElements(items, (element) => evaluatePredicate(step.predicate, element, scope), scope);
     default: {
       const unreachable: never = step;
       throw new Error(`unknown filter ${JSON.stringify(unreachable)}`);
@@ -367,7 +376,10 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
 async function orderBy(step: Extract<Step, { op: "order_by" }>, scope: EvalScope): Promise<Stream> {
   const items = await loaded(scope.context.view, elementsOf(await evalStep(step.input, scope), "order_by"));
   const keyed = await Promise.all(
-    items.map(async (element) => ({ element, key: await evaluateExpr({ kind: "property", path: step.path }, element, scope) })),
+    items.map(async (element) => {
+      scope.context.deadline.tick();
+      return { element, key: await evaluateExpr({ kind: "property", path: step.path }, element, scope) };
+    }),
   );
   const sign = step.order === "asc" ? 1 : -1;
   keyed.sort((a, b) => {

@@ -54,6 +54,7 @@ export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stre
       const props = await createProps("node", step.label, step.properties, scope);
       const created: Element[] = [];
       for (let i = 0; i < count; i += 1) {
+        scope.context.deadline.tick();
         const record: StoredRecord = { kind: "node", id: await view.allocate("node"), label: step.label, props };
         view.create(record);
         created.push({ kind: "node", id: record.id, record });
@@ -113,6 +114,7 @@ export async function createVector(op: string, label: string, rawVector: unknown
 export function updateAll(items: Element[], patch: Record<string, unknown>, scope: EvalScope, vector?: Float64Array): void {
   const { view, schema } = scope.context;
   for (const element of items) {
+    scope.context.deadline.tick();
     const before = element.record!;
     const changes = prepareUpdate(schema, before.kind, before.label, patch);
     const props: Properties = { ...before.props };
@@ -162,6 +164,7 @@ export async function createEdges(
   const created: Element[] = [];
   for (const source of sources) {
     for (const target of targets) {
+      scope.context.deadline.tick();
       const record: StoredRecord = {
         kind: "edge",
         id: await view.allocate("edge", source.id),

@@ -12,6 +12,7 @@ import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../pr
 import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
+import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
 import { executePlan } from "./executor.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
@@ -60,6 +61,8 @@ export interface PartitionActorOptions {
   readonly schema: Schema | undefined;
   readonly writable: boolean;
   readonly now: () => Date;
+  /** The clock deadlines are measured on (tests pass a fake one); default `performance.now`. */
+  readonly clockMs?: ClockMs;
   /** Overrides INDEX_BUILD_CHUNK_ENTITIES (tests use small chunks so writes interleave with a build). */
   readonly indexBuildChunkEntities?: number;
 }
@@ -125,7 +128,7 @@ export class PartitionActor {
       case "execute_prepared": {
         const plan = this.plans.get(request.planId);
         if (plan === undefined) throw new SilkError("internal", `no prepared plan ${request.planId} (it was released)`);
-        return this.executeAny({ ...plan, parameters: request.parameters });
+        return this.executeAny({ ...plan, parameters: request.parameters, timeoutMs: request.timeoutMs });
       }
       case "release_plan":
         this.plans.delete(request.planId);
@@ -162,12 +165,14 @@ export class PartitionActor {
     }
   }
 
+  /** The deadline starts when the request arrives, so time spent waiting behind earlier writes counts. */
   private executeAny(plan: Plan): Promise<PartitionReplyBody> {
+    const deadline = Deadline.after(plan.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
-      return this.serialized(() => this.execute(plan));
+      return this.serialized(() => this.execute(plan, deadline));
     }
-    return this.execute(plan);
+    return this.execute(plan, deadline);
   }
 
   private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {
@@ -187,13 +192,13 @@ export class PartitionActor {
   }
 
   /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
-  private async execute(plan: Plan): Promise<PartitionReplyBody> {
+  private async execute(plan: Plan, deadline: Deadline): Promise<PartitionReplyBody> {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
       const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
       const writable = plan.requestType === "write" && this.options.writable;
-      const result = await executePlan(plan, { view, schema, now, writable });
+      const result = await executePlan(plan, { view, schema, now, writable, deadline });
       if (view.hasWrites) store.apply(encodeMutations(view.mutations()));
       return { type: "result", result };
     } finally {

@@ -18,12 +18,17 @@ export async function propertyJson(element: Element, path: string, scope: EvalSc
 export async function project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Promise<Stream> {
   const items = await loaded(scope.context.view, elementsOf(await scope.evalStep(step.input, scope), step.op));
   const rows: unknown[] = [];
+  const tick = (): void => scope.context.deadline.tick();
   switch (step.op) {
     case "values":
-      for (const element of items) for (const path of step.properties) rows.push(await propertyJson(element, path, scope));
+      for (const element of items) {
+        tick();
+        for (const path of step.properties) rows.push(await propertyJson(element, path, scope));
+      }
       break;
     case "value_map":
       for (const element of items) {
+        tick();
         if (step.properties === undefined) rows.push(recordToJson(element.record!));
         else {
           const row: Record<string, unknown> = {};
@@ -33,7 +38,10 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
       }
       break;
     case "project":
-      for (const element of items) rows.push(await projectRow(step, element, scope));
+      for (const element of items) {
+        tick();
+        rows.push(await projectRow(step, element, scope));
+      }
       break;
     default: {
       const unreachable: never = step;

@@ -8,6 +8,7 @@ import { idToString } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import { valueToJson, type Value } from "../protocol/values.js";
+import type { Deadline } from "./deadline.js";
 import type { ExplainLog } from "./planner.js";
 import type { TxnView } from "./txn-view.js";
 
@@ -30,6 +31,8 @@ export interface ExecutionContext {
   readonly schema: Schema | undefined;
   readonly now: () => Date;
   readonly writable: boolean;
+  /** When the invocation must be done by: steps and long loops check it (deadline.ts). */
+  readonly deadline: Deadline;
   /** Present when the request asked for `"explain": true`: source steps record their access path in it. */
   readonly explain?: ExplainLog;
 }

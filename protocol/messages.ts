@@ -12,7 +12,8 @@ export type PartitionRequest =
   | { readonly type: "execute"; readonly plan: Plan }
   /** Keeps a plan on the partition so repeated runs send only its number and parameters (prepared queries). */
   | { readonly type: "register_plan"; readonly planId: number; readonly plan: Plan }
-  | { readonly type: "execute_prepared"; readonly planId: number; readonly parameters: Readonly<Record<string, unknown>> }
+  /** `timeoutMs` is what is left of the invocation's deadline when the coordinator sends it (none: no deadline). */
+  | { readonly type: "execute_prepared"; readonly planId: number; readonly parameters: Readonly<Record<string, unknown>>; readonly timeoutMs?: number }
   | { readonly type: "release_plan"; readonly planId: number }
   | { readonly type: "read_records"; readonly kind: RecordKind; readonly ids: readonly bigint[] }
   | { readonly type: "read_adjacency"; readonly owners: readonly bigint[]; readonly direction: Direction; readonly label?: string }

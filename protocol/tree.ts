@@ -28,6 +28,8 @@ export interface Plan {
   readonly parameters: Readonly<Record<string, unknown>>;
   /** The request's `"explain": true`: the result gains `$explain`, the access path of each source step. */
   readonly explain?: boolean;
+  /** The request's `"timeout_ms"`: its execution deadline, which overrides the server's default. */
+  readonly timeoutMs?: number;
 }
 
 export type Entry =
@@ -189,6 +191,8 @@ const KNOWN_UNSUPPORTED = new Set([
 
 export const TREE_DEPTH_MAX = 255;
 export const BATCH_ENTRIES_MAX = 1_000;
+/** The longest execution deadline a request may ask for with `timeout_ms` (and a server may default to). */
+export const QUERY_TIMEOUT_MS_MAX = 600_000;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Labels are stored with a one-byte length (node/partition-store.ts). */
 export const LABEL_BYTES_MAX = 255;
@@ -787,8 +791,9 @@ function entriesContainMutation(entries: readonly Entry[]): boolean {
 /** Decodes and validates a whole `/v2/query` request body. Nothing executes before this returns. */
 export function decodeRequest(body: Json): Plan {
   const request = objectAt(body, "$");
-  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types", "explain"], "$");
+  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types", "explain", "timeout_ms"], "$");
   if (request.explain !== undefined && typeof request.explain !== "boolean") throw fault("$.explain", "must be true or false");
+  const timeoutMs = request.timeout_ms === undefined || request.timeout_ms === null ? undefined : decodeTimeout(request.timeout_ms);
   const requestType = request.request_type;
   if (requestType !== "read" && requestType !== "write") throw fault("$.request_type", 'must be lowercase "read" or "write"');
   if (request.query === undefined) throw fault("$.query", "a request must include query");
@@ -816,5 +821,14 @@ export function decodeRequest(body: Json): Plan {
     returns,
     parameters,
     ...(request.explain === true ? { explain: true } : {}),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
+}
+
+/** `timeout_ms`: whole milliseconds from 1 to QUERY_TIMEOUT_MS_MAX. */
+function decodeTimeout(value: Json): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > QUERY_TIMEOUT_MS_MAX) {
+    throw fault("$.timeout_ms", `expected whole milliseconds from 1 to ${QUERY_TIMEOUT_MS_MAX}`);
+  }
+  return value;
 }
