@@ -9,14 +9,16 @@
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
-import type { Bound, Entry, Plan, Predicate, Ref, Step } from "../protocol/tree.js";
-import { compareValues, type Value } from "../protocol/values.js";
+import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { aggregate, group } from "./aggregates.js";
+import { branch, repeat } from "./branches.js";
+import { dropEdges } from "./edge-drops.js";
 import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
 import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, lookupParameter, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
+import { named, reshape } from "./reshape.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
@@ -49,10 +51,16 @@ export async function executePlan(plan: Plan, base: ExecutionContext): Promise<Q
   return result;
 }
 
+/** The names a plan can return: its entries' names, and the streams its steps bind with `as` and `store`. */
 function collectNames(entries: readonly Entry[], names: Set<string>): void {
+  const walk = (step: Step): void => {
+    if (step.op === "as" || step.op === "store") names.add(step.name);
+    childSteps(step).forEach(walk);
+  };
   for (const entry of entries) {
     if (entry.kind === "query") {
       if (entry.name !== undefined) names.add(entry.name);
+      walk(entry.root);
     } else collectNames(entry.body, names);
   }
 }
@@ -206,7 +214,25 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "range":
       return page(step, scope);
     case "order_by":
-      return orderBy(step, scope);
+    case "order_by_multiple":
+    case "fold":
+    case "unfold":
+    case "group":
+    case "edge_has":
+    case "edge_has_label":
+      return reshape(step, await evalStep(step.input, scope), scope);
+    case "union":
+    case "coalesce":
+    case "optional":
+    case "choose":
+      return branch(step, await evalStep(step.input, scope), scope);
+    case "repeat":
+      return repeat(step, await evalStep(step.input, scope), scope);
+    case "inject":
+    case "as":
+    case "store":
+    case "select":
+      return named(step, scope);
     case "count":
     case "exists":
     case "id":
@@ -232,6 +258,10 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "drop":
       requireWritable(scope, step.op);
       return mutate(step, scope);
+    case "drop_edge":
+    case "drop_edge_by_id":
+      requireWritable(scope, step.op);
+      return dropEdges(step, scope);
     case "upsert_n":
     case "upsert_v":
     case "upsert_e":
@@ -371,24 +401,6 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
     end = await evalBound(step.end, scope);
   }
   return input.kind === "values" ? { kind: "values", items: input.items.slice(start, end) } : elements(input.items.slice(start, end));
-}
-
-async function orderBy(step: Extract<Step, { op: "order_by" }>, scope: EvalScope): Promise<Stream> {
-  const items = await loaded(scope.context.view, elementsOf(await evalStep(step.input, scope), "order_by"));
-  const keyed = await Promise.all(
-    items.map(async (element) => {
-      scope.context.deadline.tick();
-      return { element, key: await evaluateExpr({ kind: "property", path: step.path }, element, scope) };
-    }),
-  );
-  const sign = step.order === "asc" ? 1 : -1;
-  keyed.sort((a, b) => {
-    // Records without the property sort last in either direction.
-    if (a.key === undefined || a.key === null) return b.key === undefined || b.key === null ? 0 : 1;
-    if (b.key === undefined || b.key === null) return -1;
-    return sign * (compareValues(a.key as Value, b.key as Value) ?? 0);
-  });
-  return elements(keyed.map((item) => item.element));
 }
 
 /**

@@ -124,3 +124,39 @@ export async function adjacencyOf(view: TxnView, items: Element[], directions: D
   const perDirection = await Promise.all(directions.map((direction) => view.adjacency(ids, direction, label)));
   return ids.map((_, i) => perDirection.flatMap((lists) => lists[i]));
 }
+
+/** A stream cut into one-element streams: the units branching steps run their sub-traversals from. */
+export function unitsOf(stream: Stream): Stream[] {
+  switch (stream.kind) {
+    case "elements":
+      return stream.items.map((item) => ({ kind: "elements", items: [item] }));
+    case "values":
+      return stream.items.map((item) => ({ kind: "values", items: [item] }));
+    case "scalar":
+      return [stream];
+    default: {
+      const unreachable: never = stream;
+      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Whether a stream holds anything: records or values, or a scalar other than null. */
+export function yieldsSomething(stream: Stream): boolean {
+  return stream.kind === "scalar" ? stream.value !== null && stream.value !== undefined : stream.items.length > 0;
+}
+
+/**
+ * Streams one after another: records stay records when every piece is records; otherwise every piece becomes
+ * values (records in their JSON form, a scalar as one value), so a mix still renders as one array.
+ */
+export async function concatStreams(pieces: readonly Stream[], view: TxnView): Promise<Stream> {
+  if (pieces.every((piece) => piece.kind === "elements")) return elements(pieces.flatMap((piece) => (piece as { items: Element[] }).items));
+  const items: unknown[] = [];
+  for (const piece of pieces) {
+    const json = await streamToJson(piece, view);
+    if (piece.kind === "scalar") items.push(json);
+    else items.push(...(json as unknown[]));
+  }
+  return valuesStream(items);
+}

@@ -13,6 +13,8 @@
 import { SilkError } from "./errors.js";
 import { parseId } from "./ids.js";
 import { checkParameters } from "./parameter-types.js";
+import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
+import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
 import type { Value } from "./values.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -107,6 +109,21 @@ export type PathDirection = "out" | "in" | "both";
 /** How shortest_path searches: fewest hops, or least total weight with the weight computed per edge. */
 export type PathAlgorithm = { readonly kind: "bfs" } | { readonly kind: "dijkstra"; readonly weight: Expr };
 
+export type Order = "asc" | "desc";
+
+/** How `repeat` emits intermediate levels besides the records that leave the loop (docs/OPERATION_TREE.md). */
+export type EmitBehavior = "none" | "before" | "after" | "all";
+
+export interface RepeatConfig {
+  /** The sub-traversal run once per iteration over the whole frontier (its `context`). */
+  readonly body: Step;
+  readonly times?: number;
+  readonly until?: Predicate;
+  readonly emit: EmitBehavior;
+  readonly emitPredicate?: Predicate;
+  readonly maxDepth: number;
+}
+
 export type Step =
   // Sources.
   | { readonly op: "nodes" | "edges" | "vectors"; readonly ref: Ref }
@@ -137,7 +154,20 @@ export type Step =
       readonly all: boolean;
       readonly exclude: readonly string[];
     }
-  | { readonly op: "order_by"; readonly input: Step; readonly path: string; readonly order: "asc" | "desc" }
+  | { readonly op: "order_by"; readonly input: Step; readonly path: string; readonly order: Order }
+  | { readonly op: "order_by_multiple"; readonly input: Step; readonly orderings: readonly (readonly [string, Order])[] }
+  // Branches: sub-traversals that start at `context`.
+  | { readonly op: "union" | "coalesce"; readonly input: Step; readonly traversals: readonly Step[] }
+  | { readonly op: "optional"; readonly input: Step; readonly traversal: Step }
+  | { readonly op: "choose"; readonly input: Step; readonly condition: Predicate; readonly then: Step; readonly otherwise?: Step }
+  | { readonly op: "repeat"; readonly input: Step; readonly config: RepeatConfig }
+  // Streams as values, and named streams.
+  | { readonly op: "fold" | "unfold"; readonly input: Step }
+  | { readonly op: "group"; readonly input: Step; readonly path: string }
+  | { readonly op: "inject"; readonly input?: Step; readonly variable: string }
+  | { readonly op: "as" | "store" | "select"; readonly input: Step; readonly name: string }
+  | { readonly op: "edge_has"; readonly input: Step; readonly path: string; readonly value: Input }
+  | { readonly op: "edge_has_label"; readonly input: Step; readonly label: string }
   // Aggregates and paths.
   | { readonly op: "aggregate"; readonly input: Step; readonly fn: AggregateFunction; readonly path?: string }
   | { readonly op: "group_count" | "aggregate_by"; readonly input: Step; readonly properties: readonly string[] }
@@ -157,6 +187,8 @@ export type Step =
   | { readonly op: "update"; readonly input: Step; readonly properties: PropertyAssignments }
   | { readonly op: "remove_property"; readonly input: Step; readonly name: string }
   | { readonly op: "drop"; readonly input: Step }
+  | { readonly op: "drop_edge"; readonly input: Step; readonly to: Ref; readonly label?: string }
+  | { readonly op: "drop_edge_by_id"; readonly input?: Step; readonly edges: Ref }
   | { readonly op: "upsert_n"; readonly input: Step; readonly label: string; readonly properties: PropertyAssignments }
   | { readonly op: "upsert_v"; readonly input: Step; readonly label: string; readonly vector?: Input; readonly properties: PropertyAssignments }
   | { readonly op: "upsert_e"; readonly input: Step; readonly label: string; readonly from: Ref; readonly to: Ref; readonly properties: PropertyAssignments };
@@ -165,6 +197,7 @@ export type StepOp = Step["op"];
 
 const MUTATING_OPS: ReadonlySet<StepOp> = new Set<StepOp>([
   "add_n", "add_e", "add_v", "set_property", "update", "remove_property", "drop", "upsert_n", "upsert_v", "upsert_e",
+  "drop_edge", "drop_edge_by_id",
 ]);
 
 export function isMutation(op: StepOp): boolean {
@@ -178,9 +211,7 @@ export function isMutation(op: StepOp): boolean {
 const KNOWN_UNSUPPORTED = new Set([
   "vector_search_nodes", "vector_search_edges", "text_search_nodes", "text_search_edges",
   "vector_search_nodes_within", "vector_search_edges_within", "text_search_nodes_within", "text_search_edges_within",
-  "inject", "edge_has", "edge_has_label", "order_by_multiple", "group", "fold", "unfold", "path", "simple_path", "as",
-  "store", "select", "bind", "project_bindings", "repeat", "union", "choose", "coalesce", "optional",
-  "edge_properties", "drop_edge", "drop_edge_labeled", "drop_edge_by_id", "create_index", "drop_index",
+  "path", "simple_path", "bind", "project_bindings", "edge_properties", "create_index", "drop_index",
   "get_index_operation", "retry_index_operation", "abort_index_operation",
   // Silk's own, for HelixQL's RerankRRF and RerankMMR over search results (they arrive with the search steps).
   "rerank_rrf", "rerank_mmr",
@@ -193,65 +224,9 @@ export const TREE_DEPTH_MAX = 255;
 export const BATCH_ENTRIES_MAX = 1_000;
 /** The longest execution deadline a request may ask for with `timeout_ms` (and a server may default to). */
 export const QUERY_TIMEOUT_MS_MAX = 600_000;
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Labels are stored with a one-byte length (node/partition-store.ts). */
-export const LABEL_BYTES_MAX = 255;
-
-/** A label is an identifier of at most LABEL_BYTES_MAX characters (ASCII, so characters are bytes). */
-export function isLabel(label: string): boolean {
-  return label.length <= LABEL_BYTES_MAX && IDENTIFIER.test(label);
-}
-
+export { isLabel, LABEL_BYTES_MAX } from "./tree-json.js";
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.
-
-type Json = unknown;
-
-function fault(path: string, message: string): SilkError {
-  return new SilkError("malformed_tree", `${path}: ${message}`);
-}
-
-function isObject(value: Json): value is Record<string, Json> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function objectAt(value: Json, path: string): Record<string, Json> {
-  if (!isObject(value)) throw fault(path, "expected an object");
-  return value;
-}
-
-function stringAt(value: Json, path: string): string {
-  if (typeof value !== "string") throw fault(path, "expected a string");
-  return value;
-}
-
-function labelAt(value: Json, path: string): string {
-  const label = stringAt(value, path);
-  if (!isLabel(label)) {
-    throw fault(path, `label ${JSON.stringify(label)} is not an identifier of at most ${LABEL_BYTES_MAX} characters`);
-  }
-  return label;
-}
-
-function arrayAt(value: Json, path: string): Json[] {
-  if (!Array.isArray(value)) throw fault(path, "expected an array");
-  return value;
-}
-
-/** Splits an externally tagged `{"tag": body}` object (or a bare unit-variant string) into tag and body. */
-function tagged(value: Json, path: string): [string, Json] {
-  if (typeof value === "string") return [value, null];
-  const object = objectAt(value, path);
-  const keys = Object.keys(object);
-  if (keys.length !== 1) throw fault(path, `expected exactly one tag, found ${keys.length ? keys.join(", ") : "none"}`);
-  return [keys[0], object[keys[0]]];
-}
-
-function allowOnly(body: Record<string, Json>, allowed: readonly string[], path: string): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw fault(`${path}.${key}`, `unknown field (expected ${allowed.join(", ")})`);
-  }
-}
 
 export function decodeLiteral(value: Json, path: string): Value {
   if (value === "null") return null;
@@ -510,9 +485,6 @@ function decodeProjection(value: Json, path: string): Projection {
   throw fault(path, `unknown projection ${JSON.stringify(tag)}`);
 }
 
-function stringList(value: Json, path: string): string[] {
-  return arrayAt(value, path).map((item, i) => stringAt(item, `${path}[${i}]`));
-}
 
 function decodeProject(object: Record<string, Json>, at: string, input: Step): Step {
   if (object.all !== undefined && typeof object.all !== "boolean") throw fault(`${at}.all`, "expected a boolean");
@@ -729,9 +701,17 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       only("input", "name");
       return { op: "remove_property", input: input(), name: stringAt(object.name, `${at}.name`) };
     default:
+      if (EXTENDED_STEP_TAGS.has(tag)) return decodeExtendedStep(tag, object, at, depth, STEP_DECODERS);
       throw fault(path, `unknown step ${JSON.stringify(tag)}`);
   }
 }
+
+const STEP_DECODERS: StepDecoders = {
+  step: decodeStep,
+  predicate: decodePredicate,
+  input: decodeInput,
+  ref: decodeRef,
+};
 
 function decodeCondition(value: Json, path: string): Condition {
   if (value === "prev_not_empty") return { kind: "prev_not_empty" };
@@ -779,9 +759,26 @@ function decodeEntry(value: Json, path: string): Entry {
   throw fault(path, `unknown entry ${JSON.stringify(tag)} (expected query or for_each)`);
 }
 
+/** The steps a step runs directly: its input and the sub-traversals of a branch. */
+export function childSteps(step: Step): Step[] {
+  const children: Step[] = "input" in step && step.input !== undefined ? [step.input] : [];
+  switch (step.op) {
+    case "union":
+    case "coalesce":
+      return [...children, ...step.traversals];
+    case "optional":
+      return [...children, step.traversal];
+    case "choose":
+      return step.otherwise === undefined ? [...children, step.then] : [...children, step.then, step.otherwise];
+    case "repeat":
+      return [...children, step.config.body];
+    default:
+      return children;
+  }
+}
+
 function containsMutation(step: Step): boolean {
-  if (isMutation(step.op)) return true;
-  return "input" in step && step.input !== undefined ? containsMutation(step.input) : false;
+  return isMutation(step.op) || childSteps(step).some(containsMutation);
 }
 
 function entriesContainMutation(entries: readonly Entry[]): boolean {

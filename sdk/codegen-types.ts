@@ -170,11 +170,33 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "skip":
     case "range":
     case "order_by":
+    case "order_by_multiple":
     case "set_property":
     case "update":
     case "remove_property":
     case "drop":
+    case "drop_edge":
+    case "optional":
+    case "as":
+    case "store":
       return input(step.input);
+    case "edge_has":
+    case "edge_has_label":
+      return narrowToKind(input(step.input), "edge");
+    case "union":
+    case "coalesce":
+    case "choose":
+    case "repeat":
+    case "inject":
+    case "select":
+    case "unfold":
+      // Their streams depend on sub-traversals or variables decided at run time: any records, or JSON.
+      return step.op === "unfold" ? { kind: "values", element: JSON_TYPE } : ANY_RECORDS;
+    case "drop_edge_by_id":
+      return step.input === undefined ? ANY_RECORDS : input(step.input);
+    case "fold":
+    case "group":
+      return { kind: "scalar", type: JSON_TYPE };
     case "count":
       return { kind: "scalar", type: "number" };
     case "exists":
@@ -207,6 +229,12 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
       throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** Only the records of one kind (edge filters drop the others). */
+function narrowToKind(stream: StreamType, kind: RecordKind): StreamType {
+  if (stream.kind !== "records" || stream.refs === undefined) return stream;
+  return { kind: "records", refs: stream.refs.filter((ref) => ref.kind === kind) };
 }
 
 /** `eq($label, "User")` (either side, alone or inside an `and`, as index lookups compile) names the label a `*_where` scan yields. */

@@ -1,0 +1,102 @@
+/**
+ * The branching steps: `union`, `coalesce`, `optional` and `choose` run sub-traversals once per element of their
+ * input (the sub-traversal's `context` is that one element, so a `count` inside counts per element, as in
+ * Gremlin); `repeat` runs its body over the whole frontier at once, level by level, so each iteration costs one
+ * batched read per step. Results keep the input's order: element by element, then branch by branch.
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { Predicate, Step } from "../protocol/tree.js";
+import { evaluatePredicate, type EvalScope } from "./predicates.js";
+import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, type Element, type Stream } from "./streams.js";
+
+/** Records a `repeat` may hold across all its levels before it is refused. */
+export const REPEAT_ELEMENTS_MAX = 1_000_000;
+
+type BranchStep = Extract<Step, { op: "union" | "coalesce" | "optional" | "choose" }>;
+
+function runFrom(traversal: Step, unit: Stream, scope: EvalScope): Promise<Stream> {
+  return scope.evalStep(traversal, { ...scope, contextStream: unit });
+}
+
+export async function branch(step: BranchStep, input: Stream, scope: EvalScope): Promise<Stream> {
+  const pieces: Stream[] = [];
+  const units = step.op === "choose" ? await chooseUnits(input, scope) : unitsOf(input);
+  for (const unit of units) {
+    scope.context.deadline.tick();
+    switch (step.op) {
+      case "union":
+        for (const traversal of step.traversals) pieces.push(await runFrom(traversal, unit, scope));
+        break;
+      case "coalesce":
+        for (const traversal of step.traversals) {
+          const result = await runFrom(traversal, unit, scope);
+          if (yieldsSomething(result)) {
+            pieces.push(result);
+            break;
+          }
+        }
+        break;
+      case "optional": {
+        const result = await runFrom(step.traversal, unit, scope);
+        pieces.push(yieldsSomething(result) ? result : unit);
+        break;
+      }
+      case "choose": {
+        const element = (unit as { items: Element[] }).items[0];
+        const chosen = (await evaluatePredicate(step.condition, element, scope)) ? step.then : step.otherwise;
+        // Without an else branch, an element the condition rejects passes through unchanged.
+        pieces.push(chosen === undefined ? unit : await runFrom(chosen, unit, scope));
+        break;
+      }
+      default: {
+        const unreachable: never = step;
+        throw new Error(`unknown branch ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  return concatStreams(pieces, scope.context.view);
+}
+
+/** `choose` tests a predicate on each record, so its input must be records, loaded. */
+async function chooseUnits(input: Stream, scope: EvalScope): Promise<Stream[]> {
+  return unitsOf(elements(await loaded(scope.context.view, elementsOf(input, "choose"))));
+}
+
+async function holding(items: Element[], predicate: Predicate, scope: EvalScope): Promise<[Element[], Element[]]> {
+  const yes: Element[] = [];
+  const no: Element[] = [];
+  for (const element of await loaded(scope.context.view, items)) {
+    scope.context.deadline.tick();
+    (await evaluatePredicate(predicate, element, scope) ? yes : no).push(element);
+  }
+  return [yes, no];
+}
+
+/**
+ * `repeat`: levels L0 (the input), L1 = body(L0), ... Before each iteration the records of the level that satisfy
+ * `until` leave the loop; the loop ends after `times` iterations (or `max_depth`), or when a level is empty, and the
+ * last level leaves it too. The result is the records that left, in level order, plus the levels emitted: `before`
+ * and `all` emit every level, `after` every level but L0 (filtered by `emit_predicate` when given).
+ */
+export async function repeat(step: Extract<Step, { op: "repeat" }>, input: Stream, scope: EvalScope): Promise<Stream> {
+  const { config } = step;
+  const limit = Math.min(config.times ?? Infinity, config.maxDepth);
+  const result: Element[] = [];
+  let held = 0;
+  let level = elementsOf(input, "repeat");
+  for (let depth = 0; ; depth += 1) {
+    held += level.length;
+    if (held > REPEAT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `repeat reached more than ${REPEAT_ELEMENTS_MAX} records`);
+    let continuing = level;
+    let leaving: Element[] = [];
+    if (config.until !== undefined) [leaving, continuing] = await holding(level, config.until, scope);
+    const last = depth >= limit || continuing.length === 0;
+    const emits = config.emit !== "none" && (config.emit !== "after" || depth > 0);
+    if (emits && !last) {
+      const emitted = config.emitPredicate === undefined ? continuing : (await holding(continuing, config.emitPredicate, scope))[0];
+      result.push(...leaving, ...emitted);
+    } else result.push(...leaving, ...(last ? continuing : []));
+    if (last) return elements(result);
+    level = elementsOf(await runFrom(config.body, elements(continuing), scope), "repeat");
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Steps that reshape or name a whole stream: `fold` / `unfold`, `group`, `order_by` / `order_by_multiple`, the
+ * edge filters `edge_has` / `edge_has_label`, and the named streams `inject`, `as`, `store` and `select` (which read
+ * and write the invocation's variables, the same names entries define).
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { Order, Step } from "../protocol/tree.js";
+import { compareValues, type Value } from "../protocol/values.js";
+import { evalInput } from "./mutations.js";
+import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
+import { propertyJson } from "./projection.js";
+import { concatStreams, elements, elementsOf, loaded, recordToJson, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
+
+type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "group" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
+
+export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Promise<Stream> {
+  const { view } = scope.context;
+  switch (step.op) {
+    case "fold":
+      // One array of the stream's JSON form (records as record objects): a barrier, like Gremlin's fold.
+      return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view)] : await streamToJson(input, view) };
+    case "unfold":
+      return unfold(input);
+    case "group":
+      return group(step.path, input, scope);
+    case "order_by":
+      return elements(await ordered(elementsOf(input, step.op), [[step.path, step.order]], scope));
+    case "order_by_multiple":
+      return elements(await ordered(elementsOf(input, step.op), step.orderings, scope));
+    case "edge_has": {
+      const value = (await evalInput(step.value, scope)) as Value;
+      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      const kept: Element[] = [];
+      for (const edge of edges) {
+        scope.context.deadline.tick();
+        const predicate = { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value } } as const;
+        if (await evaluatePredicate(predicate, edge, scope)) kept.push(edge);
+      }
+      return elements(kept);
+    }
+    case "edge_has_label": {
+      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      return elements(edges.filter((edge) => edge.record!.label === step.label));
+    }
+    default: {
+      const unreachable: never = step;
+      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** A folded array (or a values stream of arrays) spread into its items; records pass through. */
+function unfold(input: Stream): Stream {
+  switch (input.kind) {
+    case "elements":
+      return input;
+    case "values":
+      return valuesStream(input.items.flatMap((item) => (Array.isArray(item) ? item : [item])));
+    case "scalar":
+      return valuesStream(Array.isArray(input.value) ? input.value : input.value === null || input.value === undefined ? [] : [input.value]);
+    default: {
+      const unreachable: never = input;
+      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** `{"<value>": [<record>, ..]}` keyed by the property's JSON value (a string as itself, others as JSON text). */
+async function group(path: string, input: Stream, scope: EvalScope): Promise<Stream> {
+  const groups = new Map<string, unknown[]>();
+  for (const element of await loaded(scope.context.view, elementsOf(input, "group"))) {
+    scope.context.deadline.tick();
+    const value = await propertyJson(element, path, scope);
+    const key = typeof value === "string" ? value : JSON.stringify(value);
+    const members = groups.get(key);
+    if (members === undefined) groups.set(key, [recordToJson(element.record!)]);
+    else members.push(recordToJson(element.record!));
+  }
+  // fromEntries defines own properties, so a value such as "__proto__" is a key like any other.
+  return { kind: "scalar", value: Object.fromEntries(groups) };
+}
+
+/** Records sorted by each key in turn; records without a key's value sort after those with it, in either order. */
+async function ordered(items: Element[], orderings: readonly (readonly [string, Order])[], scope: EvalScope): Promise<Element[]> {
+  const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
+  for (const element of await loaded(scope.context.view, items)) {
+    scope.context.deadline.tick();
+    const keys: (Value | undefined)[] = [];
+    for (const [path] of orderings) keys.push(await evaluateExpr({ kind: "property", path }, element, scope));
+    keyed.push({ element, keys });
+  }
+  keyed.sort((a, b) => {
+    for (let i = 0; i < orderings.length; i += 1) {
+      const [left, right] = [a.keys[i], b.keys[i]];
+      const leftMissing = left === undefined || left === null;
+      const rightMissing = right === undefined || right === null;
+      if (leftMissing || rightMissing) {
+        if (leftMissing !== rightMissing) return leftMissing ? 1 : -1;
+        continue;
+      }
+      const order = (compareValues(left, right) ?? 0) * (orderings[i][1] === "asc" ? 1 : -1);
+      if (order !== 0) return order;
+    }
+    return 0;
+  });
+  return keyed.map((item) => item.element);
+}
+
+type NamedStep = Extract<Step, { op: "inject" | "as" | "store" | "select" }>;
+
+/** `as` binds the stream to a name and passes it on; `store` appends to the name; `select` and `inject` read one. */
+export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> {
+  const { variables } = scope;
+  const lookup = (name: string): Stream => {
+    const stream = variables.get(name);
+    if (stream === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry or step defines ${JSON.stringify(name)}`);
+    return stream;
+  };
+  switch (step.op) {
+    case "as": {
+      const stream = await scope.evalStep(step.input, scope);
+      variables.set(step.name, stream);
+      return stream;
+    }
+    case "store": {
+      const stream = await scope.evalStep(step.input, scope);
+      const earlier = variables.get(step.name);
+      variables.set(step.name, earlier === undefined ? stream : await concatStreams([earlier, stream], scope.context.view));
+      return stream;
+    }
+    case "select":
+      await scope.evalStep(step.input, scope);
+      return lookup(step.name);
+    case "inject": {
+      const injected = lookup(step.variable);
+      if (step.input === undefined) return injected;
+      return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view);
+    }
+    default: {
+      const unreachable: never = step;
+      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
