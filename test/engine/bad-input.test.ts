@@ -252,7 +252,7 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
     });
 
     it("a step that is not implemented is unsupported_operation", async () => {
-      await refused(readOne({ repeat: { input: allNodes() } }), "unsupported_operation");
+      await refused(readOne({ simple_path: { input: allNodes() } }), "unsupported_operation");
     });
 
     it("a mutation in a read batch is write_in_read", async () => {
