@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../protocol/errors.js";
-import { BACKENDS, TestDatabase, expectCode, ids, removeTempDirs, snapshot } from "../helpers/engine.js";
+import { BACKENDS, TestDatabase, expectRefused, ids, removeTempDirs } from "../helpers/engine.js";
 import {
   addN,
   entry,
@@ -41,11 +41,7 @@ describe.each(CHEAP_BACKENDS)("aggregates on $name", (backend) => {
   let t: TestDatabase;
   const get = async (root: TreeNode, parameters: Record<string, unknown> = {}): Promise<unknown> => (await t.run(readOne(root, parameters))).r;
 
-  async function refused(request: Request | unknown, code: ErrorCode): Promise<void> {
-    const before = await snapshot(t.db);
-    await expectCode(t.run(request), code);
-    expect(await snapshot(t.db)).toEqual(before);
-  }
+  const refused = (request: unknown, code: ErrorCode): Promise<unknown> => expectRefused(t, request, code);
 
   beforeEach(async () => {
     t = await TestDatabase.open(backend);

@@ -113,6 +113,14 @@ export function expectConsistent(contents: Contents): void {
   expect(sorted(ids(contents.inEdges))).toEqual(edgeIds);
 }
 
+/** Asserts that `request` fails with `code` and that nothing at all changed in the database. Returns the error. */
+export async function expectRefused(t: TestDatabase, request: unknown, code: ErrorCode): Promise<SilkError> {
+  const before = await snapshot(t.db);
+  const error = await expectCode(t.run(request), code);
+  expect(await snapshot(t.db)).toEqual(before);
+  return error;
+}
+
 /** Awaits `work` and asserts it failed with a SilkError of the given stable code. Returns the error. */
 export async function expectCode(work: Promise<unknown> | (() => Promise<unknown>), code: ErrorCode): Promise<SilkError> {
   let outcome: unknown;
