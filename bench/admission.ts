@@ -14,7 +14,7 @@
  * rounds per server, the best reported (default 2). The servers run from the
  * TypeScript sources through tsx's loader, as the test suites do.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -28,6 +28,7 @@ import { createKey, KeyStore } from "../gateway/hosted/key-store.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
 import { databaseId, isDisabled } from "../gateway/hosted/tenant-files.js";
 import { LocalBucket, type Admitter } from "../gateway/hosted/token-bucket.js";
+import { startChild, stopChild } from "./processes.js";
 import { formatMachine, machineInfo } from "./report.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -62,29 +63,6 @@ async function freePort(): Promise<number> {
   await new Promise<void>((done) => server.close(() => done()));
   if (address === null || typeof address === "string") throw new Error("no TCP address");
   return address.port;
-}
-
-/** Spawns a process and resolves once its stdout matches `ready`. */
-function startChild(command: string, args: readonly string[], ready: RegExp): Promise<{ child: ChildProcessWithoutNullStreams; match: RegExpExecArray }> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, SILK_LOG_LEVEL: "warn" } });
-  let stdout = "";
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  return new Promise((done, fail) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-      const match = ready.exec(stdout);
-      if (match) done({ child, match });
-    });
-    child.on("exit", (code) => fail(new Error(`${command} ${args.join(" ")} exited with ${code}:\n${stdout}${stderr}`)));
-  });
-}
-
-async function stop(child: ChildProcessWithoutNullStreams): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((done) => child.once("exit", done));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 function startSilk(args: readonly string[]): Promise<{ child: ChildProcessWithoutNullStreams; match: RegExpExecArray }> {
@@ -214,7 +192,7 @@ async function main(): Promise<void> {
             if ((best.get(name)?.rate ?? 0) < measured.rate) best.set(name, measured);
           }
         } finally {
-          await stop(started.child);
+          await stopChild(started.child);
         }
       }
     }
@@ -235,7 +213,7 @@ async function main(): Promise<void> {
     process.stdout.write(`Point get of one of ${USERS} users over HTTP, ${connections} connections, ${seconds} s each, best of ${rounds} rounds (every request admitted)\n`);
     process.stdout.write(`${table(rows)}\n`);
   } finally {
-    await stop(redis.child);
+    await stopChild(redis.child);
     rmSync(root, { recursive: true, force: true });
   }
 }

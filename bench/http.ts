@@ -14,7 +14,7 @@
  * of dist/. Exit status 1 on a wrong answer or a failed request, 2 when a
  * ratio misses its target with `--strict`.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +24,7 @@ import autocannon from "autocannon";
 import Fastify, { LogController } from "fastify";
 import type { ImportEdge, ImportNode } from "../index.js";
 import { DATASETS, readEdgeList, type EdgeList } from "./datasets.js";
+import { startChild, stopChild } from "./processes.js";
 import { formatMachine, machineInfo } from "./report.js";
 import { loadSilkModules, staleBuildFile } from "./silk-modules.js";
 
@@ -94,19 +95,9 @@ interface Child {
 }
 
 /** Spawns a server and resolves with its URL once it prints `http://...`. */
-function startChild(command: string, args: readonly string[]): Promise<Child> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, SILK_LOG_LEVEL: "warn" } });
-  let stdout = "";
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  return new Promise((done, fail) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-      const match = /(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (match) done({ process: child, url: match[1] });
-    });
-    child.on("exit", (code) => fail(new Error(`${args.join(" ")} exited with ${code} before listening:\n${stderr}`)));
-  });
+async function startServer(command: string, args: readonly string[]): Promise<Child> {
+  const { child, match } = await startChild(command, args, /(http:\/\/127\.0\.0\.1:\d+)/);
+  return { process: child, url: match[1] };
 }
 
 /** Whether dist/ holds a current build of everything `silk serve` runs (the engine, the gateway and the CLI). */
@@ -121,14 +112,14 @@ function distIsCurrent(): boolean {
 
 function startSilk(project: string, data: string, useDist: boolean): Promise<Child> {
   const serve = ["serve", "--project", project, "--data", data, "--port", "0"];
-  if (useDist) return startChild(process.execPath, [join(REPO_ROOT, "dist", "bin", "silk.js"), ...serve]);
+  if (useDist) return startServer(process.execPath, [join(REPO_ROOT, "dist", "bin", "silk.js"), ...serve]);
   const loader = pathToFileURL(join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
-  return startChild(process.execPath, ["--import", loader, join(REPO_ROOT, "bin", "silk.ts"), ...serve]);
+  return startServer(process.execPath, ["--import", loader, join(REPO_ROOT, "bin", "silk.ts"), ...serve]);
 }
 
 /** The bare route: this file run with `--bare-server <file>`, answering every POST /:name with the file's bytes. */
 function startBare(bodies: string): Promise<Child> {
-  return startChild(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--bare-server", bodies]);
+  return startServer(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--bare-server", bodies]);
 }
 
 /**
@@ -311,8 +302,7 @@ async function main(): Promise<void> {
     const missed = await run(workspace, children, settings, values.source);
     if (missed && values.strict) process.exitCode = 2;
   } finally {
-    for (const child of children) child.process.kill("SIGTERM");
-    await Promise.all(children.map((child) => new Promise((done) => (child.process.exitCode !== null ? done(undefined) : child.process.on("exit", done)))));
+    await Promise.all(children.map((child) => stopChild(child.process)));
     rmSync(workspace, { recursive: true, force: true });
   }
 }
