@@ -26,11 +26,13 @@ import {
   type StoredRecord,
 } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
-import type { Plan } from "../protocol/tree.js";
+import type { IndexDefinition, RuntimeIndexLookup } from "../protocol/indexes.js";
+import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
 import { neighboursOf, TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
+import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
 import type { DecisionLog } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
@@ -191,8 +193,36 @@ export class Coordinator {
   private planCounter = 0;
   private transactionCounter = 0;
   private readonly transactionPrefix = randomBytes(6).toString("hex");
+  /** The indexes index operations created (`kind:Label.field`), for the planner of plans run here over several partitions. */
+  private runtimeIndexes = new Map<string, IndexDefinition>();
+  private readonly runtimeIndex: RuntimeIndexLookup = (kind, label, field) => this.runtimeIndexes.get(`${kind}:${label}.${field}`);
 
   constructor(private readonly options: CoordinatorOptions) {}
+
+  /** Reads which runtime indexes the partitions hold (at open, and after every index operation). */
+  async loadIndexCatalog(): Promise<void> {
+    const catalog = new Map<string, IndexDefinition>();
+    for (const statuses of await partitionIndexStatuses(this.options)) {
+      for (const status of statuses) if (status.origin === "runtime") catalog.set(`${status.kind}:${status.name}`, status);
+    }
+    this.runtimeIndexes = catalog;
+  }
+
+  /** A batch of index operations, under the write lock so that no transaction runs across an index's change. */
+  private async runIndexPlan(plan: Plan): Promise<QueryResult> {
+    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    const release = await this.lock.acquire(true);
+    try {
+      try {
+        return await runIndexOperations(plan, this.options);
+      } finally {
+        // Also after a failure: the batch's earlier operations took effect.
+        await this.loadIndexCatalog();
+      }
+    } finally {
+      release();
+    }
+  }
 
   async run(plan: Plan): Promise<QueryResult> {
     return this.runOn(plan, { type: "execute", plan });
@@ -223,6 +253,7 @@ export class Coordinator {
 
   private async runOn(plan: Plan, request: Extract<PartitionRequest, { type: "execute" | "execute_prepared" }>): Promise<QueryResult> {
     const { transport, map } = this.options;
+    if (isIndexOperationPlan(plan)) return this.runIndexPlan(plan);
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
     // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
@@ -244,6 +275,7 @@ export class Coordinator {
         now: this.options.now,
         writable: plan.requestType === "write",
         deadline,
+        runtimeIndex: this.runtimeIndex,
       });
       if (view.hasWrites) await this.commit(view.mutations());
       return result;

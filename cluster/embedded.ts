@@ -19,7 +19,8 @@ import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore } from "../node/partition-store.js";
-import { indexDefinitions, type IndexStateName, type IndexStatus } from "../node/secondary-index.js";
+import { indexDefinitions } from "../node/secondary-index.js";
+import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
 import { DecisionLog } from "./decision-log.js";
@@ -60,9 +61,6 @@ export interface InternalOpenOptions {
 
 /** One secondary index of the database (see docs/INDEXES.md): over every partition, counters summed. */
 export type IndexInfo = IndexStatus;
-
-/** A database's index is as far along as its least advanced partition. */
-const STATE_RANK: Record<IndexStateName, number> = { active: 0, constructing: 1, blocked: 2 };
 
 const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions"]);
 /** Options of the hosted gateway that an embedded handle must refuse, by name, with a clear message. */
@@ -229,6 +227,7 @@ export class Database {
           throw new SilkError("invalid_option", `${directory} has transactions awaiting recovery; open it once as a writer first`);
         }
       } else await coordinator.recover();
+      await coordinator.loadIndexCatalog();
       for (const actor of actors) actor.startIndexBuilds();
       return new Database(coordinator, stores, actors, decisions, release, project, mode);
     } catch (cause) {
@@ -308,31 +307,12 @@ export class Database {
   }
 
   /**
-   * Every secondary index the schema declares, with its state (`active`, `constructing`, `blocked`), monotonic build
+   * Every secondary index (the schema's and those index operations created), with its state (`active`, `constructing`, `blocked`), monotonic build
    * counters (entities and bytes scanned, entries written) and, when blocked, the reason. See docs/INDEXES.md.
    */
   indexes(): IndexInfo[] {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
-    const merged = new Map<string, IndexInfo>();
-    this.stores.forEach((store, partition) => {
-      for (const status of store.indexStatuses()) {
-        const failure = this.actors[partition].buildFailure;
-        const own: IndexInfo = status.state === "constructing" && failure !== undefined ? { ...status, message: failure } : status;
-        const key = `${status.kind}:${status.name}`;
-        const earlier = merged.get(key);
-        if (earlier === undefined) merged.set(key, own);
-        else {
-          const worse = STATE_RANK[own.state] > STATE_RANK[earlier.state] ? own : earlier;
-          merged.set(key, {
-            ...worse,
-            entities: earlier.entities + own.entities,
-            bytes: earlier.bytes + own.bytes,
-            operations: earlier.operations + own.operations,
-          });
-        }
-      }
-    });
-    return [...merged.values()];
+    return mergeIndexStatuses(this.actors.map((actor) => actor.indexStatuses()));
   }
 
   async close(): Promise<void> {

@@ -42,7 +42,7 @@ export async function executePlan(plan: Plan, base: ExecutionContext): Promise<Q
     if (!defined.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
   }
   await runEntries(plan.entries, context, variables, plan.parameters, false);
-  if (context.view.hasWrites && context.schema !== undefined) await checkUniqueWrites(context.view, context.schema);
+  if (context.view.hasWrites && context.schema !== undefined) await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;
@@ -58,10 +58,22 @@ function collectNames(entries: readonly Entry[], names: Set<string>): void {
     childSteps(step).forEach(walk);
   };
   for (const entry of entries) {
-    if (entry.kind === "query") {
-      if (entry.name !== undefined) names.add(entry.name);
-      walk(entry.root);
-    } else collectNames(entry.body, names);
+    switch (entry.kind) {
+      case "query":
+        if (entry.name !== undefined) names.add(entry.name);
+        walk(entry.root);
+        break;
+      case "for_each":
+        collectNames(entry.body, names);
+        break;
+      case "index_operation":
+        if (entry.name !== undefined) names.add(entry.name);
+        break;
+      default: {
+        const unreachable: never = entry;
+        throw new Error(`unknown entry ${JSON.stringify(unreachable)}`);
+      }
+    }
   }
 }
 
@@ -78,6 +90,7 @@ async function runEntries(
       await runForEach(entry, context, variables, parameters);
       continue;
     }
+    if (entry.kind === "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): index operations run in the coordinator, not the executor");
     context.deadline.check();
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;

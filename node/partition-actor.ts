@@ -8,6 +8,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
+import type { IndexStatus, RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
@@ -15,6 +16,7 @@ import type { Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
 import { executePlan } from "./executor.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
+import { indexKey } from "./secondary-index.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
 
 /** Reads of one partition through one snapshot. */
@@ -73,13 +75,16 @@ export class PartitionActor {
   private building: Promise<void> | undefined;
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
-  buildFailure: string | undefined;
+  private buildFailure: string | undefined;
 
   constructor(private readonly options: PartitionActorOptions) {}
 
-  /** Starts building the store's constructing indexes in the background (a writer's actor; idempotent). */
+  /**
+   * Starts building the store's constructing indexes in the background (a writer's actor; idempotent). The loop ends
+   * when none is left; an index operation that adds a build calls this again.
+   */
   startIndexBuilds(): void {
-    if (this.options.writable && this.building === undefined) this.building = this.buildIndexes();
+    if (this.options.writable && !this.stopped && this.building === undefined) this.building = this.buildIndexes();
   }
 
   /** Stops the background build after its current chunk; the database closes only after this. */
@@ -95,11 +100,16 @@ export class PartitionActor {
       for (;;) {
         await yieldToEventLoop(); // lets waiting requests in between chunks
         const [key] = store.constructingIndexes();
-        if (this.stopped || key === undefined) return;
+        if (this.stopped || key === undefined) {
+          // Cleared in the same synchronous turn as the check, so a build added after it starts a new loop.
+          this.building = undefined;
+          return;
+        }
         await this.serialized(async () => (this.stopped ? undefined : store.buildIndexChunk(key, chunk)));
       }
     } catch (cause) {
       this.buildFailure = asSilkError(cause).message;
+      this.building = undefined;
     }
   }
 
@@ -158,11 +168,32 @@ export class PartitionActor {
         return this.serialized(async () => (store.abortPrepared(request.txid), { type: "done" as const }));
       case "pending_intents":
         return { type: "intents", txids: store.pendingIntents() };
+      case "index_statuses":
+        return { type: "indexes", statuses: this.indexStatuses() };
+      case "index_create":
+        this.requireWritable();
+        await this.serialized(async () => store.createIndex(request.definition));
+        this.startIndexBuilds();
+        return { type: "done" };
+      case "index_drop":
+        this.requireWritable();
+        return this.serialized(async () => (store.dropIndex(indexKey(request.kind, request.name)), { type: "done" as const }));
+      case "index_retry":
+        this.requireWritable();
+        await this.serialized(async () => store.retryIndex(indexKey(request.kind, request.name)));
+        this.startIndexBuilds();
+        return { type: "done" };
       default: {
         const unreachable: never = request;
         throw new Error(`unknown request ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  /** The store's index statuses; a constructing index whose build stopped on a storage failure says why. */
+  indexStatuses(): IndexStatus[] {
+    const failure = this.buildFailure;
+    return this.options.store.indexStatuses().map((status) => (status.state === "constructing" && failure !== undefined ? { ...status, message: failure } : status));
   }
 
   /** The deadline starts when the request arrives, so time spent waiting behind earlier writes counts. */
@@ -198,7 +229,8 @@ export class PartitionActor {
     try {
       const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
       const writable = plan.requestType === "write" && this.options.writable;
-      const result = await executePlan(plan, { view, schema, now, writable, deadline });
+      const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
+      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex });
       if (view.hasWrites) store.apply(encodeMutations(view.mutations()));
       return { type: "result", result };
     } finally {

@@ -33,7 +33,8 @@ import {
   labelRange,
   readId,
 } from "./keys.js";
-import { SecondaryIndexes, type IndexDefinition, type IndexStatus, type ScanChunk } from "./secondary-index.js";
+import type { IndexDefinition, IndexStatus } from "../protocol/indexes.js";
+import { SecondaryIndexes, type ScanChunk } from "./secondary-index.js";
 
 /** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
 export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
@@ -193,6 +194,29 @@ export class PartitionStore {
   buildIndexChunk(key: string, chunkEntities: number): void {
     const indexes = this.indexes;
     indexes.adopt(this.root.transactionSync(() => indexes.buildChunk(key, chunkEntities)));
+  }
+
+  /** The index an index operation created on this field, if any. */
+  runtimeIndex(kind: RecordKind, label: string, field: string): IndexDefinition | undefined {
+    return this.indexes.runtimeIndex(kind, label, field);
+  }
+
+  /** Registers a runtime index (`create_index`) in its own write transaction; the build loop then builds it. */
+  createIndex(definition: IndexDefinition): void {
+    const indexes = this.indexes;
+    indexes.adopt(this.root.transactionSync(() => indexes.create(definition)));
+  }
+
+  /** Drops a runtime index and its entries in one write transaction (`index_not_found` when there is none). */
+  dropIndex(key: string): void {
+    const indexes = this.indexes;
+    indexes.adopt(this.root.transactionSync(() => indexes.drop(key)));
+  }
+
+  /** Restarts a blocked build (`index_not_found` when there is no such index; other states are left alone). */
+  retryIndex(key: string): void {
+    const indexes = this.indexes;
+    indexes.adopt(this.root.transactionSync(() => indexes.retry(key)));
   }
 
   /** One index's entry keys in hex (tests compare a maintained index with a rebuilt one). */

@@ -91,9 +91,11 @@ interface IndexLookup {
 function chooseIndex(schema: Schema, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
   const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
   if (declared === undefined) return undefined;
+  const runtime = scope.context.runtimeIndex;
+  const indexed: IndexedType = (expr) => indexedType(expr, declared.fields, (field) => runtime?.(kind, label, field) !== undefined);
   let best: IndexLookup | undefined;
   for (const conjunct of conjuncts(predicate)) {
-    const lookup = lookupOf(conjunct, declared.fields, scope);
+    const lookup = lookupOf(conjunct, indexed, scope);
     if (lookup !== undefined && (best === undefined || (lookup.equality && !best.equality))) best = lookup;
     if (best?.equality) break;
   }
@@ -107,20 +109,23 @@ function conjuncts(predicate: Predicate): Predicate[] {
 
 const FLIPPED: Record<Exclude<CompareOp, "neq">, Exclude<CompareOp, "neq">> = { eq: "eq", gt: "lt", gte: "lte", lt: "gt", lte: "gte" };
 
-function lookupOf(predicate: Predicate, fields: ReadonlyMap<string, FieldDecl>, scope: EvalScope): IndexLookup | undefined {
+/** The declared type of the indexed field an expression reads (schema-declared or created by `create_index`). */
+type IndexedType = (expr: Expr) => ScalarTypeName | undefined;
+
+function lookupOf(predicate: Predicate, indexed: IndexedType, scope: EvalScope): IndexLookup | undefined {
   switch (predicate.kind) {
     case "compare": {
       if (predicate.op === "neq") return undefined;
       const onLeft = predicate.left.kind === "property";
       const [field, other, op] = onLeft ? [predicate.left, predicate.right, predicate.op] : [predicate.right, predicate.left, FLIPPED[predicate.op]];
-      const type = indexedType(field, fields);
+      const type = indexed(field);
       if (type === undefined || (op !== "eq" && !ORDERED.has(type))) return undefined;
       const value = boundValue(other, type, scope);
       if (value === undefined) return undefined;
       return { field: (field as { path: string }).path, ranges: [comparisonRange(op, value)], equality: op === "eq" };
     }
     case "between": {
-      const type = indexedType(predicate.value, fields);
+      const type = indexed(predicate.value);
       if (type === undefined || !ORDERED.has(type)) return undefined;
       const low = boundValue(predicate.min, type, scope);
       const high = boundValue(predicate.max, type, scope);
@@ -128,7 +133,7 @@ function lookupOf(predicate: Predicate, fields: ReadonlyMap<string, FieldDecl>, 
       return { field: (predicate.value as { path: string }).path, ranges: [{ low, lowInclusive: true, high, highInclusive: true }], equality: false };
     }
     case "is_in": {
-      const type = indexedType(predicate.value, fields);
+      const type = indexed(predicate.value);
       const list = type === undefined ? undefined : rawValue(predicate.values, scope);
       if (type === undefined || !Array.isArray(list)) return undefined;
       const ranges: IndexRange[] = [];
@@ -166,10 +171,11 @@ const NUMERIC: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32", "F6
 const ORDERED: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([...NUMERIC, "Date"]);
 
 /** The declared type of an indexed top-level field the expression reads, if it reads one. */
-function indexedType(expr: Expr, fields: ReadonlyMap<string, FieldDecl>): ScalarTypeName | undefined {
+function indexedType(expr: Expr, fields: ReadonlyMap<string, FieldDecl>, runtimeIndexed: (field: string) => boolean): ScalarTypeName | undefined {
   if (expr.kind !== "property") return undefined;
   const decl = fields.get(expr.path);
-  return decl?.index !== undefined && decl.type.kind === "scalar" ? decl.type.name : undefined;
+  if (decl === undefined || decl.type.kind !== "scalar") return undefined;
+  return decl.index !== undefined || runtimeIndexed(decl.name) ? decl.type.name : undefined;
 }
 
 /** A constant's or parameter's value; undefined for any other expression, or a parameter not supplied (the scan reports it). */

@@ -8,47 +8,25 @@
  * records); a build scans the label in chunks, each its own write transaction, and flips to `active` in the
  * transaction of its last chunk after validating it; a UNIQUE index over duplicate values goes to `blocked` with
  * reason `unique_violation` (its entries are deleted). Writes maintain `constructing` and `active` indexes, so a
- * build catches up with them implicitly. An index no longer declared is dropped when the partition opens.
+ * build catches up with them implicitly. An index no longer declared is dropped when the partition opens, unless an
+ * index operation created it at run time (origin `runtime`): those stay until `drop`. `retry` restarts a blocked
+ * build; `drop` removes a runtime index and its entries (an abort is a drop of a constructing one).
  *
  * Architecture invariant: lookups answer only for an `active` index, read in the same snapshot as its entries, so a
  * reader sees an index either complete or not at all. Only labels with indexes pay anything on a write.
  */
 import type { Database, Transaction } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
+import type { IndexDefinition, IndexOrigin, IndexStateName, IndexStatus } from "../protocol/indexes.js";
 import type { IndexRange, RecordKind } from "../protocol/records.js";
-import type { ScalarTypeName, Schema } from "../protocol/schema.js";
+import type { Schema } from "../protocol/schema.js";
 import type { Properties, Value } from "../protocol/values.js";
 import { encodeIndexValue, kindTagRange } from "./index-encoding.js";
 import { AFTER_EVERY_ID, idKey, ID_BYTES, indexKeyFrom, indexPrefix } from "./keys.js";
 
-export interface IndexDefinition {
-  readonly kind: RecordKind;
-  readonly label: string;
-  readonly field: string;
-  readonly unique: boolean;
-  /** The field's declared type: a changed type is a different index, rebuilt. */
-  readonly type: ScalarTypeName;
-  /** `User.age`: the name explain output and `db.indexes()` show. */
-  readonly name: string;
-}
-
-export type IndexStateName = "constructing" | "active" | "blocked";
-
-/** One index as a partition persists it: its definition, state and monotonic build counters. */
-export interface IndexStatus extends IndexDefinition {
-  readonly state: IndexStateName;
-  /** Records the build has scanned. */
-  readonly entities: number;
-  /** Stored bytes of those records. */
-  readonly bytes: number;
-  /** Index entries the build has written. */
-  readonly operations: number;
-  /** Why a `blocked` index is blocked: an error code, and a message naming the value. */
-  readonly reason?: string;
-  readonly message?: string;
-}
-
-interface Persisted extends IndexStatus {
+interface Persisted extends Omit<IndexStatus, "origin"> {
+  /** Absent in indexes persisted before origins existed (all the schema's). */
+  readonly origin?: IndexOrigin;
   /** The last ID the build scanned, as a decimal string; "" before the first chunk. */
   readonly cursor: string;
 }
@@ -103,6 +81,20 @@ function metaKey(definition: Pick<IndexDefinition, "kind" | "name">): string {
   return `${META_PREFIX}${definition.kind}:${definition.name}`;
 }
 
+/** The meta key of an index by kind and name (`User.age`). */
+export function indexKey(kind: RecordKind, name: string): string {
+  return metaKey({ kind, name });
+}
+
+/** Indexes persisted before origins existed were all the schema's. */
+function originOf(persisted: { readonly origin?: IndexOrigin }): IndexOrigin {
+  return persisted.origin ?? "schema";
+}
+
+function definitionOf({ kind, label, field, unique, type, name }: IndexDefinition): IndexDefinition {
+  return { kind, label, field, unique, type, name };
+}
+
 function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean {
   return a.kind === b.kind && a.label === b.label && a.field === b.field && a.unique === b.unique && a.type === b.type;
 }
@@ -120,7 +112,9 @@ interface Addition {
 }
 
 export class SecondaryIndexes {
-  private readonly definitions: ReadonlyMap<string, IndexDefinition>;
+  /** The schema's indexes and the runtime indexes committed so far. */
+  private readonly definitions: Map<string, IndexDefinition>;
+  private readonly declared: ReadonlySet<string>;
   private readonly states = new Map<string, Persisted>();
   /** `kind:label` → the indexes a write of such a record maintains (constructing and active ones). */
   private maintainedByLabel = new Map<string, Maintained[]>();
@@ -134,6 +128,11 @@ export class SecondaryIndexes {
     definitions: readonly IndexDefinition[],
   ) {
     this.definitions = new Map(definitions.map((definition) => [metaKey(definition), definition]));
+    this.declared = new Set(this.definitions.keys());
+    for (const { key, value } of this.meta.getRange({ start: META_PREFIX, end: META_END })) {
+      const persisted = value as Persisted;
+      if (originOf(persisted) === "runtime" && !this.declared.has(String(key))) this.definitions.set(String(key), definitionOf(persisted));
+    }
     for (const [key, definition] of this.definitions) {
       const persisted = this.meta.get(key) as Persisted | undefined;
       if (persisted !== undefined && sameDefinition(persisted, definition)) this.states.set(key, persisted);
@@ -143,7 +142,8 @@ export class SecondaryIndexes {
 
   /**
    * Brings the partition in line with the schema (a writer's open, inside a write transaction): drops indexes no
-   * longer declared (or declared differently), and registers new ones — active at once over an empty label,
+   * longer declared (or declared differently) that the schema declared, keeps runtime ones (a runtime index the
+   * schema now declares alike becomes the schema's), and registers new ones — active at once over an empty label,
    * constructing otherwise. Returns the states to adopt once the transaction committed.
    */
   reconcile(): Map<string, Persisted> {
@@ -152,7 +152,14 @@ export class SecondaryIndexes {
     const stored = [...this.meta.getRange({ start: META_PREFIX, end: META_END })].map(({ key, value }) => ({ key, persisted: value as Persisted }));
     for (const { key, persisted } of stored) {
       const definition = this.definitions.get(String(key));
-      if (definition !== undefined && sameDefinition(persisted, definition)) continue;
+      if (definition !== undefined && sameDefinition(persisted, definition)) {
+        if (originOf(persisted) === "runtime" && this.declared.has(String(key))) {
+          const adopted: Persisted = { ...persisted, origin: "schema" };
+          this.meta.putSync(String(key), adopted);
+          next.set(String(key), adopted);
+        }
+        continue;
+      }
       const prefix = indexPrefix(persisted.kind, persisted.label, persisted.field);
       this.deleteEntries(prefix);
       this.meta.removeSync(String(key));
@@ -160,18 +167,78 @@ export class SecondaryIndexes {
     }
     for (const [key, definition] of this.definitions) {
       if (next.has(key)) continue;
-      const state: IndexStateName = this.source.hasLabel(definition.kind, definition.label) ? "constructing" : "active";
-      const persisted: Persisted = { ...definition, state, entities: 0, bytes: 0, operations: 0, cursor: "" };
+      const persisted: Persisted = { ...definition, state: this.initialState(definition), origin: "schema", entities: 0, bytes: 0, operations: 0, cursor: "" };
       this.meta.putSync(key, persisted);
       next.set(key, persisted);
     }
     return next;
   }
 
-  /** Takes states written by a transaction that committed. */
+  /** A new build over an empty label has nothing to scan: active at once. */
+  private initialState(definition: IndexDefinition): IndexStateName {
+    return this.source.hasLabel(definition.kind, definition.label) ? "constructing" : "active";
+  }
+
+  /**
+   * Registers a runtime index (`create_index`, inside a write transaction). An index of the same kind, label and
+   * field that exists already is left as it is when its definition is the same, and refused otherwise.
+   */
+  create(definition: IndexDefinition): Map<string, Persisted> {
+    const key = metaKey(definition);
+    const existing = this.states.get(key);
+    if (existing !== undefined) {
+      if (sameDefinition(existing, definition)) return new Map(this.states);
+      throw new SilkError("invalid_field", `${definition.name} is already indexed${existing.unique ? " UNIQUE" : ""} as ${existing.type}; drop it first to index it differently`);
+    }
+    const persisted: Persisted = { ...definitionOf(definition), state: this.initialState(definition), origin: "runtime", entities: 0, bytes: 0, operations: 0, cursor: "" };
+    this.meta.putSync(key, persisted);
+    return new Map(this.states).set(key, persisted);
+  }
+
+  /** Removes a runtime index and its entries (`drop_index`, and `abort_index_operation` of a constructing build). */
+  drop(key: string): Map<string, Persisted> {
+    const persisted = this.existing(key);
+    if (originOf(persisted) === "schema") {
+      throw new SilkError("unsupported_operation", `${persisted.name} is declared INDEX in the schema; remove it from the schema to drop it`);
+    }
+    this.deleteEntries(indexPrefix(persisted.kind, persisted.label, persisted.field));
+    this.meta.removeSync(key);
+    const next = new Map(this.states);
+    next.delete(key);
+    return next;
+  }
+
+  /**
+   * Restarts a blocked build from the first record (`retry_index_operation`); any other state is left as it is. The
+   * counters go on from where they were, so they stay monotonic over the whole operation.
+   */
+  retry(key: string): Map<string, Persisted> {
+    const persisted = this.existing(key);
+    if (persisted.state !== "blocked") return new Map(this.states);
+    const { reason: _reason, message: _message, ...rest } = persisted;
+    const restarted: Persisted = { ...rest, state: this.initialState(persisted), cursor: "" };
+    this.meta.putSync(key, restarted);
+    return new Map(this.states).set(key, restarted);
+  }
+
+  private existing(key: string): Persisted {
+    const persisted = this.states.get(key);
+    if (persisted === undefined) throw new SilkError("index_not_found", `no index ${key.slice(META_PREFIX.length)} on this partition`);
+    return persisted;
+  }
+
+  /** The runtime index of a field (committed), if any. */
+  runtimeIndex(kind: RecordKind, label: string, field: string): IndexDefinition | undefined {
+    const key = `${META_PREFIX}${kind}:${label}.${field}`;
+    return this.declared.has(key) ? undefined : this.definitions.get(key);
+  }
+
+  /** Takes states written by a transaction that committed (runtime indexes come and go with their states). */
   adopt(states: ReadonlyMap<string, Persisted>): void {
     this.states.clear();
     for (const [key, state] of states) this.states.set(key, state);
+    for (const [key, state] of states) if (!this.definitions.has(key)) this.definitions.set(key, definitionOf(state));
+    for (const key of [...this.definitions.keys()]) if (!states.has(key) && !this.declared.has(key)) this.definitions.delete(key);
     this.refreshMaintained();
   }
 
@@ -188,7 +255,7 @@ export class SecondaryIndexes {
   }
 
   statuses(): IndexStatus[] {
-    return [...this.states.values()].map(({ cursor: _cursor, ...status }) => status);
+    return [...this.states.values()].map(({ cursor: _cursor, ...status }) => ({ ...status, origin: originOf(status) }));
   }
 
   /** The constructing indexes' meta keys, for the build loop. */

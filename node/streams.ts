@@ -5,6 +5,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString } from "../protocol/ids.js";
+import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import { valueToJson, type Value } from "../protocol/values.js";
@@ -35,6 +36,8 @@ export interface ExecutionContext {
   readonly deadline: Deadline;
   /** Present when the request asked for `"explain": true`: source steps record their access path in it. */
   readonly explain?: ExplainLog;
+  /** Indexes created by index operations, which the planner uses and the UNIQUE check enforces as the schema's. */
+  readonly runtimeIndex?: RuntimeIndexLookup;
 }
 
 export const RESULT_ELEMENTS_MAX = 1_000_000;

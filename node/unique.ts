@@ -8,13 +8,14 @@
  * ends `blocked` if any remain. A record without the field (or with an unindexed value, such as null) holds nothing.
  */
 import { SilkError } from "../protocol/errors.js";
+import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import { encodeIndexValue } from "./index-encoding.js";
 import type { TxnView } from "./txn-view.js";
 
-export async function checkUniqueWrites(view: TxnView, schema: Schema): Promise<void> {
+export async function checkUniqueWrites(view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   const byLabel = new Map<string, StoredRecord[]>();
   for (const record of view.writtenRecords()) {
     const key = `${record.kind}:${record.label}`;
@@ -26,7 +27,8 @@ export async function checkUniqueWrites(view: TxnView, schema: Schema): Promise<
     const { kind, label } = records[0];
     const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
     for (const field of declared?.fields.values() ?? []) {
-      if (field.index === "unique" && field.type.kind === "scalar") await checkField(view, kind, label, field.name, records);
+      const unique = field.index === "unique" || runtimeIndex?.(kind, label, field.name)?.unique === true;
+      if (unique && field.type.kind === "scalar") await checkField(view, kind, label, field.name, records);
     }
   }
 }

@@ -27,7 +27,7 @@ export const ERROR_CODES = {
   unknown_label: { status: 400, kind: "user", doc: "A node, edge or vector label is not declared in the schema." },
   // The operation tree.
   malformed_tree: { status: 400, kind: "user", doc: "The operation tree is not of the documented shape; the message names the JSON path at fault." },
-  unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet." },
+  unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet, or an operation its target does not allow (dropping or aborting a schema-declared index, aborting a build that is not constructing)." },
   unknown_variable: { status: 400, kind: "user", doc: "A step refers to a variable that no earlier entry defined." },
   missing_parameter: { status: 400, kind: "user", doc: "A step refers to a parameter that the request did not supply, or a query call omits a declared parameter." },
   unknown_parameter: { status: 400, kind: "user", doc: "A query call supplies a parameter that the QUERY does not declare; remove it or fix its name." },
@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   // Records.
   node_not_found: { status: 404, kind: "user", doc: "An edge names an endpoint node (or vector) that does not exist." },
   unique_violation: { status: 409, kind: "user", doc: "A write would give two records of a label the same value of a UNIQUE INDEX field; nothing of the transaction was written. Use another value, or update or drop the record that holds it." },
+  index_not_found: { status: 404, kind: "user", doc: "An index operation names a secondary index that does not exist (never created, dropped, or aborted); `db.indexes()` and `silk index status` list them." },
   edge_endpoint_mismatch: { status: 400, kind: "user", doc: "An edge's From/To record has a label other than the one the edge type declares." },
   // Modes and runtime.
   read_only: { status: 403, kind: "user", doc: "The database was opened read-only; writes are refused." },

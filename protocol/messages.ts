@@ -4,6 +4,7 @@
  */
 import { Packr } from "msgpackr";
 import type { ErrorCode } from "./errors.js";
+import type { IndexDefinition, IndexStatus } from "./indexes.js";
 import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "./records.js";
 import type { Plan } from "./tree.js";
 
@@ -28,7 +29,13 @@ export type PartitionRequest =
   | { readonly type: "prepare"; readonly txid: string; readonly batch: Uint8Array }
   | { readonly type: "commit"; readonly txid: string }
   | { readonly type: "abort"; readonly txid: string }
-  | { readonly type: "pending_intents" };
+  | { readonly type: "pending_intents" }
+  /** Every secondary index of the partition, with its state and counters. */
+  | { readonly type: "index_statuses" }
+  /** Registers a runtime index (`create_index`); the partition builds it in the background. */
+  | { readonly type: "index_create"; readonly definition: IndexDefinition }
+  /** Drops a runtime index (`drop_index`, and `abort_index_operation`), or restarts a blocked build (`retry_index_operation`). */
+  | { readonly type: "index_drop" | "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string };
 
 export type PartitionReplyBody =
   | { readonly type: "result"; readonly result: Record<string, unknown> }
@@ -39,6 +46,7 @@ export type PartitionReplyBody =
   | { readonly type: "index_ids"; readonly ids: bigint[] | null }
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
+  | { readonly type: "indexes"; readonly statuses: IndexStatus[] }
   | { readonly type: "done" };
 
 export type PartitionReply =

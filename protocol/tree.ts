@@ -14,6 +14,7 @@ import { SilkError } from "./errors.js";
 import { parseId } from "./ids.js";
 import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
+import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
 import type { Value } from "./values.js";
 
@@ -37,7 +38,9 @@ export interface Plan {
 export type Entry =
   | { readonly kind: "query"; readonly name?: string; readonly root: Step; readonly condition?: Condition }
   /** `as` binds each array element as one parameter; without it each element is an object whose fields become parameters. */
-  | { readonly kind: "for_each"; readonly param: string; readonly as?: string; readonly body: readonly Entry[] };
+  | { readonly kind: "for_each"; readonly param: string; readonly as?: string; readonly body: readonly Entry[] }
+  /** An index operation: run by the coordinator, never by the executor (a batch holding one holds only those). */
+  | { readonly kind: "index_operation"; readonly name?: string; readonly operation: IndexOperation };
 
 export type Condition =
   | { readonly kind: "var_empty"; readonly name: string }
@@ -211,8 +214,7 @@ export function isMutation(op: StepOp): boolean {
 const KNOWN_UNSUPPORTED = new Set([
   "vector_search_nodes", "vector_search_edges", "text_search_nodes", "text_search_edges",
   "vector_search_nodes_within", "vector_search_edges_within", "text_search_nodes_within", "text_search_edges_within",
-  "path", "simple_path", "bind", "project_bindings", "edge_properties", "create_index", "drop_index",
-  "get_index_operation", "retry_index_operation", "abort_index_operation",
+  "path", "simple_path", "bind", "project_bindings", "edge_properties",
   // Silk's own, for HelixQL's RerankRRF and RerankMMR over search results (they arrive with the search steps).
   "rerank_rrf", "rerank_mmr",
 ]);
@@ -577,6 +579,7 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
   const [tag, body] = tagged(value, path);
   const at = `${path}.${tag}`;
   if (KNOWN_UNSUPPORTED.has(tag)) throw new SilkError("unsupported_operation", `${at}: step ${tag} is not supported yet`);
+  if (isIndexOperationTag(tag)) throw fault(at, `${tag} is an index operation: it must be the root of an entry`);
   const object = objectAt(body ?? {}, at);
   const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
   const only = (...keys: string[]): void => allowOnly(object, keys, at);
@@ -740,9 +743,15 @@ function decodeEntry(value: Json, path: string): Entry {
   const object = objectAt(body, at);
   if (tag === "query") {
     allowOnly(object, ["name", "root", "condition"], at);
+    const name = object.name === undefined || object.name === null ? undefined : stringAt(object.name, `${at}.name`);
+    const [rootTag, rootBody] = object.root === "context" ? ["context", null] : tagged(object.root, `${at}.root`);
+    if (isIndexOperationTag(rootTag)) {
+      if (object.condition !== undefined && object.condition !== null) throw fault(`${at}.condition`, "an index operation takes no condition");
+      return { kind: "index_operation", name, operation: decodeIndexOperation(rootTag, rootBody, `${at}.root.${rootTag}`) };
+    }
     return {
       kind: "query",
-      name: object.name === undefined || object.name === null ? undefined : stringAt(object.name, `${at}.name`),
+      name,
       root: decodeStep(object.root, `${at}.root`),
       condition: object.condition === undefined || object.condition === null ? undefined : decodeCondition(object.condition, `${at}.condition`),
     };
@@ -781,8 +790,47 @@ function containsMutation(step: Step): boolean {
   return isMutation(step.op) || childSteps(step).some(containsMutation);
 }
 
+/** Index operations change the database: a read batch may not hold one either. */
 function entriesContainMutation(entries: readonly Entry[]): boolean {
-  return entries.some((entry) => (entry.kind === "query" ? containsMutation(entry.root) : entriesContainMutation(entry.body)));
+  return entries.some((entry) => {
+    switch (entry.kind) {
+      case "query":
+        return containsMutation(entry.root);
+      case "for_each":
+        return entriesContainMutation(entry.body);
+      case "index_operation":
+        return true;
+      default: {
+        const unreachable: never = entry;
+        throw new Error(`unknown entry ${JSON.stringify(unreachable)}`);
+      }
+    }
+  });
+}
+
+/**
+ * Index operations are administration that the coordinator runs outside any transaction: a batch of them holds
+ * nothing else, and none sits inside a `for_each`.
+ */
+function checkIndexOperations(entries: readonly Entry[], path: string): void {
+  const admin = entries.map((entry) => entry.kind === "index_operation");
+  if (!admin.some(Boolean)) return;
+  const other = admin.indexOf(false);
+  if (other >= 0) throw fault(`${path}[${other}]`, "a batch with index operations holds only index operations");
+}
+
+function checkNoNestedIndexOperations(entries: readonly Entry[], path: string): void {
+  entries.forEach((entry, i) => {
+    if (entry.kind !== "for_each") return;
+    const nested = entry.body.findIndex((inner) => inner.kind === "index_operation");
+    if (nested >= 0) throw fault(`${path}[${i}].for_each.body[${nested}]`, "an index operation cannot run inside for_each");
+    checkNoNestedIndexOperations(entry.body, `${path}[${i}].for_each.body`);
+  });
+}
+
+/** Whether a decoded plan is a batch of index operations (the coordinator runs those itself). */
+export function isIndexOperationPlan(plan: Plan): boolean {
+  return plan.entries.some((entry) => entry.kind === "index_operation");
 }
 
 /** Decodes and validates a whole `/v2/query` request body. Nothing executes before this returns. */
@@ -804,6 +852,8 @@ export function decodeRequest(body: Json): Plan {
     throw new SilkError("limit_exceeded", `a batch holds at most ${BATCH_ENTRIES_MAX} entries, this one ${entriesJson.length}`);
   }
   const entries = entriesJson.map((item, i) => decodeEntry(item, `$.query.${batchType}.entries[${i}]`));
+  checkNoNestedIndexOperations(entries, `$.query.${batchType}.entries`);
+  checkIndexOperations(entries, `$.query.${batchType}.entries`);
   const returns = batch.returns === undefined ? [] : stringList(batch.returns, `$.query.${batchType}.returns`);
   if (new Set(returns).size !== returns.length) throw fault(`$.query.${batchType}.returns`, "a name is returned twice");
   if (requestType === "read" && entriesContainMutation(entries)) {

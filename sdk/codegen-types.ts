@@ -118,6 +118,10 @@ export function entryTypes(schema: Schema, entries: readonly Entry[]): Map<strin
         continue;
       }
       if (entry.name === undefined) continue;
+      if (entry.kind === "index_operation") {
+        types.set(entry.name, { kind: "scalar", type: JSON_TYPE }); // its answer is an object
+        continue;
+      }
       const type = streamType(schema, entry.root, types);
       types.set(entry.name, inLoop && type.kind !== "records" ? { kind: "scalar", type: JSON_TYPE } : type);
     }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
 import { PartitionStore } from "../../node/partition-store.js";
-import type { IndexDefinition } from "../../node/secondary-index.js";
+import type { IndexDefinition } from "../../protocol/indexes.js";
 import { SilkError } from "../../protocol/errors.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { Mutation, StoredRecord } from "../../protocol/records.js";

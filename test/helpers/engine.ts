@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { expect } from "vitest";
-import { Database, type OpenOptions } from "../../cluster/embedded.js";
+import { Database, type InternalOpenOptions, type OpenOptions } from "../../cluster/embedded.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
 import { allEdges, allNodes, entry, inE, outE, read, type Request } from "./tree.js";
 
@@ -46,12 +46,14 @@ export class TestDatabase {
     readonly backend: Backend,
     readonly options: OpenOptions,
     public db: Database,
+    private readonly internal: InternalOpenOptions,
   ) {}
 
-  static async open(backend: Backend, extra: ExtraOptions = {}): Promise<TestDatabase> {
+  /** `internal` (small index build chunks, say) applies to every open of this database, reopens included. */
+  static async open(backend: Backend, extra: ExtraOptions = {}, internal: InternalOpenOptions = {}): Promise<TestDatabase> {
     const storage: OpenOptions["storage"] = backend.storage === "memory" ? "memory" : { disk: join(tempDir(), "db") };
     const options: OpenOptions = { ...extra, storage, partitions: backend.partitions };
-    return new TestDatabase(backend, options, await Database.open(options));
+    return new TestDatabase(backend, options, await Database.open(options, internal), internal);
   }
 
   /** The directory of a disk database. */
@@ -68,7 +70,7 @@ export class TestDatabase {
   /** Closes and opens the same directory again (disk only: a memory database would start empty). */
   async reopen(extra: Partial<ExtraOptions> = {}): Promise<void> {
     await this.db.close();
-    this.db = await Database.open({ ...this.options, ...extra });
+    this.db = await Database.open({ ...this.options, ...extra }, this.internal);
   }
 
   async close(): Promise<void> {

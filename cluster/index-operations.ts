@@ -1,0 +1,154 @@
+/**
+ * The index operations of the operation tree (`create_index`, `drop_index`, `get_index_operation`,
+ * `retry_index_operation`, `abort_index_operation`), run by the coordinator over every partition. They are
+ * administration, not transactions: each takes effect when it runs, in entry order, and a batch's entries that ran
+ * before a failing one stay done. Every check that can fail (schema, existence, origin, state) runs before any
+ * partition changes, so a refused operation changes nothing.
+ *
+ * Each answers `{"index": "User.age", "kind", "state", "entities", "bytes", "operations", "reason"?, "message"?}`:
+ * the state and counters merged over partitions (protocol/indexes.ts). `drop_index` answers state `dropped` and
+ * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either.
+ */
+import { SilkError } from "../protocol/errors.js";
+import { mergeIndexStatuses, type IndexDefinition, type IndexStateName, type IndexStatus } from "../protocol/indexes.js";
+import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { RecordKind } from "../protocol/records.js";
+import type { Schema } from "../protocol/schema.js";
+import type { IndexOperation } from "../protocol/tree-indexes.js";
+import type { Plan } from "../protocol/tree.js";
+import type { PartitionMap } from "./partition-map.js";
+import type { Transport } from "./transport.js";
+
+export interface IndexAnswer {
+  readonly index: string;
+  readonly kind: RecordKind;
+  readonly state: IndexStateName | "dropped" | "aborted";
+  readonly entities: number;
+  readonly bytes: number;
+  readonly operations: number;
+  readonly reason?: string;
+  readonly message?: string;
+}
+
+export interface IndexOperationContext {
+  readonly transport: Transport;
+  readonly map: PartitionMap;
+  readonly schema: Schema | undefined;
+}
+
+function answerOf(status: IndexStatus, state: IndexAnswer["state"] = status.state): IndexAnswer {
+  return {
+    index: status.name,
+    kind: status.kind,
+    state,
+    entities: status.entities,
+    bytes: status.bytes,
+    operations: status.operations,
+    ...(status.reason === undefined ? {} : { reason: status.reason }),
+    ...(status.message === undefined ? {} : { message: status.message }),
+  };
+}
+
+/** Every partition's index statuses, in partition order. */
+export async function partitionIndexStatuses(context: IndexOperationContext): Promise<IndexStatus[][]> {
+  const replies = await Promise.all(context.map.ranges.map((range) => context.transport.request(range.index, { type: "index_statuses" })));
+  return replies.map((reply) => expectType(reply, "indexes").statuses);
+}
+
+function expectType<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
+  if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
+  return body as Extract<PartitionReplyBody, { type: T }>;
+}
+
+/** Runs a batch of index operations (the plan holds nothing else: protocol/tree.ts checks it). */
+export async function runIndexOperations(plan: Plan, context: IndexOperationContext): Promise<Record<string, unknown>> {
+  const operations = plan.entries.map((entry) => {
+    if (entry.kind !== "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): an index operation batch holds another entry");
+    return entry;
+  });
+  const named = new Set(operations.map((entry) => entry.name));
+  for (const name of plan.returns) {
+    if (!named.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
+  }
+  const answers = new Map<string, IndexAnswer>();
+  for (const entry of operations) {
+    const answer = await runOne(entry.operation, context);
+    if (entry.name !== undefined) answers.set(entry.name, answer);
+  }
+  const result: Record<string, unknown> = {};
+  for (const name of plan.returns) result[name] = answers.get(name);
+  return result;
+}
+
+async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexAnswer> {
+  const name = `${operation.label}.${operation.field}`;
+  const perPartition = await partitionIndexStatuses(context);
+  const own = perPartition.map((statuses) => statuses.find((status) => status.kind === operation.kind && status.name === name));
+  const [merged] = mergeIndexStatuses(own.map((status) => (status === undefined ? [] : [status])));
+  const holders = context.map.ranges.filter((_, i) => own[i] !== undefined).map((range) => range.index);
+  const send = async (partitions: readonly number[], request: PartitionRequest): Promise<void> => {
+    for (const partition of partitions) await context.transport.request(partition, request);
+  };
+  const current = async (): Promise<IndexAnswer> => {
+    const [after] = mergeIndexStatuses((await partitionIndexStatuses(context)).map((statuses) => statuses.filter((status) => status.kind === operation.kind && status.name === name)));
+    if (after === undefined) throw new SilkError("internal", `internal error (a bug in Silk): ${name} vanished during its operation`);
+    return answerOf(after);
+  };
+  const everyPartition = context.map.ranges.map((range) => range.index);
+  switch (operation.action) {
+    case "create": {
+      const definition = declaredDefinition(operation, context.schema);
+      if (merged !== undefined && (merged.unique !== definition.unique || merged.type !== definition.type)) {
+        throw new SilkError("invalid_field", `${name} is already indexed${merged.unique ? " UNIQUE" : ""} as ${merged.type}; drop it first to index it differently`);
+      }
+      // Every partition, also those that have it: one that a crash left without it gets it now.
+      await send(everyPartition, { type: "index_create", definition });
+      return current();
+    }
+    case "get":
+      return answerOf(found(merged, operation, name));
+    case "retry": {
+      const status = found(merged, operation, name);
+      if (status.state !== "blocked") return answerOf(status);
+      await send(holders, { type: "index_retry", kind: operation.kind, name });
+      return current();
+    }
+    case "drop": {
+      const status = found(merged, operation, name);
+      if (status.origin === "schema") throw new SilkError("unsupported_operation", `${name} is declared INDEX in the schema; remove it from the schema to drop it`);
+      await send(holders, { type: "index_drop", kind: operation.kind, name });
+      return answerOf(status, "dropped");
+    }
+    case "abort": {
+      const status = found(merged, operation, name);
+      if (status.origin === "schema") {
+        throw new SilkError("unsupported_operation", `${name} is declared INDEX in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
+      }
+      if (status.state !== "constructing") throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a constructing build can be aborted (drop_index removes the index)`);
+      await send(holders, { type: "index_drop", kind: operation.kind, name });
+      return answerOf(status, "aborted");
+    }
+    default: {
+      const unreachable: never = operation.action;
+      throw new Error(`unknown index action ${String(unreachable)}`);
+    }
+  }
+}
+
+function found(status: IndexStatus | undefined, operation: IndexOperation, name: string): IndexStatus {
+  if (status === undefined) throw new SilkError("index_not_found", `no ${operation.kind} index ${name}`);
+  return status;
+}
+
+/** The definition of a new index: the field must be a top-level scalar field the schema declares for the label. */
+function declaredDefinition(operation: IndexOperation, schema: Schema | undefined): IndexDefinition {
+  const { kind, label, field, unique } = operation;
+  if (schema === undefined) throw new SilkError("unknown_label", `this database has no schema, so it declares no ${kind} type ${label}; an index needs a declared field`);
+  const types = kind === "node" ? schema.nodes : kind === "edge" ? schema.edges : schema.vectors;
+  const declared = types.get(label);
+  if (declared === undefined) throw new SilkError("unknown_label", `the schema declares no ${kind} type ${label}`);
+  const decl = declared.fields.get(field);
+  if (decl === undefined) throw new SilkError("invalid_field", `${label} declares no field ${field}`);
+  if (decl.type.kind !== "scalar") throw new SilkError("invalid_field", `${label}.${field} is not a scalar field: arrays and objects are not indexed`);
+  return { kind, label, field, unique, type: decl.type.name, name: `${label}.${field}` };
+}
