@@ -3,8 +3,8 @@
  * The `silk` command line: `silk import` (bulk loading, bin/import/), `silk serve` (the single-server mode,
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
- * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), and `silk codegen` (typed query functions for the
- * SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
+ * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
+ * progress, bin/index-command.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { readFileSync } from "node:fs";
@@ -15,6 +15,7 @@ import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
 import { runGateway, type GatewayCommandOptions } from "./gateway.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
+import { runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { loadSchemaSources } from "./schema-files.js";
 import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
@@ -193,6 +194,34 @@ function adminCommand(): Command {
     .addCommand(switchCommand("enable", "serve requests again"));
 }
 
+function indexCommand(): Command {
+  const action = (name: IndexAction, description: string): Command => {
+    const command = new Command(name)
+      .description(description)
+      .requiredOption("--data <dir>", "the database directory (no server may hold it: the command opens it as writer)")
+      .requiredOption("--schema <path>", "the project's .hx file or directory (opening as writer drops indexes the schema does not declare)")
+      .option("--label <label>", "the node (or edge) type")
+      .option("--property <name>", "the indexed field")
+      .option("--edge", "an index of an edge type's field (default: a node type's)");
+    if (name === "create") command.option("--unique", "a UNIQUE index: its build ends blocked over duplicate values");
+    if (name === "status") command.option("--watch", "run the builds, showing their counters, until every one is active or blocked; then print every index");
+    return command.action(async (flags: IndexCommandOptions) => {
+      try {
+        await runIndexCommand(name, flags, { stdout: process.stdout, stderr: process.stderr });
+      } catch (cause) {
+        fail("index", cause);
+      }
+    });
+  };
+  return new Command("index")
+    .description("secondary index operations on a database no server holds (docs/INDEXES.md)")
+    .addCommand(action("create", "create an index the schema does not declare and start its build; prints its state"))
+    .addCommand(action("drop", "drop an index created with `index create`"))
+    .addCommand(action("status", "print one index's state and counters, or every index's without --label"))
+    .addCommand(action("retry", "restart a blocked build (after removing the duplicates of a UNIQUE index)"))
+    .addCommand(action("abort", "abort a constructing build of an index created with `index create`; the index is gone"));
+}
+
 function codegenCommand(): Command {
   return new Command("codegen")
     .description("write a TypeScript module with one typed function per QUERY of a project, for the SDK's SilkClient (docs/SDK.md)")
@@ -218,6 +247,7 @@ const program = new Command("silk")
   .addCommand(codegenCommand())
   .addCommand(gatewayCommand())
   .addCommand(keysCommand())
-  .addCommand(adminCommand());
+  .addCommand(adminCommand())
+  .addCommand(indexCommand());
 
 await program.parseAsync(process.argv);

@@ -36,7 +36,8 @@ export interface IndexOperationContext {
   readonly schema: Schema | undefined;
 }
 
-function answerOf(status: IndexStatus, state: IndexAnswer["state"] = status.state): IndexAnswer {
+/** The answer shape of an index operation (also the CLI's `silk index status` lines). */
+export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = status.state): IndexAnswer {
   return {
     index: status.name,
     kind: status.kind,

@@ -1,0 +1,64 @@
+/**
+ * `silk index` as a real process (bin/index-command.ts): create an index over existing data, then `status --watch`
+ * holds the database while the build runs and ends when it is active; refusals exit 1 with the stable code.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { Database } from "../../cluster/embedded.js";
+import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "./helpers.js";
+
+afterAll(removeTemporaryDirectories);
+
+const SCHEMA = "N::User { UNIQUE INDEX handle: String, age: I64 }\n";
+/** Over one build chunk (2,000 records), so the build is still constructing when `create` returns. */
+const USERS = 3_000;
+const BATCH_ENTRIES = 1_000;
+
+const lines = (text: string): Record<string, unknown>[] => text.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+
+describe("silk index", () => {
+  it("creates an index over existing data; status --watch runs the build until it is active", async () => {
+    const dir = temporaryDirectory();
+    const data = join(dir, "db");
+    const schema = join(dir, "schema.hx");
+    writeFileSync(schema, SCHEMA);
+    const db = await Database.open({ storage: { disk: data }, schema: SCHEMA });
+    for (let first = 0; first < USERS; first += BATCH_ENTRIES) {
+      const entries = Array.from({ length: BATCH_ENTRIES }, (_, i) => ({
+        query: { root: { add_n: { label: "User", properties: [["handle", { value: { string: `h${first + i}` } }], ["age", { value: { i64: (first + i) % 50 } }]] } } },
+      }));
+      await db.run({ request_type: "write", query: { write: { entries, returns: [] } } });
+    }
+    await db.close();
+    const base = ["--data", data, "--schema", schema];
+
+    const created = await runSilk(["index", "create", ...base, "--label", "User", "--property", "age"]);
+    expect(created.stderr).toBe("");
+    expect(created.code).toBe(0);
+    expect(lines(created.stdout)).toEqual([{ index: "User.age", kind: "node", state: "constructing", entities: 0, bytes: 0, operations: 0 }]);
+
+    const watched = await runSilk(["index", "status", ...base, "--watch"]);
+    expect(watched.code).toBe(0);
+    expect(watched.stderr).toMatch(/User\.age constructing: \d+ entities, \d+ bytes, \d+ operations/);
+    expect(lines(watched.stdout)).toContainEqual(expect.objectContaining({ index: "User.age", state: "active", entities: USERS, operations: USERS }));
+    expect(lines(watched.stdout)).toContainEqual(expect.objectContaining({ index: "User.handle", state: "active" }));
+
+    const status = await runSilk(["index", "status", ...base, "--label", "User", "--property", "age"]);
+    expect(lines(status.stdout)).toEqual([expect.objectContaining({ index: "User.age", state: "active" })]);
+
+    const schemaDrop = await runSilk(["index", "drop", ...base, "--label", "User", "--property", "handle"]);
+    expect(schemaDrop.code).toBe(1);
+    expect(schemaDrop.stderr).toMatch(/^silk index: unsupported_operation: /);
+    const missing = await runSilk(["index", "create", ...base, "--label", "User"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^silk index: invalid_option: /);
+
+    const dropped = await runSilk(["index", "drop", ...base, "--label", "User", "--property", "age"]);
+    expect(dropped.code).toBe(0);
+    expect(lines(dropped.stdout)).toEqual([expect.objectContaining({ index: "User.age", state: "dropped", entities: USERS })]);
+    const gone = await runSilk(["index", "status", ...base, "--label", "User", "--property", "age"]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^silk index: index_not_found: /);
+  }, 60_000);
+});
