@@ -10,7 +10,7 @@ import type { ExprAst, ParamAst, QueryDeclAst, SourceLocation, StatementAst } fr
 import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./query.js";
 import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
 import { compileChain } from "./query-steps.js";
-import { describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
+import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
 import { isBareName, locOf } from "./query-values.js";
 import type { FieldType } from "../schema.js";
 
@@ -134,7 +134,7 @@ class QueryCompiler implements CompilerScope {
         const compiled = this.traversal(statement.target);
         if (compiled === undefined) return undefined;
         if (compiled.type.kind !== "records") {
-          this.report("query_invalid", statement.loc, `DROP removes records; this traversal yields ${describeStaticTypeShort(compiled.type)}`);
+          this.report("query_invalid", statement.loc, `DROP removes records; this traversal yields ${describeStaticType(compiled.type)}`);
           return undefined;
         }
         this.markWrite();
@@ -294,8 +294,4 @@ function many(type: StaticType): StaticType {
 function cardinality(type: StaticType): "one" | "many" | "scalar" {
   if (type.kind === "values") return type.shape;
   return type.one ? "one" : "many";
-}
-
-function describeStaticTypeShort(type: StaticType): string {
-  return type.kind === "values" ? "values" : "projected rows";
 }

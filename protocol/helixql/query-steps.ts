@@ -10,7 +10,7 @@ import {
   ANY, assignable, describeStaticType, describeValueType, familyOf, fieldValue, FLOAT, scalarValue, type RecordKind, type StaticType, type ValueType,
 } from "./query-types.js";
 import {
-  compileCondition, compileInput, compileProjection, compileProperties, compileValue, isBareName, isElement, isMathFunction, resolveField,
+  compileCondition, compileInput, compileProjection, compileProperties, compileValue, fieldsOf, isBareName, isElement, isMathFunction, resolveField,
   singleField,
 } from "./query-values.js";
 
@@ -151,7 +151,7 @@ function indexLookup(scope: CompilerScope, call: CallAst, kind: RecordKind, labe
   }
   const key = item.kind === "field" ? item.name : item.key;
   const valueAst: ExprAst = item.kind === "field" ? { kind: "chain", start: { name: item.name, loc: item.name.loc }, steps: [], loc: item.name.loc } : item.value;
-  const fields = kind === "node" ? scope.schema.nodes.get(label)?.fields : kind === "edge" ? scope.schema.edges.get(label)?.fields : scope.schema.vectors.get(label)?.fields;
+  const fields = fieldsOf(scope, kind, label);
   const decl = fields?.get(key.text);
   if (decl === undefined) {
     scope.report("invalid_field", key.loc, `${label} has no field ${key.text}`);
