@@ -5,6 +5,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString } from "../protocol/ids.js";
+import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
@@ -20,6 +21,23 @@ export interface Element {
   record?: StoredRecord;
   /** For an edge reached by `out_e`, `in_e` or `both_e`: the node (or vector) it was reached from (`other_n`). */
   readonly via?: bigint;
+  /** For a search result, until a step leaves the hit stream: which search found it, where and how (search.ts). */
+  readonly hit?: SearchTag;
+}
+
+/**
+ * A search result's provenance: rerankers fuse rankings by `search` (one number per search step run) and MMR
+ * compares records by the vectors of `field`. `score` is a distance for vector searches (rendered `$distance`) and a
+ * relevance for text searches and rerankers (rendered `$score`).
+ */
+export interface SearchTag {
+  readonly search: number;
+  /** 1-based position in its search's ranking. */
+  readonly rank: number;
+  readonly score: number;
+  readonly measure: "distance" | "relevance";
+  /** The vector search's index field (a property or VECTOR_FIELD), for RerankMMR; absent for text searches. */
+  readonly field?: string;
 }
 
 export type Stream =
@@ -38,6 +56,8 @@ export interface ExecutionContext {
   readonly explain?: ExplainLog;
   /** Indexes created by index operations, which the planner uses and the UNIQUE check enforces as the schema's. */
   readonly runtimeIndex?: RuntimeIndexLookup;
+  /** Turns `Embed(text)` into vectors; absent, Embed is `embedding_not_configured`. */
+  readonly embedder?: Embedder;
 }
 
 export const RESULT_ELEMENTS_MAX = 1_000_000;

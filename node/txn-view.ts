@@ -6,7 +6,19 @@
  *
  * Architecture invariant: the view never writes to storage. Abandoning a view is a rollback.
  */
-import type { AdjacencyEntry, Direction, EdgeRecord, EndpointKind, IndexRange, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  EdgeRecord,
+  EndpointKind,
+  IndexRange,
+  Mutation,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "../protocol/records.js";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -25,6 +37,14 @@ export interface BaseReader {
    * when the field has no active index (on some partition), so the caller scans instead.
    */
   indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): MaybePromise<bigint[] | undefined>;
+  /**
+   * The k best hits of an active vector index, ascending by distance (merged over partitions). `index_not_found`
+   * when the label has no such index, `index_not_ready` while it is not active, `tenant_required` when a
+   * tenant-partitioned index is searched without a tenant, `vector_dimension_mismatch` for a query of another length.
+   */
+  vectorSearch(request: VectorSearchRequest): MaybePromise<SearchHit[]>;
+  /** The k best hits of an active text index, descending by BM25 score (merged over partitions); errors as above. */
+  textSearch(request: TextSearchRequest): MaybePromise<SearchHit[]>;
 }
 
 export interface Neighbour {

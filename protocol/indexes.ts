@@ -4,17 +4,58 @@
  */
 import type { RecordKind } from "./records.js";
 import type { ScalarTypeName } from "./schema.js";
+import { valueToJson, type Value } from "./values.js";
 
-export interface IndexDefinition {
+/** The three families of index (docs/INDEXES.md): equality/range, approximate nearest neighbour, BM25 text. */
+export type IndexFamily = "secondary" | "vector" | "text";
+
+export type VectorMetric = "cosine" | "euclidean" | "manhattan";
+export const VECTOR_METRICS: readonly VectorMetric[] = ["cosine", "euclidean", "manhattan"];
+
+export type TextAnalyzer = "standard" | "standard_stem_en" | "whitespace_lowercase";
+export const TEXT_ANALYZERS: readonly TextAnalyzer[] = ["standard", "standard_stem_en", "whitespace_lowercase"];
+
+/** The field a vector index of a `V::` type covers: the record's own vector, not a property. */
+export const VECTOR_FIELD = "$vector";
+
+interface IndexDefinitionBase {
   readonly kind: RecordKind;
   readonly label: string;
+  /** A top-level property, or VECTOR_FIELD for the vector of a `V::` record. */
   readonly field: string;
-  readonly unique: boolean;
-  /** The field's declared type: a changed type is a different index, rebuilt. */
-  readonly type: ScalarTypeName;
   /** `User.age`: the name explain output and `db.indexes()` show. */
   readonly name: string;
 }
+
+/** An equality and range index. Persisted before families existed without `family`: read such as "secondary". */
+export interface SecondaryIndexDefinition extends IndexDefinitionBase {
+  readonly family: "secondary";
+  readonly unique: boolean;
+  /** The field's declared type: a changed type is a different index, rebuilt. */
+  readonly type: ScalarTypeName;
+}
+
+/** An HNSW index over float vectors (normalised to float32); one graph per tenant value when `tenant` is set. */
+export interface VectorIndexDefinition extends IndexDefinitionBase {
+  readonly family: "vector";
+  readonly metric: VectorMetric;
+  /** Every indexed vector has exactly this length; absent, the first vector indexed fixes it (kept in the state). */
+  readonly dimension?: number;
+  /** The property whose value names a record's tenant partition. */
+  readonly tenant?: string;
+}
+
+/** A BM25 index over a String or [String] property; postings live in the partition's LMDB. */
+export interface TextIndexDefinition extends IndexDefinitionBase {
+  readonly family: "text";
+  readonly analyzer: TextAnalyzer;
+  /** Whether term positions are stored with the postings. */
+  readonly positions: boolean;
+  /** Only `tenant_id` (SPEC): the property whose value names a record's tenant partition. */
+  readonly tenant?: string;
+}
+
+export type IndexDefinition = SecondaryIndexDefinition | VectorIndexDefinition | TextIndexDefinition;
 
 export type IndexStateName = "constructing" | "active" | "blocked";
 
@@ -22,7 +63,10 @@ export type IndexStateName = "constructing" | "active" | "blocked";
 export type IndexOrigin = "schema" | "runtime";
 
 /** One index as a partition persists it: its definition, state and monotonic build counters. */
-export interface IndexStatus extends IndexDefinition {
+export type IndexStatus = IndexDefinition & IndexProgress;
+
+/** One index's state and monotonic build counters. */
+export interface IndexProgress {
   readonly state: IndexStateName;
   readonly origin: IndexOrigin;
   /** Records the build has scanned. */
@@ -34,10 +78,20 @@ export interface IndexStatus extends IndexDefinition {
   /** Why a `blocked` index is blocked: an error code, and a message naming the value. */
   readonly reason?: string;
   readonly message?: string;
+  /** A vector index's dimension once fixed (declared, or by the first vector indexed). */
+  readonly dimension?: number;
 }
 
-/** The index an index operation created on a kind, label and field, if any (the schema's are in the schema). */
-export type RuntimeIndexLookup = (kind: RecordKind, label: string, field: string) => IndexDefinition | undefined;
+/** The secondary index an index operation created on a kind, label and field, if any (the schema's are in the schema). */
+export type RuntimeIndexLookup = (kind: RecordKind, label: string, field: string) => SecondaryIndexDefinition | undefined;
+
+/**
+ * The tenant partition a tenant property's value names: strings as themselves, anything else by its JSON text.
+ * A record without the property is in no partition (a tenant-partitioned index leaves it out).
+ */
+export function tenantKey(value: Value): string {
+  return typeof value === "string" ? value : JSON.stringify(valueToJson(value));
+}
 
 /** A database's index is as far along as its least advanced partition. */
 const STATE_RANK: Record<IndexStateName, number> = { active: 0, constructing: 1, blocked: 2 };

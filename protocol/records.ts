@@ -60,6 +60,36 @@ export interface IndexRange {
   readonly highInclusive: boolean;
 }
 
+/** One search result: a record and its score (a vector search's distance, lower is better; BM25, higher is better). */
+export interface SearchHit {
+  readonly id: bigint;
+  readonly score: number;
+}
+
+/** The k nearest records of an active vector index, or of `candidates` only (exact membership) when given. */
+export interface VectorSearchRequest {
+  readonly kind: RecordKind;
+  readonly label: string;
+  /** A property, or VECTOR_FIELD (protocol/indexes.ts) for a `V::` record's own vector. */
+  readonly field: string;
+  readonly vector: Float32Array;
+  readonly k: number;
+  /** The tenant partition (tenantKey of the value); required exactly when the index is tenant-partitioned. */
+  readonly tenant?: string;
+  readonly candidates?: readonly bigint[];
+}
+
+/** The k best BM25 matches of an active text index (every text index of the label when `field` is absent). */
+export interface TextSearchRequest {
+  readonly kind: RecordKind;
+  readonly label: string;
+  readonly field?: string;
+  readonly text: string;
+  readonly k: number;
+  readonly tenant?: string;
+  readonly candidates?: readonly bigint[];
+}
+
 /**
  * The primitive writes. Each names the partition-owned key it touches: records by their id, the out-adjacency
  * by the edge's source (it lives with the edge record), the in-adjacency by the edge's target.

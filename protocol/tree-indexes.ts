@@ -4,6 +4,7 @@
  * root of an entry, a batch that holds one holds nothing else, and the coordinator runs them (cluster/index-operations.ts).
  * See docs/OPERATION_TREE.md and docs/INDEXES.md.
  */
+import type { TextAnalyzer, VectorMetric } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import { allowOnly, fault, labelAt, objectAt, stringAt, type Json } from "./tree-json.js";
 
@@ -14,9 +15,15 @@ export interface IndexOperation {
   readonly kind: RecordKind;
   readonly label: string;
   readonly field: string;
-  /** Only `create` sets it; the other actions find the index by kind, label and field. */
-  readonly unique: boolean;
+  /** What `create` makes (`{"family": "secondary", "unique": false}` by default); the other actions find the index by kind, label and field. */
+  readonly spec: IndexSpec;
 }
+
+/** A created index's family and options: `create_index`'s `"type"` (`equality`/`range`/`unique`, `vector`, `text`) and its options. */
+export type IndexSpec =
+  | { readonly family: "secondary"; readonly unique: boolean }
+  | { readonly family: "vector"; readonly metric: VectorMetric; readonly dimension?: number; readonly tenant?: string }
+  | { readonly family: "text"; readonly analyzer: TextAnalyzer; readonly positions: boolean; readonly tenant?: string };
 
 const ACTIONS: ReadonlyMap<string, IndexAction> = new Map([
   ["create_index", "create"],

@@ -16,6 +16,7 @@ import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
+import type { RecordKind } from "./records.js";
 import type { Value } from "./values.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -66,7 +67,9 @@ export type Expr =
   | { readonly kind: "traversal"; readonly traversal: Step }
   /** Silk's: the first element of a sub-traversal's JSON form, or null (HelixQL's one-record traversals in values). */
   | { readonly kind: "first"; readonly traversal: Step }
-  | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] };
+  | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] }
+  /** HelixQL's `Embed(text)`: the text's vector from the configured embedding provider (protocol/embedding.ts). */
+  | { readonly kind: "embed"; readonly text: Expr };
 
 /** Math functions of `call` with their arity: [fewest, most] arguments. */
 export const MATH_FUNCTIONS = {
@@ -113,6 +116,9 @@ export type PathDirection = "out" | "in" | "both";
 export type PathAlgorithm = { readonly kind: "bfs" } | { readonly kind: "dijkstra"; readonly weight: Expr };
 
 export type Order = "asc" | "desc";
+
+/** How RerankMMR measures how alike two results are. */
+export type MmrDistance = "cosine" | "euclidean" | "dotproduct";
 
 /** How `repeat` emits intermediate levels besides the records that leave the loop (docs/OPERATION_TREE.md). */
 export type EmitBehavior = "none" | "before" | "after" | "all";
@@ -182,6 +188,32 @@ export type Step =
       readonly direction: PathDirection;
       readonly algorithm: PathAlgorithm;
     }
+  // Search: the k best records of an index, best first; with `input` (the `_within` forms) only among its records.
+  | {
+      readonly op: "vector_search";
+      readonly input?: Step;
+      readonly kind: RecordKind;
+      readonly label: string;
+      /** A property, or VECTOR_FIELD for a `V::` type's own vector. */
+      readonly property: string;
+      readonly query: Input;
+      readonly k: Input;
+      readonly tenant?: Input;
+    }
+  | {
+      readonly op: "text_search";
+      readonly input?: Step;
+      readonly kind: RecordKind;
+      readonly label: string;
+      /** Absent: every text index of the label, a record's score the sum of its fields' scores. */
+      readonly property?: string;
+      readonly query: Input;
+      readonly k: Input;
+      readonly tenant?: Input;
+    }
+  // Rerankers over search results (docs/INDEXES.md): fusion of the rankings in a stream, and diversification.
+  | { readonly op: "rerank_rrf"; readonly input: Step; readonly k?: Input }
+  | { readonly op: "rerank_mmr"; readonly input: Step; readonly lambda: Input; readonly distance: MmrDistance }
   // Mutations.
   | { readonly op: "add_n"; readonly input?: Step; readonly label: string; readonly properties: PropertyAssignments }
   | { readonly op: "add_e"; readonly input: Step; readonly label: string; readonly to: Ref; readonly properties: PropertyAssignments }
