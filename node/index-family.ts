@@ -18,6 +18,7 @@
  */
 import type { ErrorCode } from "../protocol/errors.js";
 import type { IndexDefinition, IndexStateName } from "../protocol/indexes.js";
+import type { RecordKind } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 
 /** A record as index maintenance sees it: its properties, and for a `V::` record its vector. */
@@ -25,6 +26,27 @@ export interface IndexedRecord {
   readonly id: bigint;
   readonly props: Properties;
   readonly vector?: Float64Array;
+}
+
+/** A record a build scan looked at, with its stored size (the `bytes` counter). */
+export interface ScannedRecord extends IndexedRecord {
+  readonly bytes: number;
+}
+
+/** One chunk of a label scan: its records, the last ID looked at, and whether the label is exhausted. */
+export interface ScanChunk {
+  readonly records: readonly ScannedRecord[];
+  readonly last: bigint | undefined;
+  readonly done: boolean;
+}
+
+/** The committed records maintenance and builds read, inside the current transaction (provided by the store). */
+export interface IndexRecordSource {
+  /** The committed record under an 8-byte ID key, if any. */
+  record(kind: RecordKind, key: Buffer): IndexedRecord | undefined;
+  /** Looks at up to `limit` records (of the label, or for edges of any label) with IDs above `after`, in ID order. */
+  scan(kind: RecordKind, label: string, after: bigint | undefined, limit: number): ScanChunk;
+  hasLabel(kind: RecordKind, label: string): boolean;
 }
 
 /** Why a finished build cannot activate: an error code and a message naming the value. */
@@ -36,9 +58,10 @@ export interface BuildProblem {
 export interface IndexFamilyStore<D extends IndexDefinition> {
   /**
    * Takes an index the catalog knows, with its persisted state: at open, after `create`, and after a build restarts.
-   * The vector family (re)builds its in-memory graphs of an active index here, from the committed records.
+   * The vector family (re)builds its in-memory graphs of an active index here, from the committed records (through
+   * the IndexRecordSource it was constructed with), and starts a constructing one empty (its build restarts).
    */
-  load(definition: D, state: IndexStateName, dimension: number | undefined): void;
+  load(definition: D, state: IndexStateName): void;
   /** `old` is the committed record (undefined for a new one); maintains a constructing or active index. */
   put(definition: D, record: IndexedRecord, old: IndexedRecord | undefined): void;
   delete(definition: D, old: IndexedRecord): void;
@@ -49,6 +72,9 @@ export interface IndexFamilyStore<D extends IndexDefinition> {
   build(definition: D, record: IndexedRecord): number;
   finish(definition: D): BuildProblem | undefined;
   remove(definition: D): void;
-  /** The dimension a vector index has settled on (declared, or fixed by its first vector); undefined elsewhere. */
+  /**
+   * The dimension a vector index has settled on (declared, or fixed by its first vector and persisted by the family
+   * in `meta` inside the transaction that indexed it); undefined elsewhere. Shown by `db.indexes()`.
+   */
   dimensionOf?(definition: D): number | undefined;
 }
