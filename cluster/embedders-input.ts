@@ -1,0 +1,32 @@
+/**
+ * What every embedding provider checks before it does any work (cluster/embedders.ts): the texts are strings, not
+ * empty, and within a size bound; a configured dimension is a whole number within bounds. Bad input is the caller's
+ * fault (`invalid_value`), never the provider's (`embedding_failed`), and nothing is sent anywhere.
+ */
+import { SilkError } from "../protocol/errors.js";
+
+/** The longest text one Embed may carry, in UTF-8 bytes (providers cap far lower in tokens; this bounds our work). */
+export const EMBED_TEXT_BYTES_MAX = 1_048_576;
+/** The most dimensions an embedder may be configured with (the largest hosted models give 3,072). */
+export const EMBED_DIMENSIONS_MAX = 16_384;
+
+/** Throws `invalid_value` for the first text that is not a non-empty string of at most EMBED_TEXT_BYTES_MAX bytes. */
+export function checkEmbedTexts(texts: readonly unknown[]): asserts texts is readonly string[] {
+  if (!Array.isArray(texts)) throw new SilkError("invalid_value", "Embed takes a list of texts");
+  texts.forEach((text, i) => {
+    if (typeof text !== "string") throw new SilkError("invalid_value", `Embed text ${i} is ${text === null ? "null" : typeof text}, not a string`);
+    if (text.trim() === "") throw new SilkError("invalid_value", `Embed text ${i} is empty; there is nothing to embed`);
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > EMBED_TEXT_BYTES_MAX) {
+      throw new SilkError("invalid_value", `Embed text ${i} has ${bytes} bytes; the limit is ${EMBED_TEXT_BYTES_MAX}`);
+    }
+  });
+}
+
+/** A dimension setting: a whole number from 1 to EMBED_DIMENSIONS_MAX, else `code` (`invalid_option` from settings). */
+export function checkDimensions(value: number, what: string, code: "invalid_option" | "invalid_value" = "invalid_value"): number {
+  if (!Number.isInteger(value) || value < 1 || value > EMBED_DIMENSIONS_MAX) {
+    throw new SilkError(code, `${what} must be a whole number from 1 to ${EMBED_DIMENSIONS_MAX}, got ${String(value)}`);
+  }
+  return value;
+}
