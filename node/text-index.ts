@@ -1,0 +1,393 @@
+/**
+ * The BM25 text indexes of one partition (the `text` family of index-family.ts): an inverted index over a
+ * top-level String or [String] property, kept in its own binary LMDB sub-database and changed only inside the
+ * caller's write transaction, so a failed transaction leaves nothing behind and a reader sees one snapshot.
+ *
+ * Key layout (every key raw bytes; `prefix` is keys.ts's indexPrefix: kind(1) | label | 0x00 | field | 0x00, so
+ * `remove` deletes one key range; `part` is the tenant partition: u16 byte length | tenantKey UTF-8, empty for an
+ * index without tenant):
+ *
+ *   prefix | part | 'S'                                → documents(f64) | total length in terms(f64)
+ *   prefix | part | 'D' | id(8)                        → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
+ *   prefix | part | 'P' | u16 | term (UTF-8) | id(8)   → tf(u32) | document length(u32) [| positions: LEB128 deltas]
+ *
+ * Terms are length-prefixed, so one term's postings are the one range `prefix | part | 'P' | u16 | term`, in ID
+ * order. A posting carries its document's length so that scoring reads postings only; a document's entry lists its
+ * distinct terms so that an update or delete removes its postings without analysing the old text again.
+ *
+ * Rules: a record whose field is absent, or (tenant index) whose tenant property is absent, is not indexed; null or
+ * any non-string value (number, boolean, array holding a non-string, object, bytes) is `invalid_type` naming the
+ * record and field; a [String]'s elements are analysed one after the other, positions continuing. A text with no
+ * term is not indexed (it does not count as a document). Terms longer than TERM_BYTES_MAX bytes are not stored.
+ *
+ * Scoring (Lucene's BM25): score(d) = Σ over distinct query terms t of idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)),
+ * idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)), N, df and avgdl taken in the searched tenant partition. A query term
+ * repeated counts once. Results: descending score, ties by ascending ID.
+ *
+ * Architecture invariant: no in-memory state; the family's whole truth is the `text` sub-database, so `flush`,
+ * `commit`, `discard` and `load` have nothing to do. Index states (`index_not_ready`) are the catalog's to check.
+ */
+import type { Database, Transaction } from "lmdb";
+import { SilkError } from "../protocol/errors.js";
+import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
+import type { SearchHit } from "../protocol/records.js";
+import type { Value } from "../protocol/values.js";
+import type { BuildProblem, IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
+import { AFTER_EVERY_ID, idKey, ID_BYTES, indexPrefix } from "./keys.js";
+import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
+
+/** BM25's term-frequency saturation. */
+export const BM25_K1 = 1.2;
+/** BM25's document-length normalisation. */
+export const BM25_B = 0.75;
+/** The longest tenant value a partition key holds, in UTF-8 bytes. */
+export const TENANT_BYTES_MAX = 512;
+/** LMDB's key size limit (lmdb-js, default page size). */
+export const KEY_BYTES_MAX = 1_978;
+/** The most hits one search returns. */
+export const SEARCH_K_MAX = 10_000;
+
+const TAG_STATS = 0x53; // 'S'
+const TAG_DOCUMENT = 0x44; // 'D'
+const TAG_POSTING = 0x50; // 'P'
+
+/** A record's analysed field: its partition's key prefix and its terms in order. */
+interface Analysed {
+  readonly part: Buffer;
+  readonly terms: readonly string[];
+}
+
+/** The search options of one call: the tenant partition (required on a tenant index) and an exact candidate set. */
+export interface TextSearchOptions {
+  readonly tenant?: string;
+  readonly candidates?: readonly bigint[];
+}
+
+export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
+  private readonly prefixes = new Map<string, Buffer>();
+
+  /**
+   * `entries` is the partition's `text` sub-database (binary keys and values). `meta` and `source` are the
+   * catalog's: this family keeps nothing in `meta` and never reads records itself (it is handed every record).
+   */
+  constructor(
+    private readonly entries: Database<Buffer, Buffer>,
+    private readonly meta: Database,
+    private readonly source: IndexRecordSource,
+  ) {}
+
+  load(): void {}
+
+  put(definition: TextIndexDefinition, record: IndexedRecord, old: IndexedRecord | undefined): void {
+    const analysed = this.analyse(definition, record);
+    if (old !== undefined) {
+      if (sameText(definition, record, old)) return;
+      const oldPart = this.partitionOf(definition, old);
+      if (oldPart !== undefined) this.unindex(oldPart, old.id);
+    }
+    if (analysed !== undefined) this.index(definition, analysed, record.id);
+  }
+
+  delete(definition: TextIndexDefinition, old: IndexedRecord): void {
+    const part = this.partitionOf(definition, old);
+    if (part !== undefined) this.unindex(part, old.id);
+  }
+
+  flush(): void {}
+  commit(): void {}
+  discard(): void {}
+
+  /** Indexes one record of a build chunk (replacing what a write already indexed); returns the postings written. */
+  build(definition: TextIndexDefinition, record: IndexedRecord): number {
+    const analysed = this.analyse(definition, record);
+    if (analysed === undefined) return 0;
+    this.unindex(analysed.part, record.id);
+    return this.index(definition, analysed, record.id);
+  }
+
+  finish(): BuildProblem | undefined {
+    return undefined;
+  }
+
+  remove(definition: TextIndexDefinition): void {
+    const start = this.prefixOf(definition);
+    const end = Buffer.from(start);
+    end[end.length - 1] = 1;
+    const keys = [...this.entries.getKeys({ start, end })];
+    for (const key of keys) this.entries.removeSync(key);
+  }
+
+  /**
+   * The `k` best documents for `text` (analysed with the index's analyzer), read through `transaction` (one
+   * snapshot), among `options.candidates` only when given.
+   */
+  search(
+    transaction: Transaction | undefined,
+    definition: TextIndexDefinition,
+    text: string,
+    k: number,
+    options: TextSearchOptions,
+  ): SearchHit[] {
+    if (!Number.isSafeInteger(k) || k < 1) throw new SilkError("invalid_value", `text search on ${definition.name}: k must be a positive integer, got ${k}`);
+    if (k > SEARCH_K_MAX) throw new SilkError("limit_exceeded", `text search on ${definition.name}: k is ${k}, at most ${SEARCH_K_MAX}`);
+    if (definition.tenant !== undefined && options.tenant === undefined) {
+      throw new SilkError("tenant_required", `text index ${definition.name} is partitioned by ${definition.tenant}: pass the tenant to search it`);
+    }
+    const tenant = definition.tenant === undefined ? "" : options.tenant!;
+    if (Buffer.byteLength(tenant, "utf8") > TENANT_BYTES_MAX) return [];
+    const part = partitionPrefix(this.prefixOf(definition), tenant);
+    const stats = this.entries.get(tagKey(part, TAG_STATS), { transaction });
+    if (stats === undefined) return [];
+    const documents = stats.readDoubleBE(0);
+    const averageLength = stats.readDoubleBE(8) / documents;
+    const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
+    if (candidates !== undefined && candidates.size === 0) return [];
+    const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
+    const scores = new Map<bigint, number>();
+    for (const term of terms) {
+      const start = termPrefix(part, term);
+      if (start === undefined) continue;
+      // df counts every posting of the partition; the candidates only choose which documents are scored.
+      let frequency = 0;
+      const postings: { id: bigint; tf: number; length: number }[] = [];
+      for (const { key, value } of this.entries.getRange({ start, end: Buffer.concat([start, AFTER_EVERY_ID]), transaction })) {
+        frequency += 1;
+        const id = key.readBigUInt64BE(key.length - ID_BYTES);
+        if (candidates === undefined || candidates.has(id)) postings.push({ id, tf: value.readUInt32BE(0), length: value.readUInt32BE(4) });
+      }
+      const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
+      for (const { id, tf, length } of postings) {
+        const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength);
+        scores.set(id, (scores.get(id) ?? 0) + (idf * tf * (BM25_K1 + 1)) / norm);
+      }
+    }
+    return topHits(scores, k);
+  }
+
+  /** The positions of `term` in record `id` (an index with positions; [] otherwise or when absent), for tests and phrases. */
+  positions(transaction: Transaction | undefined, definition: TextIndexDefinition, term: string, id: bigint, tenant?: string): number[] {
+    const start = termPrefix(partitionPrefix(this.prefixOf(definition), tenant ?? ""), term);
+    if (start === undefined) return [];
+    const value = this.entries.get(Buffer.concat([start, idKey(id)]), { transaction });
+    return value === undefined ? [] : decodePositions(value);
+  }
+
+  private prefixOf(definition: TextIndexDefinition): Buffer {
+    const name = `${definition.kind}:${definition.label}:${definition.field}`;
+    let prefix = this.prefixes.get(name);
+    if (prefix === undefined) {
+      prefix = indexPrefix(definition.kind, definition.label, definition.field);
+      this.prefixes.set(name, prefix);
+    }
+    return prefix;
+  }
+
+  /** The partition a record belongs to, or undefined when it is in none (a tenant index, no tenant property). */
+  private partitionOf(definition: TextIndexDefinition, record: IndexedRecord): Buffer | undefined {
+    if (definition.tenant === undefined) return partitionPrefix(this.prefixOf(definition), "");
+    const value = record.props[definition.tenant];
+    if (value === undefined) return undefined;
+    const tenant = tenantKey(value);
+    if (Buffer.byteLength(tenant, "utf8") > TENANT_BYTES_MAX) {
+      throw new SilkError("limit_exceeded", `text index ${definition.name}: record ${record.id}'s ${definition.tenant} is longer than ${TENANT_BYTES_MAX} bytes`);
+    }
+    return partitionPrefix(this.prefixOf(definition), tenant);
+  }
+
+  /** The record's partition and terms; undefined when it is not indexed; invalid_type for a value of another type. */
+  private analyse(definition: TextIndexDefinition, record: IndexedRecord): Analysed | undefined {
+    const texts = textsOf(definition, record);
+    if (texts === undefined) return undefined;
+    const part = this.partitionOf(definition, record);
+    if (part === undefined) return undefined;
+    if (part.length + 1 + 2 + TERM_BYTES_MAX + ID_BYTES > KEY_BYTES_MAX) {
+      throw new SilkError("limit_exceeded", `text index ${definition.name}: its keys would exceed LMDB's ${KEY_BYTES_MAX} bytes`);
+    }
+    return { part, terms: analyzeAll(definition.analyzer, texts) };
+  }
+
+  /** Writes a document's postings, entry and statistics; returns the postings written (0: no term, not indexed). */
+  private index(definition: TextIndexDefinition, analysed: Analysed, id: bigint): number {
+    const occurrences = new Map<string, number[]>();
+    let length = 0;
+    analysed.terms.forEach((term, position) => {
+      if (term.length * 3 > TERM_BYTES_MAX && Buffer.byteLength(term, "utf8") > TERM_BYTES_MAX) return;
+      length += 1;
+      const list = occurrences.get(term);
+      if (list === undefined) occurrences.set(term, [position]);
+      else list.push(position);
+    });
+    if (occurrences.size === 0) return 0;
+    const id8 = idKey(id);
+    const termBytes: Buffer[] = [];
+    for (const [term, positions] of occurrences) {
+      const bytes = Buffer.from(term, "utf8");
+      termBytes.push(bytes);
+      const key = Buffer.concat([termPrefixOf(analysed.part, bytes), id8]);
+      this.entries.putSync(key, encodePosting(positions, length, definition.positions));
+    }
+    this.entries.putSync(Buffer.concat([tagKey(analysed.part, TAG_DOCUMENT), id8]), encodeDocument(length, termBytes));
+    this.addStatistics(analysed.part, 1, length);
+    return occurrences.size;
+  }
+
+  /** Removes a document's postings, entry and statistics, if it is indexed in this partition. */
+  private unindex(part: Buffer, id: bigint): void {
+    const id8 = idKey(id);
+    const documentKey = Buffer.concat([tagKey(part, TAG_DOCUMENT), id8]);
+    const document = this.entries.get(documentKey);
+    if (document === undefined) return;
+    const length = document.readUInt32BE(0);
+    const count = document.readUInt32BE(4);
+    let at = 8;
+    for (let term = 0; term < count; term += 1) {
+      const bytes = document.readUInt16BE(at);
+      this.entries.removeSync(Buffer.concat([termPrefixOf(part, document.subarray(at + 2, at + 2 + bytes)), id8]));
+      at += 2 + bytes;
+    }
+    this.entries.removeSync(documentKey);
+    this.addStatistics(part, -1, -length);
+  }
+
+  private addStatistics(part: Buffer, documents: number, length: number): void {
+    const key = tagKey(part, TAG_STATS);
+    const stored = this.entries.get(key);
+    const total = (stored === undefined ? 0 : stored.readDoubleBE(0)) + documents;
+    if (total <= 0) {
+      this.entries.removeSync(key);
+      return;
+    }
+    const value = Buffer.allocUnsafe(16);
+    value.writeDoubleBE(total, 0);
+    value.writeDoubleBE((stored === undefined ? 0 : stored.readDoubleBE(8)) + length, 8);
+    this.entries.putSync(key, value);
+  }
+}
+
+/** The texts of a record's field: undefined when absent; invalid_type when not a String or [String]. */
+function textsOf(definition: TextIndexDefinition, record: IndexedRecord): readonly string[] | undefined {
+  const value = record.props[definition.field];
+  if (value === undefined) return undefined;
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value) && value.every((element) => typeof element === "string")) return value as string[];
+  throw new SilkError(
+    "invalid_type",
+    `text index ${definition.name}: record ${record.id} has ${definition.field} = ${describe(value)}; a text index takes a String or [String]`,
+  );
+}
+
+function describe(value: Value): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array holding a non-string";
+  if (value instanceof Date) return "a Date";
+  if (ArrayBuffer.isView(value)) return "binary or numeric array";
+  return typeof value === "object" ? "an object" : `a ${typeof value} (${String(value)})`;
+}
+
+/** Whether an update leaves the indexed text and tenant as they were (then the postings stay). */
+function sameText(definition: TextIndexDefinition, record: IndexedRecord, old: IndexedRecord): boolean {
+  if (definition.tenant !== undefined && !sameValue(record.props[definition.tenant], old.props[definition.tenant])) return false;
+  return sameValue(record.props[definition.field], old.props[definition.field]);
+}
+
+function sameValue(left: Value | undefined, right: Value | undefined): boolean {
+  if (left === right) return true;
+  if (left === undefined || right === undefined) return false;
+  if (Array.isArray(left) && Array.isArray(right)) {
+    return left.length === right.length && left.every((element, at) => typeof element === "string" && element === right[at]);
+  }
+  // Tenant values of other types compare by the partition they name.
+  return typeof left !== "string" && typeof right !== "string" && tenantKey(left) === tenantKey(right);
+}
+
+function partitionPrefix(prefix: Buffer, tenant: string): Buffer {
+  const bytes = Buffer.byteLength(tenant, "utf8");
+  const part = Buffer.allocUnsafe(prefix.length + 2 + bytes);
+  prefix.copy(part, 0);
+  part.writeUInt16BE(bytes, prefix.length);
+  part.write(tenant, prefix.length + 2, "utf8");
+  return part;
+}
+
+function tagKey(part: Buffer, tag: number): Buffer {
+  const key = Buffer.allocUnsafe(part.length + 1);
+  part.copy(key, 0);
+  key[part.length] = tag;
+  return key;
+}
+
+/** The prefix of one term's postings, or undefined for a term too long to be stored. */
+function termPrefix(part: Buffer, term: string): Buffer | undefined {
+  const bytes = Buffer.from(term, "utf8");
+  return bytes.length > TERM_BYTES_MAX ? undefined : termPrefixOf(part, bytes);
+}
+
+function termPrefixOf(part: Buffer, term: Uint8Array): Buffer {
+  const key = Buffer.allocUnsafe(part.length + 3 + term.length);
+  part.copy(key, 0);
+  key[part.length] = TAG_POSTING;
+  key.writeUInt16BE(term.length, part.length + 1);
+  key.set(term, part.length + 3);
+  return key;
+}
+
+function encodePosting(positions: readonly number[], length: number, withPositions: boolean): Buffer {
+  const head = Buffer.allocUnsafe(8);
+  head.writeUInt32BE(positions.length, 0);
+  head.writeUInt32BE(length, 4);
+  if (!withPositions) return head;
+  const deltas: number[] = [];
+  let previous = 0;
+  for (const position of positions) {
+    let delta = position - previous;
+    previous = position;
+    while (delta >= 0x80) {
+      deltas.push((delta & 0x7f) | 0x80);
+      delta >>>= 7;
+    }
+    deltas.push(delta);
+  }
+  return Buffer.concat([head, Buffer.from(deltas)]);
+}
+
+function decodePositions(value: Buffer): number[] {
+  const positions: number[] = [];
+  let previous = 0;
+  let at = 8;
+  while (at < value.length) {
+    let delta = 0;
+    let shift = 0;
+    let byte: number;
+    do {
+      byte = value[at++];
+      delta += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (byte & 0x80);
+    previous += delta;
+    positions.push(previous);
+  }
+  return positions;
+}
+
+function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {
+  let bytes = 8;
+  for (const term of terms) bytes += 2 + term.length;
+  const value = Buffer.allocUnsafe(bytes);
+  value.writeUInt32BE(length, 0);
+  value.writeUInt32BE(terms.length, 4);
+  let at = 8;
+  for (const term of terms) {
+    value.writeUInt16BE(term.length, at);
+    term.copy(value, at + 2);
+    at += 2 + term.length;
+  }
+  return value;
+}
+
+/** The k highest scores, descending, ties by ascending ID. */
+function topHits(scores: ReadonlyMap<bigint, number>, k: number): SearchHit[] {
+  const hits: SearchHit[] = [];
+  for (const [id, score] of scores) hits.push({ id, score });
+  hits.sort((left, right) => right.score - left.score || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0));
+  return hits.length > k ? hits.slice(0, k) : hits;
+}

@@ -1,0 +1,322 @@
+/**
+ * The BM25 text index family (node/text-index.ts) on a real LMDB environment in a temporary directory: exact BM25
+ * scores, ordering, updates and deletes, failed transactions, bad values, tenant partitions, candidates,
+ * [String] values, positions, builds and remove().
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { open, type Database, type RootDatabase } from "lmdb";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SilkError } from "../../protocol/errors.js";
+import type { TextIndexDefinition } from "../../protocol/indexes.js";
+import type { RecordKind } from "../../protocol/records.js";
+import type { Properties } from "../../protocol/values.js";
+import type { IndexedRecord, IndexRecordSource } from "../../node/index-family.js";
+import { SEARCH_K_MAX, TextIndexes } from "../../node/text-index.js";
+
+const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
+const TITLE: TextIndexDefinition = { ...BODY, field: "title", name: "Doc.title", positions: true };
+const TENANTED: TextIndexDefinition = { ...BODY, label: "Note", name: "Note.body", tenant: "tenant_id" };
+
+/** Records by ID, as a store would hold them after its transactions committed. */
+class Fixture {
+  readonly records = new Map<bigint, IndexedRecord>();
+  readonly text: TextIndexes;
+
+  constructor(
+    readonly env: RootDatabase,
+    readonly entries: Database<Buffer, Buffer>,
+  ) {
+    const records = this.records;
+    const source: IndexRecordSource = {
+      record: (_kind: RecordKind, key: Buffer) => records.get(key.readBigUInt64BE(0)),
+      scan: (_kind, _label, after, limit) => {
+        const sorted = [...records.values()].filter((record) => after === undefined || record.id > after).sort((a, b) => (a.id < b.id ? -1 : 1));
+        const chunk = sorted.slice(0, limit).map((record) => ({ ...record, bytes: 0 }));
+        return { records: chunk, last: chunk.at(-1)?.id, done: sorted.length <= limit };
+      },
+      hasLabel: () => records.size > 0,
+    };
+    this.text = new TextIndexes(entries, env.openDB({ name: "meta" }), source);
+  }
+
+  /** Writes records in one transaction, maintaining `definitions` as the catalog would. */
+  put(definitions: readonly TextIndexDefinition[], writes: readonly [bigint, Properties][]): void {
+    const staged = new Map(this.records);
+    this.env.transactionSync(() => {
+      for (const [id, props] of writes) {
+        for (const definition of definitions) this.text.put(definition, { id, props }, staged.get(id));
+        staged.set(id, { id, props });
+      }
+    });
+    for (const [id, props] of writes) this.records.set(id, { id, props });
+  }
+
+  delete(definitions: readonly TextIndexDefinition[], id: bigint): void {
+    const old = this.records.get(id)!;
+    this.env.transactionSync(() => {
+      for (const definition of definitions) this.text.delete(definition, old);
+    });
+    this.records.delete(id);
+  }
+
+  search(definition: TextIndexDefinition, query: string, k = 10, options: { tenant?: string; candidates?: readonly bigint[] } = {}): [bigint, number][] {
+    return this.text.search(undefined, definition, query, k, options).map((hit) => [hit.id, hit.score]);
+  }
+
+  /** Every key and value of the `text` sub-database, in hex. */
+  dump(): string[] {
+    return [...this.entries.getRange({})].map(({ key, value }) => `${key.toString("hex")}=${value.toString("hex")}`);
+  }
+}
+
+let directory: string;
+let env: RootDatabase;
+let fixture: Fixture;
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), "silk-text-index-"));
+  env = open({ path: join(directory, "data.mdb") });
+  fixture = new Fixture(env, env.openDB<Buffer, Buffer>({ name: "text", keyEncoding: "binary", encoding: "binary" }));
+});
+
+afterEach(async () => {
+  await env.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+function expectSilkError(action: () => unknown, code: string, ...fragments: string[]): void {
+  let caught: unknown;
+  try {
+    action();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(SilkError);
+  expect((caught as SilkError).code).toBe(code);
+  for (const fragment of fragments) expect((caught as SilkError).message).toContain(fragment);
+}
+
+/** BM25 with k1 = 1.2, b = 0.75, written out by hand for the tests' numbers. */
+function bm25(tf: number, length: number, averageLength: number, documents: number, frequency: number): number {
+  const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
+  return (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * length) / averageLength));
+}
+
+const THREE_DOCS: [bigint, Properties][] = [
+  [1n, { body: "the quick brown fox" }],
+  [2n, { body: "quick quick dog" }],
+  [3n, { body: "lazy dog sleeps" }],
+];
+
+describe("BM25 scores", () => {
+  it("match a hand-computed example exactly", () => {
+    fixture.put([BODY], THREE_DOCS);
+    // N = 3, average length 10/3, df(quick) = 2: idf = ln(1.6).
+    expect(fixture.search(BODY, "quick")).toEqual([
+      [2n, 0.6649569031129378],
+      [1n, 0.4344571362775707],
+    ]);
+    const [[top, score]] = fixture.search(BODY, "quick dog");
+    expect(top).toBe(2n);
+    expect(score).toBeCloseTo(bm25(2, 3, 10 / 3, 3, 2) + bm25(1, 3, 10 / 3, 3, 2), 12);
+    expect(score).toBeCloseTo(1.1550080805255531, 12);
+    expect(fixture.search(BODY, "quick dog").map(([id]) => id)).toEqual([2n, 3n, 1n]);
+  });
+
+  it("count a repeated query term once, and answer [] for unknown terms and empty queries", () => {
+    fixture.put([BODY], THREE_DOCS);
+    expect(fixture.search(BODY, "quick quick QUICK")).toEqual(fixture.search(BODY, "quick"));
+    expect(fixture.search(BODY, "unicorn")).toEqual([]);
+    expect(fixture.search(BODY, "   ")).toEqual([]);
+  });
+
+  it("order ties by ascending ID and cut at k", () => {
+    fixture.put([BODY], [[9n, { body: "same words" }], [4n, { body: "same words" }], [7n, { body: "same words" }], [5n, { body: "other" }]]);
+    expect(fixture.search(BODY, "same").map(([id]) => id)).toEqual([4n, 7n, 9n]);
+    expect(fixture.search(BODY, "same", 2).map(([id]) => id)).toEqual([4n, 7n]);
+  });
+
+  it("refuse a k that is not a positive integer or is above the limit", () => {
+    fixture.put([BODY], THREE_DOCS);
+    for (const k of [0, -1, 1.5, Number.NaN]) expectSilkError(() => fixture.search(BODY, "quick", k), "invalid_value", "k");
+    expectSilkError(() => fixture.search(BODY, "quick", SEARCH_K_MAX + 1), "limit_exceeded", String(SEARCH_K_MAX));
+  });
+
+  it("analyse the query with the index's analyzer (Unicode and stemming)", () => {
+    const stemmed: TextIndexDefinition = { ...BODY, field: "abstract", name: "Doc.abstract", analyzer: "standard_stem_en" };
+    fixture.put([stemmed], [[1n, { abstract: "Running studies of CAFÉ connections" }], [2n, { abstract: "東京 tower" }]]);
+    expect(fixture.search(stemmed, "the runs studied connected café").map(([id]) => id)).toEqual([1n]);
+    expect(fixture.search(stemmed, "京").map(([id]) => id)).toEqual([2n]);
+  });
+});
+
+describe("maintenance", () => {
+  it("moves postings on an update and updates the statistics", () => {
+    fixture.put([BODY], THREE_DOCS);
+    fixture.put([BODY], [[1n, { body: "slow green turtle dog" }]]);
+    expect(fixture.search(BODY, "fox")).toEqual([]);
+    expect(fixture.search(BODY, "turtle").map(([id]) => id)).toEqual([1n]);
+    // N = 3, lengths 4 + 3 + 3, df(quick) = 1 now.
+    expect(fixture.search(BODY, "quick")).toEqual([[2n, bm25(2, 3, 10 / 3, 3, 1)]]);
+  });
+
+  it("leaves every entry as it was when the text did not change", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const before = fixture.dump();
+    fixture.put([BODY], [[1n, { body: "the quick brown fox", other: 5 }]]);
+    expect(fixture.dump()).toEqual(before);
+  });
+
+  it("deletes every entry of deleted records, and an absent field removes the document", () => {
+    fixture.put([BODY], THREE_DOCS);
+    fixture.delete([BODY], 1n);
+    fixture.delete([BODY], 3n);
+    expect(fixture.search(BODY, "quick dog")).toEqual([[2n, bm25(2, 3, 3, 1, 1) + bm25(1, 3, 3, 1, 1)]]);
+    fixture.put([BODY], [[2n, { title: "no body now" }]]);
+    expect(fixture.dump()).toEqual([]);
+  });
+
+  it("leaves nothing behind when the transaction fails after a put", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const before = fixture.dump();
+    expect(() =>
+      env.transactionSync(() => {
+        fixture.text.put(BODY, { id: 4n, props: { body: "quick zebra" } }, undefined);
+        fixture.text.put(BODY, { id: 2n, props: { body: "replaced" } }, fixture.records.get(2n));
+        fixture.text.delete(BODY, fixture.records.get(3n)!);
+        throw new Error("the store failed");
+      }),
+    ).toThrow("the store failed");
+    expect(fixture.dump()).toEqual(before);
+    expect(fixture.search(BODY, "quick")).toEqual([
+      [2n, 0.6649569031129378],
+      [1n, 0.4344571362775707],
+    ]);
+  });
+
+  it("does not index a record without the field or a text without terms", () => {
+    fixture.put([BODY], [[1n, { title: "x" }], [2n, { body: "" }], [3n, { body: [] }]]);
+    expect(fixture.dump()).toEqual([]);
+  });
+
+  it("reads one snapshot through the given read transaction", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const snapshot = env.useReadTransaction();
+    fixture.put([BODY], [[4n, { body: "quick quick quick" }]]);
+    expect(fixture.text.search(snapshot, BODY, "quick", 10, {}).map((hit) => hit.id)).toEqual([2n, 1n]);
+    snapshot.done();
+    expect(fixture.search(BODY, "quick").map(([id]) => id)).toEqual([4n, 2n, 1n]);
+  });
+});
+
+describe("bad values", () => {
+  const bad: [string, Properties["body"], string][] = [
+    ["null", null, "null"],
+    ["a number", 42, "number"],
+    ["a boolean", true, "boolean"],
+    ["an array holding a number", ["text", 3], "array"],
+    ["an array holding null", [null], "array"],
+    ["an object", { text: "x" }, "object"],
+  ];
+  for (const [what, value, fragment] of bad) {
+    it(`refuses ${what} with invalid_type naming the record and field, writing nothing of the transaction`, () => {
+      fixture.put([BODY], THREE_DOCS);
+      const before = fixture.dump();
+      expectSilkError(() => fixture.put([BODY], [[8n, { body: "fine text" }], [7n, { body: value }]]), "invalid_type", "record 7", "body", fragment);
+      expect(fixture.dump()).toEqual(before);
+      expectSilkError(() => env.transactionSync(() => fixture.text.build(BODY, { id: 7n, props: { body: value } })), "invalid_type", "record 7");
+      expect(fixture.dump()).toEqual(before);
+    });
+  }
+});
+
+describe("tenant partitions", () => {
+  const NOTES: [bigint, Properties][] = [
+    [1n, { tenant_id: "a", body: "quick fox" }],
+    [2n, { tenant_id: "a", body: "slow fox" }],
+    [3n, { tenant_id: "b", body: "fox fox fox hunt" }],
+    [4n, { body: "fox without tenant" }],
+  ];
+
+  it("requires a tenant, answers [] for an unknown one, and keeps statistics per partition", () => {
+    fixture.put([TENANTED], NOTES);
+    expectSilkError(() => fixture.search(TENANTED, "fox"), "tenant_required", "tenant_id");
+    expect(fixture.search(TENANTED, "fox", 10, { tenant: "zzz" })).toEqual([]);
+    // Partition a: N = 2, average length 2, df(fox) = 2; record 3 (tenant b) and 4 (no tenant) do not count.
+    expect(fixture.search(TENANTED, "fox", 10, { tenant: "a" })).toEqual([
+      [1n, 0.1823215567939546],
+      [2n, 0.1823215567939546],
+    ]);
+    expect(fixture.search(TENANTED, "fox", 10, { tenant: "b" })).toEqual([[3n, bm25(3, 4, 4, 1, 1)]]);
+    expect(fixture.search(TENANTED, "without", 10, { tenant: "a" })).toEqual([]);
+  });
+
+  it("moves a record to its new partition when its tenant changes, and names partitions by tenantKey", () => {
+    fixture.put([TENANTED], NOTES);
+    fixture.put([TENANTED], [[2n, { tenant_id: "b", body: "slow fox" }], [5n, { tenant_id: 7, body: "numbered tenant" }]]);
+    expect(fixture.search(TENANTED, "fox", 10, { tenant: "a" }).map(([id]) => id)).toEqual([1n]);
+    expect(fixture.search(TENANTED, "slow", 10, { tenant: "b" }).map(([id]) => id)).toEqual([2n]);
+    expect(fixture.search(TENANTED, "numbered", 10, { tenant: "7" }).map(([id]) => id)).toEqual([5n]);
+    fixture.put([TENANTED], [[1n, { body: "quick fox" }]]);
+    expect(fixture.search(TENANTED, "fox", 10, { tenant: "a" })).toEqual([]);
+  });
+
+  it("ignores a tenant given to an index without tenants", () => {
+    fixture.put([BODY], THREE_DOCS);
+    expect(fixture.search(BODY, "quick", 10, { tenant: "a" })).toEqual(fixture.search(BODY, "quick"));
+  });
+});
+
+describe("candidates", () => {
+  it("scores exactly the candidates, with statistics of the whole partition", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const all = new Map(fixture.search(BODY, "quick dog"));
+    const some = fixture.search(BODY, "quick dog", 10, { candidates: [1n, 3n, 99n] });
+    expect(some.map(([id]) => id)).toEqual([3n, 1n]);
+    for (const [id, score] of some) expect(score).toBe(all.get(id));
+    expect(fixture.search(BODY, "quick dog", 10, { candidates: [] })).toEqual([]);
+    expect(fixture.search(BODY, "quick", 10, { candidates: [3n] })).toEqual([]);
+  });
+});
+
+describe("[String] values and positions", () => {
+  it("indexes every element, positions continuing, when positions are enabled", () => {
+    fixture.put([TITLE, BODY], [[1n, { title: ["Quick fox", "lazy dog", "quick"], body: "quick" }]]);
+    expect(fixture.text.positions(undefined, TITLE, "quick", 1n)).toEqual([0, 4]);
+    expect(fixture.text.positions(undefined, TITLE, "dog", 1n)).toEqual([3]);
+    expect(fixture.text.positions(undefined, BODY, "quick", 1n)).toEqual([]);
+    expect(fixture.search(TITLE, "lazy")).toEqual([[1n, bm25(1, 5, 5, 1, 1)]]);
+  });
+
+  it("stores large positions intact", () => {
+    const words = Array.from({ length: 300 }, (_, at) => (at % 150 === 149 ? "needle" : "hay"));
+    fixture.put([TITLE], [[1n, { title: words.join(" ") }]]);
+    expect(fixture.text.positions(undefined, TITLE, "needle", 1n)).toEqual([149, 299]);
+  });
+});
+
+describe("builds and remove", () => {
+  it("build returns postings written, replaces what a write indexed, and finish has nothing to report", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const after = fixture.dump();
+    env.transactionSync(() => {
+      expect(fixture.text.build(BODY, { id: 1n, props: { body: "the quick brown fox" } })).toBe(4);
+      expect(fixture.text.build(BODY, { id: 2n, props: { body: "quick quick dog" } })).toBe(2);
+      expect(fixture.text.build(BODY, { id: 5n, props: { title: "no body" } })).toBe(0);
+    });
+    expect(fixture.dump()).toEqual(after);
+    expect(fixture.text.finish()).toBeUndefined();
+  });
+
+  it("remove deletes every key of one index and nothing of another", () => {
+    fixture.put([BODY, TITLE], [[1n, { body: "quick fox", title: "fox story" }], [2n, { body: "dog", title: "dog story" }]]);
+    const titleOnly = new TextIndexes(fixture.entries, env.openDB({ name: "meta" }), {} as IndexRecordSource);
+    env.transactionSync(() => titleOnly.remove(BODY));
+    expect(fixture.search(BODY, "quick fox dog")).toEqual([]);
+    expect(fixture.search(TITLE, "story").map(([id]) => id)).toEqual([1n, 2n]);
+    env.transactionSync(() => fixture.text.remove(TITLE));
+    expect(fixture.dump()).toEqual([]);
+  });
+});
