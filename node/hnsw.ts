@@ -1,0 +1,300 @@
+/**
+ * A small HNSW graph (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search using Hierarchical
+ * Navigable Small World graphs") over Float32Array with a pluggable distance. hnswlib-node serves cosine and
+ * euclidean; it has no L1 space, so the manhattan metric of vector indexes runs on this one (node/vector-index.ts).
+ * It follows hnswlib's algorithm: levels drawn with mL = 1/ln(M), greedy descent through the upper levels, a beam
+ * search of width efConstruction per level on insert, the "heuristic" neighbour selection (keep a candidate only when
+ * it is nearer to the new point than to every neighbour already kept), and M links per node (2M on level 0).
+ *
+ * Invariants: a label names at most one live node. Inserting a label again marks its old node deleted and adds a new
+ * one; deleting marks the node. Deleted nodes stay in the graph as stepping stones (so it stays connected) and are
+ * never returned by `search`. A search's filter only decides membership in the result: the walk still goes through
+ * nodes the filter refuses, so a selective filter costs time, not recall. The graph is deterministic for a given seed
+ * and insertion order (its only randomness is the level draw). Deleted nodes are reclaimed only by a rebuild (a vector
+ * index rebuilds its graphs when a partition opens).
+ */
+
+export interface HnswOptions {
+  readonly dimension: number;
+  readonly distance: (a: Float32Array, b: Float32Array) => number;
+  /** Links per node on the upper levels (twice this on level 0). */
+  readonly m?: number;
+  /** Beam width while inserting. */
+  readonly efConstruction?: number;
+  readonly seed?: number;
+}
+
+export interface Neighbour {
+  readonly label: number;
+  readonly distance: number;
+}
+
+export const HNSW_M_DEFAULT = 16;
+export const HNSW_EF_CONSTRUCTION_DEFAULT = 200;
+/** Levels above this are never drawn (a draw beyond it has probability M^-16). */
+const LEVEL_MAX = 16;
+
+/** A binary heap of (distance, node) pairs; `max` orders the largest distance first. */
+class Heap {
+  readonly distances: number[] = [];
+  readonly nodes: number[] = [];
+  constructor(private readonly max: boolean) {}
+
+  get size(): number {
+    return this.nodes.length;
+  }
+  topDistance(): number {
+    return this.distances[0];
+  }
+  topNode(): number {
+    return this.nodes[0];
+  }
+  private before(a: number, b: number): boolean {
+    return this.max ? this.distances[a] > this.distances[b] : this.distances[a] < this.distances[b];
+  }
+  private swap(a: number, b: number): void {
+    const d = this.distances[a];
+    this.distances[a] = this.distances[b];
+    this.distances[b] = d;
+    const n = this.nodes[a];
+    this.nodes[a] = this.nodes[b];
+    this.nodes[b] = n;
+  }
+  push(distance: number, node: number): void {
+    this.distances.push(distance);
+    this.nodes.push(node);
+    let i = this.nodes.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.before(i, parent)) break;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+  pop(): void {
+    const last = this.nodes.length - 1;
+    this.swap(0, last);
+    this.distances.pop();
+    this.nodes.pop();
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let best = i;
+      if (left < last && this.before(left, best)) best = left;
+      if (right < last && this.before(right, best)) best = right;
+      if (best === i) break;
+      this.swap(i, best);
+      i = best;
+    }
+  }
+}
+
+/** mulberry32: a tiny deterministic PRNG in [0, 1). */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export class Hnsw {
+  readonly dimension: number;
+  private readonly distance: (a: Float32Array, b: Float32Array) => number;
+  private readonly m: number;
+  private readonly efConstruction: number;
+  private readonly levelFactor: number;
+  private readonly random: () => number;
+  /** By node: its vector, label, deletion mark and links per level. */
+  private readonly vectors: Float32Array[] = [];
+  private readonly labels: number[] = [];
+  private readonly deleted: boolean[] = [];
+  private readonly links: number[][][] = [];
+  private readonly nodeOf = new Map<number, number>();
+  private entry = -1;
+  private topLevel = -1;
+  private visited = new Uint32Array(1024);
+  private visitTag = 0;
+
+  constructor(options: HnswOptions) {
+    this.dimension = options.dimension;
+    this.distance = options.distance;
+    this.m = options.m ?? HNSW_M_DEFAULT;
+    this.efConstruction = Math.max(options.efConstruction ?? HNSW_EF_CONSTRUCTION_DEFAULT, this.m);
+    this.levelFactor = 1 / Math.log(this.m);
+    this.random = seededRandom(options.seed ?? 1);
+  }
+
+  /** Live (not deleted) labels. */
+  get size(): number {
+    return this.nodeOf.size;
+  }
+
+  has(label: number): boolean {
+    return this.nodeOf.has(label);
+  }
+
+  /** Adds a vector under a label; a label already present is replaced (its old node marked deleted). */
+  insert(label: number, vector: Float32Array): void {
+    if (vector.length !== this.dimension) throw new RangeError(`vector of length ${vector.length} in an HNSW of dimension ${this.dimension}`);
+    this.delete(label);
+    const node = this.vectors.length;
+    const level = Math.min(LEVEL_MAX, Math.floor(-Math.log(1 - this.random()) * this.levelFactor));
+    this.vectors.push(vector);
+    this.labels.push(label);
+    this.deleted.push(false);
+    this.links.push(Array.from({ length: level + 1 }, () => []));
+    this.nodeOf.set(label, node);
+    if (this.entry === -1) {
+      this.entry = node;
+      this.topLevel = level;
+      return;
+    }
+    let nearest = this.entry;
+    let nearestDistance = this.distance(vector, this.vectors[nearest]);
+    for (let l = this.topLevel; l > level; l--) [nearest, nearestDistance] = this.greedy(vector, nearest, nearestDistance, l);
+    for (let l = Math.min(level, this.topLevel); l >= 0; l--) {
+      const found = this.searchLevel(vector, nearest, nearestDistance, this.efConstruction, l, undefined, false);
+      const chosen = this.select(found.distances, found.nodes, this.m);
+      this.links[node][l] = chosen;
+      for (const neighbour of chosen) this.link(neighbour, node, l);
+      nearest = found.nodes[0];
+      nearestDistance = found.distances[0];
+    }
+    if (level > this.topLevel) {
+      this.entry = node;
+      this.topLevel = level;
+    }
+  }
+
+  /** Marks a label's node deleted; whether the label was present. */
+  delete(label: number): boolean {
+    const node = this.nodeOf.get(label);
+    if (node === undefined) return false;
+    this.deleted[node] = true;
+    this.nodeOf.delete(label);
+    return true;
+  }
+
+  /**
+   * The k nearest live labels, nearest first, among those `filter` accepts (all when absent). `ef` is the beam width
+   * (at least k). The filter must not throw (vector-index.ts wraps every filter it passes).
+   */
+  search(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
+    if (this.entry === -1 || k <= 0) return [];
+    let nearest = this.entry;
+    let nearestDistance = this.distance(query, this.vectors[nearest]);
+    for (let l = this.topLevel; l > 0; l--) [nearest, nearestDistance] = this.greedy(query, nearest, nearestDistance, l);
+    const found = this.searchLevel(query, nearest, nearestDistance, Math.max(ef, k), 0, filter, true);
+    const result: Neighbour[] = [];
+    for (let i = 0; i < found.nodes.length && result.length < k; i++) result.push({ label: this.labels[found.nodes[i]], distance: found.distances[i] });
+    return result;
+  }
+
+  /** Greedy walk on one level towards the query; the nearest node met and its distance. */
+  private greedy(query: Float32Array, start: number, startDistance: number, level: number): [number, number] {
+    let current = start;
+    let currentDistance = startDistance;
+    for (let moved = true; moved; ) {
+      moved = false;
+      for (const neighbour of this.links[current][level]) {
+        const d = this.distance(query, this.vectors[neighbour]);
+        if (d < currentDistance) {
+          current = neighbour;
+          currentDistance = d;
+          moved = true;
+        }
+      }
+    }
+    return [current, currentDistance];
+  }
+
+  /**
+   * Beam search of width ef on one level from one entry node; the result (sorted nearest first) holds only nodes that
+   * are live and pass the filter when `onlyLive` (searches), every node met otherwise (inserts link to deleted ones).
+   */
+  private searchLevel(query: Float32Array, start: number, startDistance: number, ef: number, level: number, filter: ((label: number) => boolean) | undefined, onlyLive: boolean): { distances: number[]; nodes: number[] } {
+    const tag = this.nextVisitTag();
+    const accepted = (node: number) => !onlyLive || (!this.deleted[node] && (filter === undefined || filter(this.labels[node])));
+    const candidates = new Heap(false);
+    const results = new Heap(true);
+    this.visited[start] = tag;
+    candidates.push(startDistance, start);
+    if (accepted(start)) results.push(startDistance, start);
+    while (candidates.size > 0) {
+      const candidateDistance = candidates.topDistance();
+      if (results.size >= ef && candidateDistance > results.topDistance()) break;
+      const candidate = candidates.topNode();
+      candidates.pop();
+      for (const neighbour of this.links[candidate][level]) {
+        if (this.visited[neighbour] === tag) continue;
+        this.visited[neighbour] = tag;
+        const d = this.distance(query, this.vectors[neighbour]);
+        if (results.size < ef || d < results.topDistance()) {
+          candidates.push(d, neighbour);
+          if (accepted(neighbour)) {
+            results.push(d, neighbour);
+            if (results.size > ef) results.pop();
+          }
+        }
+      }
+    }
+    const distances: number[] = new Array(results.size);
+    const nodes: number[] = new Array(results.size);
+    for (let i = results.size - 1; i >= 0; i--) {
+      distances[i] = results.topDistance();
+      nodes[i] = results.topNode();
+      results.pop();
+    }
+    return { distances, nodes };
+  }
+
+  private nextVisitTag(): number {
+    if (this.visited.length < this.vectors.length) this.visited = new Uint32Array(Math.max(this.vectors.length, this.visited.length * 2));
+    this.visitTag = (this.visitTag + 1) >>> 0;
+    if (this.visitTag === 0) {
+      this.visited.fill(0);
+      this.visitTag = 1;
+    }
+    return this.visitTag;
+  }
+
+  /**
+   * hnswlib's heuristic: walk the candidates nearest first and keep one only when it is nearer to the base point than
+   * to every one already kept (it covers a direction no kept neighbour covers), up to `limit`.
+   */
+  private select(distances: readonly number[], nodes: readonly number[], limit: number): number[] {
+    if (nodes.length <= limit) return [...nodes];
+    const kept: number[] = [];
+    for (let i = 0; i < nodes.length && kept.length < limit; i++) {
+      const candidate = this.vectors[nodes[i]];
+      let diverse = true;
+      for (const other of kept) {
+        if (this.distance(candidate, this.vectors[other]) < distances[i]) {
+          diverse = false;
+          break;
+        }
+      }
+      if (diverse) kept.push(nodes[i]);
+    }
+    return kept;
+  }
+
+  /** Adds a back link from `node` to `added` on a level, shrinking `node`'s links by the heuristic when full. */
+  private link(node: number, added: number, level: number): void {
+    const neighbours = this.links[node][level];
+    const limit = level === 0 ? 2 * this.m : this.m;
+    if (neighbours.length < limit) {
+      neighbours.push(added);
+      return;
+    }
+    const base = this.vectors[node];
+    const candidates = [...neighbours, added].map((other) => ({ other, d: this.distance(base, this.vectors[other]) }));
+    candidates.sort((a, b) => a.d - b.d);
+    this.links[node][level] = this.select(candidates.map((c) => c.d), candidates.map((c) => c.other), limit);
+  }
+}
