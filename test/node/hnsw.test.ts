@@ -9,7 +9,7 @@ import { cosineDistance, distance, indexVector, manhattanDistance, squaredEuclid
 import { SilkError } from "../../protocol/errors.js";
 import type { Value } from "../../protocol/values.js";
 
-export function seeded(seed: number): () => number {
+function seeded(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -20,7 +20,7 @@ export function seeded(seed: number): () => number {
   };
 }
 
-export function randomVectors(count: number, dimension: number, seed: number): Float32Array[] {
+function randomVectors(count: number, dimension: number, seed: number): Float32Array[] {
   const random = seeded(seed);
   return Array.from({ length: count }, () => Float32Array.from({ length: dimension }, () => random() * 2 - 1));
 }

@@ -1,0 +1,421 @@
+/**
+ * The vector indexes of one partition (the index catalog's vector family, node/index-family.ts): one HNSW graph per
+ * (index, tenant partition), held in memory and rebuilt from the committed records when the partition opens. Cosine
+ * and euclidean run on hnswlib-node (spaces `cosine`, 1 - cos, and `l2`, squared: we report its square root); manhattan
+ * runs on our own HNSW (node/hnsw.ts), since hnswlib has no L1. Scores are distances as node/vector-math.ts defines
+ * them, ascending (nearest first), ties by ascending ID.
+ *
+ * Dimension: declared by the definition, or fixed by the first vector indexed, persisted in `meta` under
+ * `vindex:<kind>:<name>` inside the transaction that indexed it and read back by `load`. A vector of another length
+ * is `vector_dimension_mismatch` (naming the record), from `put` and `build`, which aborts the transaction or blocks
+ * the build; a query of another length is the same code from `search`.
+ *
+ * Tenants: with `definition.tenant`, a record's partition is tenantKey(props[tenant]) and a record without it is not
+ * indexed; a search must name a tenant (`tenant_required`), and an unknown one has no results. Without it every
+ * record is in the partition "" and a search's tenant is ignored.
+ *
+ * Architecture invariant: `put`, `delete`, `build` and `remove` validate, write `meta` inside the caller's
+ * transaction, and queue graph operations; only `commit` changes the graphs, in the queued order, so a discarded
+ * transaction leaves no trace. The catalog answers searches only for active indexes; this module does not know states
+ * beyond `load`. Every filter handed to hnswlib is wrapped to return a boolean and never throw: a throwing filter
+ * callback aborts the process (DESIGN, facts about the stack).
+ */
+import hnswlib from "hnswlib-node";
+import type { Database } from "lmdb";
+import { SilkError } from "../protocol/errors.js";
+import { tenantKey, VECTOR_FIELD, type IndexStateName, type VectorIndexDefinition, type VectorMetric } from "../protocol/indexes.js";
+import type { SearchHit } from "../protocol/records.js";
+import { Hnsw, HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT, type Neighbour } from "./hnsw.js";
+import type { IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
+import { distance, indexVector, manhattanDistance } from "./vector-math.js";
+
+const META_PREFIX = "vindex:";
+/** The beam width of an unrestricted search is max(k, this): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts). */
+export const EF_SEARCH_MIN = 64;
+/** A restricted search scans its candidates exactly when there are at most this many, or ... */
+export const EXACT_CANDIDATES_MAX = 2_000;
+/** ... when they are at most this fraction of the graph (a filtered graph walk would visit most of it anyway). */
+const EXACT_CANDIDATES_FRACTION = 0.1;
+/** The beam width of a filtered graph search, at most (it grows as the candidates get fewer). */
+const EF_FILTERED_MAX = 2_048;
+const GRAPH_CAPACITY_INITIAL = 1_024;
+const GRAPH_SEED = 100;
+/** Records read per scan chunk while `load` rebuilds a graph. */
+const LOAD_CHUNK_RECORDS = 1_024;
+
+/** A filter that answers a boolean and never throws, whatever `test` does (hnswlib aborts on a throwing callback). */
+export function guardedFilter(test: (label: number) => unknown): (label: number) => boolean {
+  return (label: number) => {
+    try {
+      return test(label) === true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+/** One tenant partition's graph, with the u64 ID <-> integer label maps and the vectors (for exact scans). */
+abstract class PartitionGraph {
+  readonly labelOf = new Map<bigint, number>();
+  readonly idOf: (bigint | undefined)[] = [];
+  readonly vectors = new Map<bigint, Float32Array>();
+  /** Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced). */
+  protected nextLabel = 0;
+
+  get size(): number {
+    return this.vectors.size;
+  }
+
+  add(id: bigint, vector: Float32Array): void {
+    const existing = this.labelOf.get(id);
+    if (existing !== undefined) this.replace(existing, vector);
+    else {
+      const label = this.nextLabel++;
+      this.insert(label, vector);
+      this.labelOf.set(id, label);
+      this.idOf[label] = id;
+    }
+    this.vectors.set(id, vector);
+  }
+
+  remove(id: bigint): void {
+    const label = this.labelOf.get(id);
+    if (label === undefined) return;
+    this.erase(label);
+    this.labelOf.delete(id);
+    this.idOf[label] = undefined;
+    this.vectors.delete(id);
+  }
+
+  protected abstract insert(label: number, vector: Float32Array): void;
+  protected abstract replace(label: number, vector: Float32Array): void;
+  protected abstract erase(label: number): void;
+  /** Up to k nearest labels accepted by the filter, nearest first, with metric distances. */
+  abstract nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[];
+}
+
+/** Cosine and euclidean: hnswlib-node, which takes number[] (each vector converted once, on the way in). */
+class HnswlibGraph extends PartitionGraph {
+  private readonly index: hnswlib.HierarchicalNSW;
+  private readonly euclidean: boolean;
+  private capacity = GRAPH_CAPACITY_INITIAL;
+  /** Deleted slots hnswlib can reuse for a new label (addPoint with replaceDeleted). */
+  private vacant = 0;
+
+  constructor(metric: "cosine" | "euclidean", dimension: number) {
+    super();
+    this.euclidean = metric === "euclidean";
+    this.index = new hnswlib.HierarchicalNSW(this.euclidean ? "l2" : "cosine", dimension);
+    this.index.initIndex({ maxElements: this.capacity, m: HNSW_M_DEFAULT, efConstruction: HNSW_EF_CONSTRUCTION_DEFAULT, randomSeed: GRAPH_SEED, allowReplaceDeleted: true });
+  }
+
+  protected insert(label: number, vector: Float32Array): void {
+    if (this.vacant > 0) this.vacant -= 1;
+    else if (this.index.getCurrentCount() >= this.capacity) {
+      this.capacity *= 2;
+      this.index.resizeIndex(this.capacity);
+    }
+    this.index.addPoint(numbers(vector), label, true);
+  }
+
+  protected replace(label: number, vector: Float32Array): void {
+    // Without replaceDeleted, addPoint on a live label updates its point in place (hnswlib's updatePoint).
+    this.index.addPoint(numbers(vector), label, false);
+  }
+
+  protected erase(label: number): void {
+    this.index.markDelete(label);
+    this.vacant += 1;
+  }
+
+  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
+    this.index.setEf(ef);
+    const found = this.index.searchKnn(numbers(query), k, filter === undefined ? undefined : guardedFilter(filter));
+    return found.neighbors.map((label, i) => {
+      const raw = found.distances[i];
+      return { label, distance: this.euclidean ? Math.sqrt(Math.max(0, raw)) : Math.max(0, raw) };
+    });
+  }
+}
+
+/** Manhattan: our own HNSW over the Float32Arrays themselves. */
+class OwnGraph extends PartitionGraph {
+  private readonly graph: Hnsw;
+
+  constructor(dimension: number) {
+    super();
+    this.graph = new Hnsw({ dimension, distance: manhattanDistance, seed: GRAPH_SEED });
+  }
+  protected insert(label: number, vector: Float32Array): void {
+    this.graph.insert(label, vector);
+  }
+  protected replace(label: number, vector: Float32Array): void {
+    this.graph.insert(label, vector);
+  }
+  protected erase(label: number): void {
+    this.graph.delete(label);
+  }
+  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
+    return this.graph.search(query, k, ef, filter === undefined ? undefined : guardedFilter(filter));
+  }
+}
+
+function numbers(vector: Float32Array): number[] {
+  const array: number[] = new Array(vector.length);
+  for (let i = 0; i < vector.length; i++) array[i] = vector[i];
+  return array;
+}
+
+function newGraph(metric: VectorMetric, dimension: number): PartitionGraph {
+  return metric === "manhattan" ? new OwnGraph(dimension) : new HnswlibGraph(metric, dimension);
+}
+
+/** One index's committed in-memory state. */
+interface IndexState {
+  definition: VectorIndexDefinition;
+  dimension: number | undefined;
+  readonly graphs: Map<string, PartitionGraph>;
+  /** Which tenant partition holds each indexed record. */
+  readonly partitionOf: Map<bigint, string>;
+}
+
+type Queued =
+  | { readonly op: "put"; readonly definition: VectorIndexDefinition; readonly id: bigint; readonly partition: string; readonly vector: Float32Array }
+  | { readonly op: "delete"; readonly definition: VectorIndexDefinition; readonly id: bigint }
+  | { readonly op: "dimension"; readonly definition: VectorIndexDefinition; readonly dimension: number }
+  | { readonly op: "remove"; readonly definition: VectorIndexDefinition };
+
+function indexKey(definition: VectorIndexDefinition): string {
+  return `${definition.kind}:${definition.name}`;
+}
+
+function metaKey(definition: VectorIndexDefinition): string {
+  return `${META_PREFIX}${indexKey(definition)}`;
+}
+
+function byDistanceThenId(a: SearchHit, b: SearchHit): number {
+  return a.score - b.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
+  private readonly indexes = new Map<string, IndexState>();
+  private queued: Queued[] = [];
+  /** Dimensions fixed or forgotten by the current transaction, over the committed ones (by index key). */
+  private readonly pendingDimensions = new Map<string, number | undefined>();
+
+  constructor(
+    private readonly meta: Database,
+    private readonly source: IndexRecordSource,
+  ) {}
+
+  load(definition: VectorIndexDefinition, state: IndexStateName): void {
+    const persisted = this.meta.get(metaKey(definition)) as number | undefined;
+    const index: IndexState = { definition, dimension: definition.dimension ?? persisted, graphs: new Map(), partitionOf: new Map() };
+    this.indexes.set(indexKey(definition), index);
+    if (state !== "active") return; // constructing: the catalog's build starts over; blocked: holds nothing
+    let after: bigint | undefined;
+    for (;;) {
+      const chunk = this.source.scan(definition.kind, definition.label, after, LOAD_CHUNK_RECORDS);
+      for (const record of chunk.records) {
+        const entry = this.entryOf(definition, record, index.dimension);
+        if (entry === undefined) continue;
+        index.dimension ??= entry.vector.length; // committed before its dimension was persisted: fix it again
+        this.apply(index, { op: "put", definition, id: record.id, ...entry });
+      }
+      after = chunk.last ?? after;
+      if (chunk.done || chunk.last === undefined) break;
+    }
+  }
+
+  put(definition: VectorIndexDefinition, record: IndexedRecord, _old: IndexedRecord | undefined): void {
+    this.queue(definition, record);
+  }
+
+  delete(definition: VectorIndexDefinition, old: IndexedRecord): void {
+    this.queued.push({ op: "delete", definition, id: old.id });
+  }
+
+  /** Every queued operation was validated when queued (dimension, value, tenant); nothing is left to check. */
+  flush(): void {}
+
+  commit(): void {
+    const queued = this.queued;
+    this.queued = [];
+    this.pendingDimensions.clear();
+    for (const operation of queued) this.apply(this.stateOf(operation.definition), operation);
+  }
+
+  discard(): void {
+    this.queued = [];
+    this.pendingDimensions.clear();
+  }
+
+  build(definition: VectorIndexDefinition, record: IndexedRecord): number {
+    return this.queue(definition, record) ? 1 : 0;
+  }
+
+  finish(_definition: VectorIndexDefinition): undefined {
+    return undefined; // a build's problems (a value, a dimension) were thrown by `build`
+  }
+
+  remove(definition: VectorIndexDefinition): void {
+    this.meta.removeSync(metaKey(definition));
+    this.pendingDimensions.set(indexKey(definition), definition.dimension);
+    this.queued.push({ op: "remove", definition });
+  }
+
+  dimensionOf(definition: VectorIndexDefinition): number | undefined {
+    return definition.dimension ?? this.indexes.get(indexKey(definition))?.dimension;
+  }
+
+  /**
+   * The k nearest records to `query`, nearest first, in the tenant's partition; with `candidates`, exactly among
+   * those (small sets are scanned exactly, large ones searched in the graph through a filter and completed exactly
+   * when the graph walk found fewer than it should).
+   */
+  search(definition: VectorIndexDefinition, query: Float32Array, k: number, options: { tenant?: string; candidates?: readonly bigint[] }): SearchHit[] {
+    const index = this.indexes.get(indexKey(definition));
+    if (index === undefined) throw new SilkError("index_not_ready", `the vector index ${definition.name} is not loaded in this partition`);
+    if (definition.tenant !== undefined && options.tenant === undefined) {
+      throw new SilkError("tenant_required", `the vector index ${definition.name} is partitioned by ${definition.tenant}: pass a tenant value`);
+    }
+    if (!Number.isSafeInteger(k) || k < 0) throw new SilkError("invalid_value", `k is ${k}; pass a whole number of results, 0 or more`);
+    for (let i = 0; i < query.length; i++) {
+      if (!Number.isFinite(query[i])) throw new SilkError("invalid_value", `query vector component ${i} is ${query[i]}, not a finite number`);
+    }
+    if (index.dimension !== undefined && query.length !== index.dimension) {
+      throw new SilkError("vector_dimension_mismatch", `the query vector has length ${query.length}; the vector index ${definition.name} has dimension ${index.dimension}`);
+    }
+    const graph = index.graphs.get(definition.tenant === undefined ? "" : options.tenant!);
+    if (graph === undefined || graph.size === 0 || k === 0) return [];
+    if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, options.candidates);
+    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, EF_SEARCH_MIN)));
+  }
+
+  private restricted(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, k: number, candidates: readonly bigint[]): SearchHit[] {
+    const members = new Set<bigint>();
+    for (const id of candidates) if (graph.vectors.has(id)) members.add(id);
+    const wanted = Math.min(k, members.size);
+    if (wanted === 0) return [];
+    if (members.size > EXACT_CANDIDATES_MAX && members.size > graph.size * EXACT_CANDIDATES_FRACTION) {
+      // The walk passes through non-members but only members enter the beam; fewer members need a wider beam.
+      const ef = Math.min(EF_FILTERED_MAX, Math.max(k, Math.ceil((EF_SEARCH_MIN * graph.size) / members.size)));
+      const found = graph.nearest(query, wanted, Math.max(ef, k), (label) => members.has(graph.idOf[label]!));
+      const hits = this.hits(graph, found).filter((hit) => members.has(hit.id));
+      if (hits.length === wanted) return hits;
+    }
+    const hits: SearchHit[] = [];
+    for (const id of members) hits.push({ id, score: distance(metric, query, graph.vectors.get(id)!) });
+    hits.sort(byDistanceThenId);
+    return hits.slice(0, wanted);
+  }
+
+  private hits(graph: PartitionGraph, found: readonly Neighbour[]): SearchHit[] {
+    const hits: SearchHit[] = [];
+    for (const { label, distance } of found) {
+      const id = graph.idOf[label];
+      if (id !== undefined) hits.push({ id, score: distance });
+    }
+    return hits.sort(byDistanceThenId);
+  }
+
+  /** Validates a record and queues what it means for the index; whether it holds a vector the index covers. */
+  private queue(definition: VectorIndexDefinition, record: IndexedRecord): boolean {
+    const key = indexKey(definition);
+    const dimension = this.pendingDimensions.has(key) ? this.pendingDimensions.get(key) : this.committedDimension(definition);
+    const entry = this.entryOf(definition, record, dimension);
+    if (entry === undefined) {
+      this.queued.push({ op: "delete", definition, id: record.id });
+      return false;
+    }
+    if (dimension === undefined) {
+      this.meta.putSync(metaKey(definition), entry.vector.length);
+      this.pendingDimensions.set(key, entry.vector.length);
+      this.queued.push({ op: "dimension", definition, dimension: entry.vector.length });
+    }
+    this.queued.push({ op: "put", definition, id: record.id, ...entry });
+    return true;
+  }
+
+  private committedDimension(definition: VectorIndexDefinition): number | undefined {
+    const index = this.indexes.get(indexKey(definition));
+    if (index !== undefined) return index.dimension;
+    return definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
+  }
+
+  /** A record's vector and tenant partition, checked against the dimension; undefined when the index leaves it out. */
+  private entryOf(definition: VectorIndexDefinition, record: IndexedRecord, dimension: number | undefined): { partition: string; vector: Float32Array } | undefined {
+    const value = definition.field === VECTOR_FIELD ? record.vector : record.props[definition.field];
+    let vector: Float32Array | undefined;
+    try {
+      vector = indexVector(value);
+    } catch (error) {
+      if (error instanceof SilkError) throw new SilkError(error.code, `record ${record.id}, vector index ${definition.name}: ${error.message}`);
+      throw error;
+    }
+    if (vector === undefined) return undefined;
+    let partition = "";
+    if (definition.tenant !== undefined) {
+      const tenant = record.props[definition.tenant];
+      if (tenant === undefined || tenant === null) return undefined;
+      partition = tenantKey(tenant);
+    }
+    if (vector.length === 0 || (dimension !== undefined && vector.length !== dimension)) {
+      const expected = dimension === undefined ? "at least 1" : String(dimension);
+      throw new SilkError("vector_dimension_mismatch", `record ${record.id} has a vector of length ${vector.length}; the vector index ${definition.name} has dimension ${expected}`);
+    }
+    return { partition, vector };
+  }
+
+  private stateOf(definition: VectorIndexDefinition): IndexState {
+    const key = indexKey(definition);
+    let index = this.indexes.get(key);
+    if (index === undefined) {
+      index = { definition, dimension: definition.dimension, graphs: new Map(), partitionOf: new Map() };
+      this.indexes.set(key, index);
+    }
+    return index;
+  }
+
+  /** Applies one queued operation to the in-memory graphs (commit and load only). */
+  private apply(index: IndexState, operation: Queued): void {
+    switch (operation.op) {
+      case "dimension":
+        index.dimension = operation.dimension;
+        return;
+      case "remove":
+        index.graphs.clear();
+        index.partitionOf.clear();
+        index.dimension = index.definition.dimension;
+        return;
+      case "delete":
+        this.unlink(index, operation.id);
+        return;
+      case "put": {
+        if (index.partitionOf.get(operation.id) !== operation.partition) this.unlink(index, operation.id);
+        let graph = index.graphs.get(operation.partition);
+        if (graph === undefined) {
+          graph = newGraph(index.definition.metric, operation.vector.length);
+          index.graphs.set(operation.partition, graph);
+        }
+        graph.add(operation.id, operation.vector);
+        index.partitionOf.set(operation.id, operation.partition);
+        return;
+      }
+      default: {
+        const unknown: never = operation;
+        throw new SilkError("internal", `internal error (a bug in Silk): unknown vector operation ${(unknown as Queued).op}`);
+      }
+    }
+  }
+
+  /** Takes a record out of whichever partition holds it; an emptied partition is dropped (its tenant is unknown again). */
+  private unlink(index: IndexState, id: bigint): void {
+    const partition = index.partitionOf.get(id);
+    if (partition === undefined) return;
+    const graph = index.graphs.get(partition)!;
+    graph.remove(id);
+    index.partitionOf.delete(id);
+    if (graph.size === 0) index.graphs.delete(partition);
+  }
+}
