@@ -143,23 +143,27 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
     if (candidates !== undefined && candidates.size === 0) return [];
     const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
-    const scores = new Map<bigint, number>();
+    // Scores by ID; an ID below 2^53 is keyed as a number (cheaper than a bigint), a larger one as a bigint.
+    const scores = new Map<number | bigint, number>();
+    const ids: (number | bigint)[] = [];
+    const weights: number[] = [];
     for (const term of terms) {
       const start = termPrefix(part, term);
       if (start === undefined) continue;
       // df counts every posting of the partition; the candidates only choose which documents are scored.
       let frequency = 0;
-      const postings: { id: bigint; tf: number; length: number }[] = [];
+      ids.length = 0;
+      weights.length = 0;
       for (const { key, value } of this.entries.getRange({ start, end: Buffer.concat([start, AFTER_EVERY_ID]), transaction })) {
         frequency += 1;
-        const id = key.readBigUInt64BE(key.length - ID_BYTES);
-        if (candidates === undefined || candidates.has(id)) postings.push({ id, tf: value.readUInt32BE(0), length: value.readUInt32BE(4) });
+        const id = scoreKey(key);
+        if (candidates !== undefined && !candidates.has(typeof id === "bigint" ? id : BigInt(id))) continue;
+        const tf = value.readUInt32BE(0);
+        ids.push(id);
+        weights.push(tf / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * value.readUInt32BE(4)) / averageLength)));
       }
-      const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
-      for (const { id, tf, length } of postings) {
-        const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength);
-        scores.set(id, (scores.get(id) ?? 0) + (idf * tf * (BM25_K1 + 1)) / norm);
-      }
+      const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1);
+      for (let at = 0; at < ids.length; at += 1) scores.set(ids[at], (scores.get(ids[at]) ?? 0) + idf * weights[at]);
     }
     return topHits(scores, k);
   }
@@ -384,10 +388,55 @@ function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {
   return value;
 }
 
-/** The k highest scores, descending, ties by ascending ID. */
-function topHits(scores: ReadonlyMap<bigint, number>, k: number): SearchHit[] {
-  const hits: SearchHit[] = [];
-  for (const [id, score] of scores) hits.push({ id, score });
-  hits.sort((left, right) => right.score - left.score || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0));
-  return hits.length > k ? hits.slice(0, k) : hits;
+/** A posting key's ID: a number below 2^53, a bigint from there on. */
+function scoreKey(key: Buffer): number | bigint {
+  const high = key.readUInt32BE(key.length - ID_BYTES);
+  return high < 0x200000 ? high * 0x1_0000_0000 + key.readUInt32BE(key.length - 4) : key.readBigUInt64BE(key.length - ID_BYTES);
+}
+
+/** Whether hit `left` ranks before `right`: higher score, then lower ID. */
+function ranksBefore(leftId: number | bigint, leftScore: number, rightId: number | bigint, rightScore: number): boolean {
+  return leftScore > rightScore || (leftScore === rightScore && leftId < rightId);
+}
+
+/**
+ * The k highest scores, descending, ties by ascending ID: a binary heap of the k best so far whose root is the
+ * worst of them, so a search costs O(n log k) rather than sorting every scored document.
+ */
+function topHits(scores: ReadonlyMap<number | bigint, number>, k: number): SearchHit[] {
+  const ids: (number | bigint)[] = [];
+  const values: number[] = [];
+  const swap = (a: number, b: number): void => {
+    [ids[a], ids[b]] = [ids[b], ids[a]];
+    [values[a], values[b]] = [values[b], values[a]];
+  };
+  for (const [id, score] of scores) {
+    if (ids.length === k) {
+      if (!ranksBefore(id, score, ids[0], values[0])) continue;
+      ids[0] = id;
+      values[0] = score;
+      for (let at = 0; ; ) {
+        const left = 2 * at + 1;
+        const right = left + 1;
+        let worst = at;
+        if (left < k && ranksBefore(ids[worst], values[worst], ids[left], values[left])) worst = left;
+        if (right < k && ranksBefore(ids[worst], values[worst], ids[right], values[right])) worst = right;
+        if (worst === at) break;
+        swap(at, worst);
+        at = worst;
+      }
+    } else {
+      ids.push(id);
+      values.push(score);
+      for (let at = ids.length - 1; at > 0; ) {
+        const parent = (at - 1) >> 1;
+        if (!ranksBefore(ids[parent], values[parent], ids[at], values[at])) break;
+        swap(at, parent);
+        at = parent;
+      }
+    }
+  }
+  const hits = ids.map((id, at) => ({ id, score: values[at] }));
+  hits.sort((left, right) => (ranksBefore(left.id, left.score, right.id, right.score) ? -1 : 1));
+  return hits.map((hit) => ({ id: BigInt(hit.id), score: hit.score }));
 }

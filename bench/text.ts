@@ -1,0 +1,174 @@
+/**
+ * Text-index benchmark (`make bench-text`): BEIR SciFact (../shared/datasets/beir-scifact: 5,183 abstracts, the 300
+ * test queries of qrels/test.tsv) through Silk's BM25 family (node/text-index.ts) on a fresh LMDB environment, side
+ * by side in the same run with a plain in-memory BM25 over the same analyzer (bench/text-memory.ts):
+ *
+ * - build: every document written through `TextIndexes.build`, BUILD_CHUNK_DOCUMENTS per write transaction (docs/s);
+ *   the in-memory side analyses and adds the same documents;
+ * - queries: the 300 test queries, k = 10, repeated for at least QUERY_SECONDS_MIN (queries/s);
+ * - quality: nDCG@10 against qrels/test.tsv (binary judgments; gain rel / log2(rank + 1), as pytrec_eval), target
+ *   NDCG_TARGET (BEIR's published BM25: 0.665).
+ *
+ * A document is indexed as the [String] value [title, text]: both analysed, positions continuing, one field (the
+ * same terms as "title text"). The analyzer is standard_stem_en unless `--analyzer <name>` says otherwise. Runs the
+ * TypeScript sources through tsx (both sides alike). Exits 1 when the dataset is missing or the target is missed.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+import { open } from "lmdb";
+import type { IndexRecordSource } from "../node/index-family.js";
+import { analyzeAll } from "../node/text-analyzers.js";
+import { TextIndexes } from "../node/text-index.js";
+import { TEXT_ANALYZERS, type TextAnalyzer, type TextIndexDefinition } from "../protocol/indexes.js";
+import { formatMachine, machineInfo } from "./report.js";
+import { MemoryBm25 } from "./text-memory.js";
+
+const DATASET = fileURLToPath(new URL("../../shared/datasets/beir-scifact/", import.meta.url));
+const CORPUS_PARTS = ["corpus.part1.jsonl", "corpus.part2.jsonl", "corpus.part3.jsonl"];
+const DOCUMENTS_EXPECTED = 5_183;
+const TEST_QUERIES_EXPECTED = 300;
+const BUILD_CHUNK_DOCUMENTS = 500;
+const K = 10;
+const QUERY_SECONDS_MIN = 2;
+const NDCG_TARGET = 0.66;
+
+interface Corpus {
+  readonly ids: string[];
+  readonly texts: [string, string][];
+}
+
+function readJsonLines(path: string): Record<string, unknown>[] {
+  return readFileSync(path, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+function readCorpus(): Corpus {
+  const ids: string[] = [];
+  const texts: [string, string][] = [];
+  for (const part of CORPUS_PARTS) {
+    for (const row of readJsonLines(join(DATASET, part))) {
+      ids.push(String(row._id));
+      texts.push([String(row.title ?? ""), String(row.text ?? "")]);
+    }
+  }
+  if (ids.length !== DOCUMENTS_EXPECTED) throw new Error(`SciFact corpus has ${ids.length} documents, expected ${DOCUMENTS_EXPECTED}`);
+  return { ids, texts };
+}
+
+/** Test query ID → its text and relevant document IDs (with grades). */
+function readTestQueries(): Map<string, { text: string; relevant: Map<string, number> }> {
+  const texts = new Map(readJsonLines(join(DATASET, "queries.jsonl")).map((row) => [String(row._id), String(row.text)]));
+  const queries = new Map<string, { text: string; relevant: Map<string, number> }>();
+  for (const line of readFileSync(join(DATASET, "qrels", "test.tsv"), "utf8").split("\n").slice(1)) {
+    if (line.trim() === "") continue;
+    const [query, document, grade] = line.split("\t");
+    const text = texts.get(query);
+    if (text === undefined) throw new Error(`qrels/test.tsv names query ${query}, absent from queries.jsonl`);
+    const entry = queries.get(query) ?? { text, relevant: new Map<string, number>() };
+    entry.relevant.set(document, Number(grade));
+    queries.set(query, entry);
+  }
+  if (queries.size !== TEST_QUERIES_EXPECTED) throw new Error(`qrels/test.tsv has ${queries.size} queries, expected ${TEST_QUERIES_EXPECTED}`);
+  return queries;
+}
+
+/** nDCG@k of one ranking: Σ rel / log2(rank + 1) over the ranking, divided by the same over the ideal ranking. */
+function ndcg(ranked: readonly string[], relevant: ReadonlyMap<string, number>, k: number): number {
+  let dcg = 0;
+  ranked.slice(0, k).forEach((document, at) => (dcg += (relevant.get(document) ?? 0) / Math.log2(at + 2)));
+  const ideal = [...relevant.values()].sort((a, b) => b - a).slice(0, k);
+  let idcg = 0;
+  ideal.forEach((grade, at) => (idcg += grade / Math.log2(at + 2)));
+  return idcg === 0 ? 0 : dcg / idcg;
+}
+
+/** Runs every query at least once and until QUERY_SECONDS_MIN passed; returns queries/s and each query's ranking. */
+function timeQueries(queries: readonly string[], search: (query: string) => string[]): { perSecond: number; rankings: string[][] } {
+  const rankings = queries.map(search);
+  let ran = 0;
+  const started = performance.now();
+  while (performance.now() - started < QUERY_SECONDS_MIN * 1000) {
+    for (const query of queries) search(query);
+    ran += queries.length;
+  }
+  return { perSecond: ran / ((performance.now() - started) / 1000), rankings };
+}
+
+function argument(name: string): string | undefined {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? undefined : process.argv[at + 1];
+}
+
+function main(): void {
+  if (!existsSync(DATASET)) {
+    console.error(`bench-text needs BEIR SciFact at ${DATASET} (corpus.part*.jsonl, queries.jsonl, qrels/test.tsv); it is missing`);
+    process.exit(1);
+  }
+  const analyzer = (argument("--analyzer") ?? "standard_stem_en") as TextAnalyzer;
+  if (!TEXT_ANALYZERS.includes(analyzer)) throw new Error(`--analyzer must be one of ${TEXT_ANALYZERS.join(", ")}`);
+  console.log(formatMachine(machineInfo("the TypeScript sources (tsx)")));
+  const corpus = readCorpus();
+  const tests = readTestQueries();
+  console.log(`dataset: BEIR SciFact, ${corpus.ids.length} documents (title + text as [String]), ${tests.size} test queries; analyzer ${analyzer}, k = ${K}\n`);
+
+  const definition: TextIndexDefinition = { family: "text", kind: "node", label: "Abstract", field: "body", name: "Abstract.body", analyzer, positions: false };
+  const directory = mkdtempSync(join(tmpdir(), "silk-bench-text-"));
+  const env = open({ path: join(directory, "data.mdb") });
+  try {
+    const entries = env.openDB<Buffer, Buffer>({ name: "text", keyEncoding: "binary", encoding: "binary" });
+    const noRecords: IndexRecordSource = {
+      record: () => undefined,
+      scan: () => ({ records: [], last: undefined, done: true }),
+      hasLabel: () => false,
+    };
+    const text = new TextIndexes(entries, env.openDB({ name: "meta" }), noRecords);
+
+    let started = performance.now();
+    let postings = 0;
+    for (let at = 0; at < corpus.texts.length; at += BUILD_CHUNK_DOCUMENTS) {
+      env.transactionSync(() => {
+        const end = Math.min(at + BUILD_CHUNK_DOCUMENTS, corpus.texts.length);
+        for (let document = at; document < end; document += 1) {
+          postings += text.build(definition, { id: BigInt(document + 1), props: { body: corpus.texts[document] } });
+        }
+      });
+    }
+    const silkBuildSeconds = (performance.now() - started) / 1000;
+
+    started = performance.now();
+    const memory = new MemoryBm25();
+    for (const texts of corpus.texts) memory.add(analyzeAll(analyzer, texts));
+    const memoryBuildSeconds = (performance.now() - started) / 1000;
+
+    const queryTexts = [...tests.values()].map((query) => query.text);
+    const silk = timeQueries(queryTexts, (query) => text.search(undefined, definition, query, K, {}).map((hit) => corpus.ids[Number(hit.id) - 1]));
+    const plain = timeQueries(queryTexts, (query) => memory.search(analyzeAll(analyzer, [query]), K).map((hit) => corpus.ids[hit.document]));
+
+    const relevant = [...tests.values()].map((query) => query.relevant);
+    const mean = (rankings: string[][]): number => rankings.reduce((sum, ranking, at) => sum + ndcg(ranking, relevant[at], K), 0) / rankings.length;
+    const silkNdcg = mean(silk.rankings);
+    const plainNdcg = mean(plain.rankings);
+    const sameRankings = silk.rankings.filter((ranking, at) => ranking.join() === plain.rankings[at].join()).length;
+    const silkDocs = corpus.texts.length / silkBuildSeconds;
+    const plainDocs = corpus.texts.length / memoryBuildSeconds;
+    const rows = [
+      ["", "Silk (LMDB)", "in-memory BM25", "Silk/plain"],
+      ["build docs/s", silkDocs.toFixed(0), plainDocs.toFixed(0), (silkDocs / plainDocs).toFixed(2)],
+      ["queries/s", silk.perSecond.toFixed(0), plain.perSecond.toFixed(0), (silk.perSecond / plain.perSecond).toFixed(2)],
+      ["nDCG@10", silkNdcg.toFixed(4), plainNdcg.toFixed(4), (silkNdcg / plainNdcg).toFixed(3)],
+    ];
+    const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+    for (const row of rows) console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  "));
+    console.log(`\npostings written: ${postings}; identical top-${K} rankings: ${sameRankings}/${tests.size}`);
+    const pass = silkNdcg >= NDCG_TARGET;
+    console.log(`nDCG@10 target >= ${NDCG_TARGET} (BEIR BM25 0.665): ${pass ? "PASS" : "FAIL"}`);
+    if (!pass) process.exitCode = 1;
+  } finally {
+    env.closeSync?.();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+main();
