@@ -9,6 +9,7 @@
  */
 
 import type { ErrorCode } from "./errors.js";
+import type { TextAnalyzer, VectorMetric } from "./indexes.js";
 import type { Value } from "./values.js";
 
 export type ScalarTypeName =
@@ -35,7 +36,8 @@ export type FieldType =
 
 /**
  * One declared field. `required` means the field must be present when a record is created (a DEFAULT satisfies
- * it) and cannot be removed by an update. DEFAULT and INDEX are only allowed on top-level fields.
+ * it) and cannot be removed by an update. DEFAULT and the index modifiers are only allowed on top-level fields, and
+ * a field has at most one of `index`, `vectorIndex` and `textIndex`.
  */
 export interface FieldDecl {
   name: string;
@@ -43,6 +45,25 @@ export interface FieldDecl {
   required: boolean;
   default?: { kind: "value"; value: Value } | { kind: "now" };
   index?: "index" | "unique";
+  /** `VECTOR INDEX(..)`: only on [F32], [F64] or [I64] fields. */
+  vectorIndex?: VectorIndexOptions;
+  /** `TEXT INDEX(..)`: only on String or [String] fields. */
+  textIndex?: TextIndexOptions;
+}
+
+/** A vector index's options as declared; `tenant` names a declared top-level field of the same type. */
+export interface VectorIndexOptions {
+  metric: VectorMetric;
+  /** Absent: the first vector indexed fixes it. */
+  dimension?: number;
+  tenant?: string;
+}
+
+/** A text index's options as declared; `tenant` can only be `tenant_id` (SPEC), a declared field of the type. */
+export interface TextIndexOptions {
+  analyzer: TextAnalyzer;
+  positions: boolean;
+  tenant?: string;
 }
 
 export interface NodeTypeDecl {
@@ -60,10 +81,12 @@ export interface EdgeTypeDecl {
   fields: ReadonlyMap<string, FieldDecl>;
 }
 
+/** Every `V::` type has a vector index on its own vector (VECTOR_FIELD); `index` is its options, cosine by default. */
 export interface VectorTypeDecl {
   kind: "vector";
   name: string;
   fields: ReadonlyMap<string, FieldDecl>;
+  index: VectorIndexOptions;
 }
 
 /** Type names are unique within a kind; maps iterate in declaration order. */

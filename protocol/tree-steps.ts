@@ -1,14 +1,17 @@
 /**
  * Decoders of the operation tree's branching and stream-shaping steps (`union`, `coalesce`, `optional`, `choose`,
  * `repeat`, `fold`, `unfold`, `group`, `order_by_multiple`, `inject`, `as`, `store`, `select`, `edge_has`,
- * `edge_has_label`, `drop_edge`, `drop_edge_labeled`, `drop_edge_by_id`), kept apart from tree.ts for size. Field
- * names follow HelixDB's v3 wire shape; see docs/OPERATION_TREE.md.
+ * `edge_has_label`, `drop_edge`, `drop_edge_labeled`, `drop_edge_by_id`) and of search and rerank
+ * (`vector_search_*`, `text_search_*`, `rerank_rrf`, `rerank_mmr`), kept apart from tree.ts for size. Field names
+ * follow HelixDB's v3 wire shape; see docs/OPERATION_TREE.md.
  *
  * The decoders of steps, predicates, inputs and references are passed in, so this module does not import tree.ts
  * (which imports it).
  */
 import { SilkError } from "./errors.js";
-import type { EmitBehavior, Input, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
+import { VECTOR_FIELD } from "./indexes.js";
+import type { RecordKind } from "./records.js";
+import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, type Json } from "./tree-json.js";
 
 /** Sub-traversals one `union` or `coalesce` may list. */
@@ -28,7 +31,14 @@ export interface StepDecoders {
 export const EXTENDED_STEP_TAGS: ReadonlySet<string> = new Set([
   "union", "coalesce", "optional", "choose", "repeat", "fold", "unfold", "group", "order_by_multiple", "inject", "as",
   "store", "select", "edge_has", "edge_has_label", "drop_edge", "drop_edge_labeled", "drop_edge_by_id",
+  "rerank_rrf", "rerank_mmr",
+  ...["vector_search", "text_search"].flatMap((op) =>
+    ["nodes", "edges", "vectors"].flatMap((kind) => [`${op}_${kind}`, `${op}_${kind}_within`]),
+  ),
 ]);
+
+const SEARCH_KINDS: Readonly<Record<string, RecordKind>> = { nodes: "node", edges: "edge", vectors: "vector" };
+const MMR_DISTANCES: readonly MmrDistance[] = ["cosine", "euclidean", "dotproduct"];
 
 type Decoding = { readonly object: Record<string, Json>; readonly at: string; readonly depth: number; readonly decoders: StepDecoders };
 
@@ -91,9 +101,70 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
     case "drop_edge_by_id":
       only("input", "edges");
       return { op: "drop_edge_by_id", input: optionalInput(), edges: decoders.ref(object.edges, `${at}.edges`) };
+    case "rerank_rrf":
+      only("input", "k");
+      return { op: "rerank_rrf", input: input(), k: object.k === undefined || object.k === null ? undefined : positiveInput(object.k, `${at}.k`, d) };
+    case "rerank_mmr": {
+      only("input", "lambda", "distance");
+      const distance = object.distance === undefined || object.distance === null ? "cosine" : stringAt(object.distance, `${at}.distance`);
+      if (!(MMR_DISTANCES as readonly string[]).includes(distance)) throw fault(`${at}.distance`, `expected one of ${MMR_DISTANCES.join(", ")}`);
+      return { op: "rerank_mmr", input: input(), lambda: lambdaInput(d), distance: distance as MmrDistance };
+    }
     default:
+      if (tag.startsWith("vector_search_") || tag.startsWith("text_search_")) return searchStep(tag, d);
       throw new SilkError("internal", `internal error (a bug in Silk): ${at} is not an extended step`);
   }
+}
+
+/**
+ * `vector_search_<kinds>[_within]` and `text_search_<kinds>[_within]`: `{"input"? (the _within forms only), "label",
+ * "property" (none for vectors' own vector; optional for text), "query", "k", "tenant_value"?}`.
+ */
+function searchStep(tag: string, d: Decoding): Step {
+  const [, op, kindName, within] = /^(vector_search|text_search)_(nodes|edges|vectors)(_within)?$/.exec(tag) ?? [];
+  const kind = SEARCH_KINDS[kindName];
+  const { object, at, decoders } = d;
+  const vector = op === "vector_search";
+  const ownVector = vector && kind === "vector";
+  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", "k", "tenant_value"], at);
+  const label = labelAt(object.label, `${at}.label`);
+  const absent = (key: string): boolean => object[key] === undefined || object[key] === null;
+  const property = ownVector ? VECTOR_FIELD : vector || !absent("property") ? stringAt(object.property, `${at}.property`) : undefined;
+  if (absent("query")) throw fault(`${at}.query`, vector ? "a vector search needs a query vector" : "a text search needs a query text");
+  const query = decoders.input(object.query, `${at}.query`);
+  if (query.kind === "value" && vector && !isNumberVector(query.value)) throw fault(`${at}.query`, "expected a vector of numbers");
+  if (query.kind === "value" && !vector && typeof query.value !== "string") throw fault(`${at}.query`, "expected a string");
+  if (absent("k")) throw fault(`${at}.k`, "a search needs k, the number of results");
+  const k = positiveInput(object.k, `${at}.k`, d);
+  const tenant = absent("tenant_value") ? undefined : decoders.input(object.tenant_value, `${at}.tenant_value`);
+  const input = within ? decoders.step(object.input, `${at}.input`, d.depth + 1) : undefined;
+  const common = { ...(input === undefined ? {} : { input }), kind, label, query, k, ...(tenant === undefined ? {} : { tenant }) };
+  if (vector) return { op: "vector_search", property: property!, ...common };
+  return { op: "text_search", ...(property === undefined ? {} : { property }), ...common };
+}
+
+function isNumberVector(value: unknown): boolean {
+  if (value instanceof Float64Array || value instanceof Float32Array) return value.length > 0;
+  return Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === "number" || typeof item === "bigint");
+}
+
+/** k of a search or of RRF: a literal must be a whole number of at least 1 (a parameter is checked when it runs). */
+function positiveInput(value: Json, path: string, d: Decoding): Input {
+  const input = d.decoders.input(value, path);
+  if (input.kind !== "value") return input;
+  const n = input.value;
+  if ((typeof n === "number" && Number.isSafeInteger(n) && n >= 1) || (typeof n === "bigint" && n >= 1n)) return input;
+  throw fault(`${path}.value`, "expected a whole number of at least 1");
+}
+
+/** MMR's lambda: a literal must be a number from 0 to 1 (1 is pure relevance, 0 pure diversity). */
+function lambdaInput(d: Decoding): Input {
+  const path = `${d.at}.lambda`;
+  if (d.object.lambda === undefined || d.object.lambda === null) throw fault(path, "rerank_mmr needs lambda, from 0 to 1");
+  const input = d.decoders.input(d.object.lambda, path);
+  if (input.kind !== "value") return input;
+  if (typeof input.value === "number" && input.value >= 0 && input.value <= 1) return input;
+  throw fault(`${path}.value`, "expected a number from 0 to 1");
 }
 
 /** A sub-traversal: `{"root": <step>}`, whose chain usually starts at `"context"`. */

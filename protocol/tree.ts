@@ -243,13 +243,7 @@ export function isMutation(op: StepOp): boolean {
  * Steps of HelixDB's v3 vocabulary that parse as names but that Silk does not execute yet. They answer
  * `unsupported_operation` (never a wrong result); later issues implement them (indexes, search, gateway).
  */
-const KNOWN_UNSUPPORTED = new Set([
-  "vector_search_nodes", "vector_search_edges", "text_search_nodes", "text_search_edges",
-  "vector_search_nodes_within", "vector_search_edges_within", "text_search_nodes_within", "text_search_edges_within",
-  "path", "simple_path", "bind", "project_bindings", "edge_properties",
-  // Silk's own, for HelixQL's RerankRRF and RerankMMR over search results (they arrive with the search steps).
-  "rerank_rrf", "rerank_mmr",
-]);
+const KNOWN_UNSUPPORTED = new Set(["path", "simple_path", "bind", "project_bindings", "edge_properties"]);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Limits (TigerStyle: every input has a bound, named with its unit last).
@@ -381,8 +375,12 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       return { kind: tag, traversal: decodeStep(body, at, depth + 1) };
     case "call":
       return decodeCall(body, at, depth);
-    case "embed":
-      throw new SilkError("unsupported_operation", `${at}: Embed needs an embedding provider, which this version does not have yet`);
+    case "embed": {
+      const object = objectAt(body, at);
+      allowOnly(object, ["text"], at);
+      if (object.text === undefined) throw fault(`${at}.text`, "embed needs the text to embed");
+      return { kind: "embed", text: decodeExpr(object.text, `${at}.text`, depth + 1) };
+    }
     case "timestamp":
     case "date_time_now":
     case "neg":

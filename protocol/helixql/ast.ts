@@ -36,6 +36,8 @@ export interface VectorDeclAst {
   readonly kind: "vector";
   readonly name: NameAst;
   readonly fields: readonly FieldAst[];
+  /** `V::Chunk(dimension: 384, ..)`: the options of the type's own vector index, when a list was written. */
+  readonly options?: readonly IndexOptionAst[];
 }
 
 /** An edge body is a list of items so that the checker, not the parser, reports a missing or repeated From/To. */
@@ -58,10 +60,21 @@ export interface FieldAst {
   readonly default?: LiteralAst;
 }
 
-export interface ModifierAst {
-  readonly kind: "index" | "unique" | "required";
-  readonly loc: SourceLocation;
+export type ModifierAst =
+  | { readonly kind: "index" | "unique" | "required"; readonly loc: SourceLocation }
+  /** `VECTOR INDEX(..)` / `TEXT INDEX(..)`; `options` is empty when no list was written. */
+  | { readonly kind: "vector_index" | "text_index"; readonly loc: SourceLocation; readonly options: readonly IndexOptionAst[] };
+
+/** One `name: value` of an index option list; which names exist and what they take is the checker's business. */
+export interface IndexOptionAst {
+  readonly name: NameAst;
+  readonly value: OptionValueAst;
 }
+
+/** An option value: a bare identifier (`cosine`, `org`) or a number, string or boolean literal. */
+export type OptionValueAst =
+  | { readonly kind: "name"; readonly text: string; readonly loc: SourceLocation }
+  | Extract<LiteralAst, { kind: "number" | "string" | "boolean" }>;
 
 export type TypeAst =
   | { readonly kind: "named"; readonly name: string; readonly loc: SourceLocation }
@@ -132,7 +145,15 @@ export interface CallAst {
   readonly name: NameAst;
   readonly generic?: NameAst;
   readonly args?: readonly ExprAst[];
+  /** `name: expr` arguments after the positional ones (`RerankMMR(lambda: 0.7)`); absent when none was written. */
+  readonly named?: readonly NamedArgumentAst[];
   readonly loc: SourceLocation;
+}
+
+/** A named argument `name: expr`; only the search and rerank calls take them. */
+export interface NamedArgumentAst {
+  readonly name: NameAst;
+  readonly value: ExprAst;
 }
 
 /** One item of a projection `::{...}` or of an object literal `{...}`. */

@@ -10,9 +10,10 @@ import {
   ANY, assignable, describeStaticType, describeValueType, familyOf, fieldValue, FLOAT, scalarValue, type RecordKind, type StaticType, type ValueType,
 } from "./query-types.js";
 import {
-  compileCondition, compileInput, compileProjection, compileProperties, compileValue, fieldsOf, isBareName, isElement, isMathFunction, resolveField,
-  singleField,
+  compileCondition, compileInput, compileProjection, compileProperties, compileValue, fieldsOf, isBareName, isElement, isMathFunction,
+  refuseNamedArguments, resolveField, singleField,
 } from "./query-values.js";
+import { compileRerank, compileSearch } from "./query-search.js";
 
 const SOURCE_OPS: Readonly<Record<RecordKind, string>> = { node: "nodes", edge: "edges", vector: "vectors" };
 const PREFIXES: ReadonlyMap<string, RecordKind> = new Map([
@@ -23,8 +24,13 @@ const PREFIXES: ReadonlyMap<string, RecordKind> = new Map([
 /** Sources that always take a type, so a bare one is a missing `<Type>`, not an unknown variable. */
 const SOURCES_WITH_TYPE: ReadonlySet<string> = new Set(["N", "E", "V", "AddN", "AddE", "AddV", "SearchV", "SearchBM25"]);
 
+/** The calls that take named arguments (query-search.ts checks which). */
+const NAMED_ARGUMENT_CALLS: ReadonlySet<string> = new Set(["SearchV", "SearchBM25", "RerankRRF", "RerankMMR"]);
+
 /** Compiles a whole chain: its source, then each step in turn. */
 export function compileChain(scope: CompilerScope, expr: ChainAst, context: ElementContext | undefined): Compiled | undefined {
+  const calls = [expr.start, ...expr.steps.flatMap((step) => (step.kind === "call" ? [step.call] : []))];
+  if (!calls.every((call) => NAMED_ARGUMENT_CALLS.has(call.name.text) || refuseNamedArguments(scope, call))) return undefined;
   const started = compileSource(scope, expr.start, expr.steps, context);
   if (started === undefined) return undefined;
   let current = started.compiled;
@@ -69,7 +75,7 @@ function compileSource(scope: CompilerScope, start: CallAst, steps: readonly Ste
       return addEdge(scope, start, steps);
     case "SearchV":
     case "SearchBM25":
-      return done(search(scope, start));
+      return done(compileSearch(scope, start, undefined, vectorInput));
     default:
       if (isMathFunction(name)) {
         scope.report("query_invalid", start.loc, `${name} computes a value; it cannot start a traversal`);
@@ -328,28 +334,6 @@ function addEdge(scope: CompilerScope, call: CallAst, steps: readonly StepAst[])
   return { compiled: { tree, type: { kind: "records", record: "edge", label, one: ends.from.one && ends.to.one } }, consumed: 2 };
 }
 
-/** `SearchV<T>(vector | Embed(text), k)` and `SearchBM25<T>(text, k)`: checked now; they run once the index issue lands. */
-function search(scope: CompilerScope, call: CallAst): Compiled | undefined {
-  const isVector = call.name.text === "SearchV";
-  const kind: RecordKind = isVector ? "vector" : "node";
-  const label = labelOf(scope, call, kind);
-  const args = call.args ?? [];
-  if (label === undefined) return undefined;
-  if (args.length !== 2) {
-    scope.report("query_invalid", call.loc, isVector ? `SearchV<${label}> takes a vector (or Embed(text)) and k` : `SearchBM25<${label}> takes a text and k`);
-    return undefined;
-  }
-  const query = isVector ? vectorInput(scope, args[0]) : compileValue(scope, args[0], undefined)?.expr;
-  const k = compileValue(scope, args[1], undefined);
-  if (query === undefined || k === undefined) return undefined;
-  if (!["number", "any"].includes(familyOf(k.type))) {
-    scope.report("invalid_type", call.loc, `k is a number of results, not ${describeValueType(k.type)}`);
-    return undefined;
-  }
-  const op = isVector ? "vector_search_nodes" : "text_search_nodes";
-  return { tree: { [op]: { label, query, k: k.expr } }, type: { kind: "records", record: kind, label, one: false } };
-}
-
 // ---- Steps ------------------------------------------------------------------------------------------------------
 
 interface Stepped {
@@ -409,9 +393,12 @@ function compileStep(scope: CompilerScope, current: Compiled, steps: readonly St
       return one(upsertRecord(scope, current, call));
     case "UpsertE":
       return upsertEdge(scope, current, steps, index);
+    case "SearchV":
+    case "SearchBM25":
+      return one(compileSearch(scope, call, current, vectorInput));
     case "RerankRRF":
     case "RerankMMR":
-      return one(rerank(scope, current, call));
+      return one(compileRerank(scope, current, call));
     default:
       if (COMPARISONS.has(name)) {
         scope.report("query_invalid", call.loc, `${name} compares a value and is only allowed in a condition, as in WHERE(_::{field}::${name}(v))`);
@@ -713,18 +700,4 @@ function upsertEdge(scope: CompilerScope, current: Compiled, steps: readonly Ste
   if (properties === undefined || ends === undefined) return undefined;
   const tree = { upsert_e: { input: current.tree, label, from: ends.from.ref, to: ends.to.ref, properties } };
   return { compiled: { tree, type: { kind: "records", record: "edge", label, one: input.one } }, next: index + 3 };
-}
-
-/** RerankRRF / RerankMMR reorder search results; checked now, they run once the index issue lands. */
-function rerank(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
-  const input = records(scope, current, call, ["node", "edge", "vector"]);
-  if (input === undefined) return undefined;
-  const args: Json[] = [];
-  for (const arg of call.args ?? []) {
-    const value = compileValue(scope, arg, undefined);
-    if (value === undefined) return undefined;
-    args.push(value.expr);
-  }
-  const op = call.name.text === "RerankRRF" ? "rerank_rrf" : "rerank_mmr";
-  return { tree: { [op]: { input: current.tree, args } }, type: input };
 }

@@ -147,6 +147,14 @@ function arrayLiteral(scope: CompilerScope, expr: Extract<ExprAst, { kind: "arra
   return { tree: { array: elements }, type: ANY };
 }
 
+/** Reports named arguments (`f(x: 1)`) on a call that takes none; true when there are none. */
+export function refuseNamedArguments(scope: CompilerScope, call: CallAst): boolean {
+  const [first] = call.named ?? [];
+  if (first === undefined) return true;
+  scope.report("query_invalid", first.name.loc, `${call.name.text} takes no named arguments (only SearchV, SearchBM25, RerankRRF and RerankMMR do)`);
+  return false;
+}
+
 /** Whether a call is a bare name: no generic, no parentheses. */
 export function isBareName(call: CallAst): boolean {
   return call.generic === undefined && call.args === undefined;
@@ -205,6 +213,7 @@ function elementField(scope: CompilerScope, context: ElementContext, name: strin
 
 function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext | undefined): CompiledValue | undefined {
   const name = call.name.text;
+  if (!refuseNamedArguments(scope, call)) return undefined;
   if (isBareName(call)) {
     if (isElement(call, context)) {
       scope.report("query_invalid", call.loc, `${name} is the current element; read a field with ${name}::{field}`);
@@ -403,6 +412,7 @@ export function compileCondition(scope: CompilerScope, expr: ExprAst, context: E
   const { start, steps } = expr;
   if (steps.length === 0 && start.generic === undefined && start.args !== undefined) {
     const name = start.name.text;
+    if (!refuseNamedArguments(scope, start)) return undefined;
     if (name === "AND" || name === "OR") return combination(scope, start, start.args, context);
     if (name === "EXISTS") {
       const [target] = start.args;
@@ -415,7 +425,9 @@ export function compileCondition(scope: CompilerScope, expr: ExprAst, context: E
     }
   }
   const last = steps[steps.length - 1];
-  if (last?.kind === "call" && COMPARISONS.has(last.call.name.text)) return comparison(scope, expr, last.call, context);
+  if (last?.kind === "call" && COMPARISONS.has(last.call.name.text)) {
+    return refuseNamedArguments(scope, last.call) ? comparison(scope, expr, last.call, context) : undefined;
+  }
   const value = compileValue(scope, expr, context);
   if (value === undefined) return undefined;
   const family = familyOf(value.type);

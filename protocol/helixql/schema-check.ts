@@ -8,11 +8,12 @@
 
 import { SilkError } from "../errors.js";
 import type { Diagnostic, EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, SchemaSource, VectorTypeDecl } from "../schema.js";
-import type { DeclarationAst, EdgeDeclAst, FieldAst, NameAst, SourceFileAst, SourceLocation, TypeAst } from "./ast.js";
+import type { DeclarationAst, EdgeDeclAst, FieldAst, ModifierAst, NameAst, SourceFileAst, SourceLocation, TypeAst } from "./ast.js";
 import { formatDiagnostics } from "./diagnostics.js";
 import { checkFieldName, convertDefault, FIELD_TYPE_DEPTH_MAX, unknownTypeMessage, type Reporter } from "./field-rules.js";
 import { parse, SyntaxError as ParserSyntaxError } from "./generated/parser.js";
 import { isScalarTypeName } from "./scalars.js";
+import { checkIndexFieldType, checkTenants, textIndexOptions, vectorIndexOptions, type TenantUse } from "./schema-index-options.js";
 
 /** Parses and checks schema files; the schema is present exactly when there are no diagnostics. */
 export function checkSchema(sources: SchemaSource | SchemaSource[]): { schema?: Schema; diagnostics: Diagnostic[] } {
@@ -126,13 +127,15 @@ class SchemaChecker {
         const name = declaration.name.text;
         switch (declaration.kind) {
           case "node": {
-            const fields = this.fields(declaration.fields, report, 0);
+            const fields = this.typeFields(declaration.fields, report, []);
             if (fresh) nodes.set(name, { kind: "node", name, fields });
             break;
           }
           case "vector": {
-            const fields = this.fields(declaration.fields, report, 0);
-            if (fresh) vectors.set(name, { kind: "vector", name, fields });
+            const tenants: TenantUse[] = [];
+            const index = vectorIndexOptions(declaration.options ?? [], `V::${name}`, report, tenants);
+            const fields = this.typeFields(declaration.fields, report, tenants);
+            if (fresh) vectors.set(name, { kind: "vector", name, fields, index });
             break;
           }
           case "edge": {
@@ -193,12 +196,23 @@ class SchemaChecker {
       }
       if (item.kind === "from") from = item.target;
       else if (item.kind === "to") to = item.target;
-      else fields = this.fields(item.fields, report, 0);
+      else fields = this.typeFields(item.fields, report, []);
     }
     if (from === undefined) report(ast.name.loc, `E::${ast.name.text} has no From: every edge type names its source type`);
     if (to === undefined) report(ast.name.loc, `E::${ast.name.text} has no To: every edge type names its target type`);
     return { kind: "edge", name: ast.name.text, from: from?.text ?? "", to: to?.text ?? "", fields: fields ?? new Map() };
   }
+
+  /** A type's own fields, then the tenant fields its index options name (which must be among them). */
+  private typeFields(asts: readonly FieldAst[], report: Reporter, tenants: TenantUse[]): Map<string, FieldDecl> {
+    this.tenants = tenants;
+    const fields = this.fields(asts, report, 0);
+    checkTenants(tenants, fields, report);
+    return fields;
+  }
+
+  /** Where the index options of the type being checked record the tenant fields they name. */
+  private tenants: TenantUse[] = [];
 
   /** Converts a field list; `depth` is 0 for a type's own fields and grows inside inline objects. */
   private fields(asts: readonly FieldAst[], report: Reporter, depth: number): Map<string, FieldDecl> {
@@ -221,27 +235,50 @@ class SchemaChecker {
 
   private field(ast: FieldAst, report: Reporter, depth: number): FieldDecl | undefined {
     const decl: FieldDecl = { name: ast.name.text, type: { kind: "scalar", name: "String" }, required: false };
+    let indexed: ModifierAst | undefined;
     for (const modifier of ast.modifiers) {
-      const keyword = { index: "INDEX", unique: "UNIQUE INDEX", required: "REQUIRED" }[modifier.kind];
+      const keyword = MODIFIER_KEYWORDS[modifier.kind];
       if (modifier.kind === "required") {
         if (decl.required) report(modifier.loc, `REQUIRED is given twice on ${decl.name}`);
         decl.required = true;
       } else if (depth > 0) {
         report(modifier.loc, `${keyword} is only allowed on top-level fields (nested paths are scan-only): ${decl.name}`);
-      } else if (decl.index !== undefined) {
-        report(modifier.loc, `${decl.name} has more than one index modifier; use either INDEX or UNIQUE INDEX`);
+      } else if (indexed !== undefined) {
+        report(modifier.loc, `${decl.name} has more than one index modifier (${MODIFIER_KEYWORDS[indexed.kind]}, then ${keyword}); a field takes one of INDEX, UNIQUE INDEX, VECTOR INDEX, TEXT INDEX`);
       } else {
-        decl.index = modifier.kind;
+        indexed = modifier;
+        this.indexModifier(decl, modifier, report);
       }
     }
     const type = this.type(ast.type, report, depth);
     if (type === undefined) return undefined;
     decl.type = type;
+    if (indexed !== undefined && depth === 0) checkIndexFieldType(indexed, decl.name, type, report);
     if (ast.default !== undefined) {
       if (depth > 0) report(ast.default.loc, `DEFAULT is only allowed on top-level fields: ${decl.name}`);
       else decl.default = convertDefault(type, ast.default, decl.name, report);
     }
     return decl;
+  }
+
+  private indexModifier(decl: FieldDecl, modifier: ModifierAst, report: Reporter): void {
+    const where = `${MODIFIER_KEYWORDS[modifier.kind]} on ${decl.name}`;
+    switch (modifier.kind) {
+      case "index":
+      case "unique":
+        decl.index = modifier.kind;
+        return;
+      case "vector_index":
+        decl.vectorIndex = vectorIndexOptions(modifier.options, where, report, this.tenants);
+        return;
+      case "text_index":
+        decl.textIndex = textIndexOptions(modifier.options, where, report, this.tenants);
+        return;
+      case "required":
+        return;
+      default:
+        assertNever(modifier);
+    }
   }
 
   /** A type written outside a declaration (a QUERY parameter's); modifiers and DEFAULTs cannot occur there. */
@@ -270,6 +307,14 @@ class SchemaChecker {
     }
   }
 }
+
+const MODIFIER_KEYWORDS: Record<ModifierAst["kind"], string> = {
+  index: "INDEX",
+  unique: "UNIQUE INDEX",
+  required: "REQUIRED",
+  vector_index: "VECTOR INDEX",
+  text_index: "TEXT INDEX",
+};
 
 /** From and To name a node type or a vector type; a name declared as both would be ambiguous. */
 function resolveEndpoints(ast: EdgeDeclAst, report: Reporter, nodes: ReadonlyMap<string, unknown>, vectors: ReadonlyMap<string, unknown>): void {

@@ -6,18 +6,23 @@
  * Shape (version 1):
  *   { version: 1, nodes: [Type], edges: [Type & { from, to }], vectors: [Type] }
  *   Type  = { name, fields: [Field] }
- *   Field = { name, type: FieldTypeJson, required, default?: { kind: "now" } | { kind: "value", value }, index? }
+ *   Field = { name, type: FieldTypeJson, required, default?: { kind: "now" } | { kind: "value", value }, index?,
+ *             vector_index?: VectorIndex, text_index?: { analyzer, positions, tenant? } }   (at most one index)
  *   FieldTypeJson = "U32" | { array: FieldTypeJson } | { object: [Field] }
+ *   A vector type also has `index: VectorIndex` = { metric, dimension?, tenant? } (read as cosine when absent, as
+ *   schemas stored before vector indexes have it).
  * DEFAULT values are in valueToJson form and are read back through the field's type, which restores bigints
  * and Dates exactly.
  */
 
 import { SilkError } from "../errors.js";
-import type { EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, VectorTypeDecl } from "../schema.js";
+import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
+import type { EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, TextIndexOptions, VectorIndexOptions, VectorTypeDecl } from "../schema.js";
 import { isPlainObject, RESERVED_LABEL_KEY, valueToJson } from "../values.js";
 import { coerceValue } from "./coerce.js";
 import { FIELD_TYPE_DEPTH_MAX } from "./field-rules.js";
 import { isScalarTypeName } from "./scalars.js";
+import { TEXT_TENANT_FIELD, VECTOR_DIMENSION_MAX } from "./schema-index-options.js";
 
 const SCHEMA_JSON_VERSION = 1;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -27,7 +32,7 @@ export function schemaToJson(schema: Schema): unknown {
     version: SCHEMA_JSON_VERSION,
     nodes: [...schema.nodes.values()].map((t) => ({ name: t.name, fields: fieldsToJson(t.fields) })),
     edges: [...schema.edges.values()].map((t) => ({ name: t.name, from: t.from, to: t.to, fields: fieldsToJson(t.fields) })),
-    vectors: [...schema.vectors.values()].map((t) => ({ name: t.name, fields: fieldsToJson(t.fields) })),
+    vectors: [...schema.vectors.values()].map((t) => ({ name: t.name, index: { ...t.index }, fields: fieldsToJson(t.fields) })),
   };
 }
 
@@ -37,6 +42,8 @@ function fieldsToJson(fields: ReadonlyMap<string, FieldDecl>): unknown[] {
     if (f.default?.kind === "now") out.default = { kind: "now" };
     else if (f.default?.kind === "value") out.default = { kind: "value", value: valueToJson(f.default.value) };
     if (f.index !== undefined) out.index = f.index;
+    if (f.vectorIndex !== undefined) out.vector_index = { ...f.vectorIndex };
+    if (f.textIndex !== undefined) out.text_index = { ...f.textIndex };
     return out;
   });
 }
@@ -62,7 +69,10 @@ export function schemaFromJson(json: unknown): Schema {
   const edges = new Map<string, EdgeTypeDecl>();
   const vectors = new Map<string, VectorTypeDecl>();
   forEachType(root.nodes, "$.nodes", nodes, (name, fields) => ({ kind: "node", name, fields }));
-  forEachType(root.vectors, "$.vectors", vectors, (name, fields) => ({ kind: "vector", name, fields }));
+  forEachType(root.vectors, "$.vectors", vectors, (name, fields, raw, path): VectorTypeDecl => {
+    const index = raw.index === undefined ? { metric: "cosine" as const } : vectorIndexFromJson(raw.index, `${path}.index`, fields);
+    return { kind: "vector", name, fields, index };
+  });
   forEachType(root.edges, "$.edges", edges, (name, fields, raw, path) => {
     const from = expectString(raw.from, `${path}.from`);
     const to = expectString(raw.to, `${path}.to`);
@@ -113,9 +123,73 @@ function fieldsFromJson(list: unknown, path: string, depth: number): Map<string,
       if (depth > 0) fail(`${fieldPath}.default`, "DEFAULT is only allowed on top-level fields");
       decl.default = defaultFromJson(decl.type, raw.default, `${fieldPath}.default`);
     }
+    readFieldIndexes(decl, raw, fieldPath, depth);
     out.set(name, decl);
   });
+  if (depth === 0) checkTenantsDeclared(list as { [key: string]: unknown }[], out, path);
   return out;
+}
+
+/** `vector_index` and `text_index`: on top-level fields of the right type, at most one index per field. */
+function readFieldIndexes(decl: FieldDecl, raw: { [key: string]: unknown }, path: string, depth: number): void {
+  const given = ["index", "vector_index", "text_index"].filter((key) => raw[key] !== undefined);
+  if (given.length > 1) fail(`${path}.${given[1]}`, `a field has at most one index, not ${given.join(" and ")}`);
+  if (given.length === 1 && given[0] !== "index" && depth > 0) fail(`${path}.${given[0]}`, "indexes are only allowed on top-level fields");
+  const element = decl.type.kind === "array" && decl.type.element.kind === "scalar" ? decl.type.element.name : undefined;
+  if (raw.vector_index !== undefined) {
+    if (element !== "F32" && element !== "F64" && element !== "I64") fail(`${path}.vector_index`, "a vector index covers [F32], [F64] or [I64] fields");
+    decl.vectorIndex = vectorIndexFromJson(raw.vector_index, `${path}.vector_index`, undefined);
+  }
+  if (raw.text_index !== undefined) {
+    if (!(decl.type.kind === "scalar" && decl.type.name === "String") && element !== "String") fail(`${path}.text_index`, "a text index covers String or [String] fields");
+    decl.textIndex = textIndexFromJson(raw.text_index, `${path}.text_index`);
+  }
+}
+
+/** Tenant fields of field indexes must be fields of the same type (a V:: type's own index is checked on its own). */
+function checkTenantsDeclared(list: readonly { [key: string]: unknown }[], fields: ReadonlyMap<string, FieldDecl>, path: string): void {
+  list.forEach((raw, i) => {
+    const decl = fields.get(raw.name as string);
+    const tenant = decl?.vectorIndex?.tenant ?? decl?.textIndex?.tenant;
+    const key = decl?.vectorIndex !== undefined ? "vector_index" : "text_index";
+    if (tenant !== undefined && !fields.has(tenant)) fail(`${path}[${i}].${key}.tenant`, `${tenant} is not a field of this type`);
+  });
+}
+
+function vectorIndexFromJson(json: unknown, path: string, fields: ReadonlyMap<string, FieldDecl> | undefined): VectorIndexOptions {
+  const raw = expectObject(json, path);
+  allowKeys(raw, ["metric", "dimension", "tenant"], path);
+  if (!(VECTOR_METRICS as readonly unknown[]).includes(raw.metric)) fail(`${path}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
+  const out: VectorIndexOptions = { metric: raw.metric as VectorMetric };
+  if (raw.dimension !== undefined) {
+    const dimension = raw.dimension;
+    if (typeof dimension !== "number" || !Number.isInteger(dimension) || dimension < 1 || dimension > VECTOR_DIMENSION_MAX) {
+      fail(`${path}.dimension`, `expected an integer from 1 to ${VECTOR_DIMENSION_MAX}`);
+    }
+    out.dimension = dimension;
+  }
+  if (raw.tenant !== undefined) {
+    out.tenant = expectString(raw.tenant, `${path}.tenant`);
+    if (fields !== undefined && !fields.has(out.tenant)) fail(`${path}.tenant`, `${out.tenant} is not a field of this type`);
+  }
+  return out;
+}
+
+function textIndexFromJson(json: unknown, path: string): TextIndexOptions {
+  const raw = expectObject(json, path);
+  allowKeys(raw, ["analyzer", "positions", "tenant"], path);
+  if (!(TEXT_ANALYZERS as readonly unknown[]).includes(raw.analyzer)) fail(`${path}.analyzer`, `expected one of ${TEXT_ANALYZERS.join(", ")}`);
+  if (typeof raw.positions !== "boolean") fail(`${path}.positions`, "expected a boolean");
+  const out: TextIndexOptions = { analyzer: raw.analyzer as TextAnalyzer, positions: raw.positions };
+  if (raw.tenant !== undefined) {
+    if (raw.tenant !== TEXT_TENANT_FIELD) fail(`${path}.tenant`, `a text index is partitioned by ${TEXT_TENANT_FIELD} only`);
+    out.tenant = TEXT_TENANT_FIELD;
+  }
+  return out;
+}
+
+function allowKeys(raw: { [key: string]: unknown }, allowed: readonly string[], path: string): void {
+  for (const key of Object.keys(raw)) if (!allowed.includes(key)) fail(`${path}.${key}`, `unknown key (expected ${allowed.join(", ")})`);
 }
 
 function typeFromJson(json: unknown, path: string, depth: number): FieldType {

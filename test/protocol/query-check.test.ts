@@ -140,27 +140,4 @@ QUERY E1() => u <- AddN<User>({name: "x"}) RETURN u
     expect(result.diagnostics.map((d) => d.code)).toEqual(["schema_syntax"]);
     expect(result.names).toEqual([]);
   });
-
-  it("search, Embed and rerank check now and compile to steps that answer unsupported_operation", () => {
-    const result = checkProject({
-      file: "q.hx",
-      text: SCHEMA + `QUERY A(v: [F64], t: String) => d <- SearchV<Doc>(v, 5) e <- SearchV<Doc>(Embed(t), 3) p <- SearchBM25<Post>(t, 10) RETURN d, e, p`,
-    });
-    expect(result.diagnostics).toEqual([]);
-    expect(() => decodeRequest(result.queries[0].tree)).toThrow(expect.objectContaining({ code: "unsupported_operation" }));
-  });
-});
-
-describe("steps that arrive with the index issue", () => {
-  it("AddV with Embed and reranking check, and answer unsupported_operation when run", () => {
-    const result = checkProject({
-      file: "q.hx",
-      text: SCHEMA + `QUERY A(t: String) => d <- AddV<Doc>(Embed(t), {title: t}) RETURN d
-QUERY B(v: [F64]) => d <- SearchV<Doc>(v, 5)::RerankRRF RETURN d`,
-    });
-    expect(result.diagnostics).toEqual([]);
-    for (const query of result.queries) {
-      expect(() => decodeRequest(query.tree)).toThrow(expect.objectContaining({ code: "unsupported_operation" }));
-    }
-  });
 });

@@ -90,7 +90,7 @@ describe("parseSchema on the example", () => {
     expect(schema.edges.get("Likes")).toMatchObject({ from: "User", to: "Post" });
     expect(schema.edges.get("Likes")?.fields.size).toBe(0);
     expect(schema.vectors.get("Document")?.fields.get("content")?.type).toEqual(scalar("String"));
-    expect(schema.vectors.get("Empty")).toEqual({ kind: "vector", name: "Empty", fields: new Map() });
+    expect(schema.vectors.get("Empty")).toEqual({ kind: "vector", name: "Empty", fields: new Map(), index: { metric: "cosine" } });
   });
 });
 
