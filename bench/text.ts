@@ -101,7 +101,7 @@ function argument(name: string): string | undefined {
   return at === -1 ? undefined : process.argv[at + 1];
 }
 
-function main(): void {
+async function main(): Promise<void> {
   if (!existsSync(DATASET)) {
     console.error(`bench-text needs BEIR SciFact at ${DATASET} (corpus.part*.jsonl, queries.jsonl, qrels/test.tsv); it is missing`);
     process.exit(1);
@@ -166,9 +166,9 @@ function main(): void {
     console.log(`nDCG@10 target >= ${NDCG_TARGET} (BEIR BM25 0.665): ${pass ? "PASS" : "FAIL"}`);
     if (!pass) process.exitCode = 1;
   } finally {
-    env.closeSync?.();
+    await env.close();
     rmSync(directory, { recursive: true, force: true });
   }
 }
 
-main();
+await main();

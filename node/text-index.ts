@@ -186,13 +186,18 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     return prefix;
   }
 
-  /** The partition a record belongs to, or undefined when it is in none (a tenant index, no tenant property). */
-  private partitionOf(definition: TextIndexDefinition, record: IndexedRecord): Buffer | undefined {
+  /**
+   * The partition a record belongs to, or undefined when it is in none (a tenant index, no tenant property). A
+   * tenant value over TENANT_BYTES_MAX is refused for a record being written and means "in none" for an old one
+   * (it was never indexed, and its update or delete must not fail for it).
+   */
+  private partitionOf(definition: TextIndexDefinition, record: IndexedRecord, written = false): Buffer | undefined {
     if (definition.tenant === undefined) return partitionPrefix(this.prefixOf(definition), "");
     const value = record.props[definition.tenant];
     if (value === undefined) return undefined;
     const tenant = tenantKey(value);
     if (Buffer.byteLength(tenant, "utf8") > TENANT_BYTES_MAX) {
+      if (!written) return undefined;
       throw new SilkError("limit_exceeded", `text index ${definition.name}: record ${record.id}'s ${definition.tenant} is longer than ${TENANT_BYTES_MAX} bytes`);
     }
     return partitionPrefix(this.prefixOf(definition), tenant);
@@ -202,7 +207,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   private analyse(definition: TextIndexDefinition, record: IndexedRecord): Analysed | undefined {
     const texts = textsOf(definition, record);
     if (texts === undefined) return undefined;
-    const part = this.partitionOf(definition, record);
+    const part = this.partitionOf(definition, record, true);
     if (part === undefined) return undefined;
     if (part.length + 1 + 2 + TERM_BYTES_MAX + ID_BYTES > KEY_BYTES_MAX) {
       throw new SilkError("limit_exceeded", `text index ${definition.name}: its keys would exceed LMDB's ${KEY_BYTES_MAX} bytes`);

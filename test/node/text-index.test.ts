@@ -185,6 +185,13 @@ describe("maintenance", () => {
     expectHits(fixture.search(BODY, "quick"), [[2n, bm25(2, 3, 10 / 3, 3, 1)]]);
   });
 
+  it("sees its own writes within one transaction: a create then an update of one record", () => {
+    fixture.put([BODY], [[1n, { body: "first words" }], [2n, { body: "other words" }], [1n, { body: "second words" }]]);
+    expect(fixture.search(BODY, "first")).toEqual([]);
+    // N = 2, lengths 2 + 2: the replaced text left no statistics behind.
+    expectHits(fixture.search(BODY, "second"), [[1n, bm25(1, 2, 2, 2, 1)]]);
+  });
+
   it("leaves every entry as it was when the text did not change", () => {
     fixture.put([BODY], THREE_DOCS);
     const before = fixture.dump();
@@ -284,6 +291,19 @@ describe("tenant partitions", () => {
     expect(fixture.search(TENANTED, "numbered", 10, { tenant: "7" }).map(([id]) => id)).toEqual([5n]);
     fixture.put([TENANTED], [[1n, { body: "quick fox" }]]);
     expect(fixture.search(TENANTED, "fox", 10, { tenant: "a" })).toEqual([]);
+  });
+
+  it("refuses a tenant value over 512 bytes on a write, and lets a record that has one be deleted", () => {
+    fixture.put([TENANTED], NOTES);
+    const before = fixture.dump();
+    const long = "t".repeat(513);
+    expectSilkError(() => fixture.put([TENANTED], [[6n, { tenant_id: long, body: "text" }]]), "limit_exceeded", "record 6", "tenant_id");
+    expect(fixture.dump()).toEqual(before);
+    // Written before the index existed: never indexed, so its delete has nothing to remove and must not fail.
+    fixture.records.set(6n, { id: 6n, props: { tenant_id: long, body: "text" } });
+    fixture.delete([TENANTED], 6n);
+    expect(fixture.search(TENANTED, "text", 10, { tenant: long })).toEqual([]);
+    expect(fixture.dump()).toEqual(before);
   });
 
   it("ignores a tenant given to an index without tenants", () => {
