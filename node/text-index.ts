@@ -399,49 +399,40 @@ function scoreKey(key: Buffer): number | bigint {
   return high < 0x200000 ? high * 0x1_0000_0000 + key.readUInt32BE(key.length - 4) : key.readBigUInt64BE(key.length - ID_BYTES);
 }
 
-/** Whether hit `left` ranks before `right`: higher score, then lower ID. */
-function ranksBefore(leftId: number | bigint, leftScore: number, rightId: number | bigint, rightScore: number): boolean {
-  return leftScore > rightScore || (leftScore === rightScore && leftId < rightId);
+interface Ranked {
+  readonly id: number | bigint;
+  readonly score: number;
+}
+
+/** Whether `left` ranks before `right`: a higher score, then a lower ID. */
+function ranksBefore(left: Ranked, right: Ranked): boolean {
+  return left.score > right.score || (left.score === right.score && left.id < right.id);
 }
 
 /**
- * The k highest scores, descending, ties by ascending ID: a binary heap of the k best so far whose root is the
- * worst of them, so a search costs O(n log k) rather than sorting every scored document.
+ * The k highest scores, descending, ties by ascending ID: a binary heap of the k best so far, its root the worst of
+ * them, so a search costs O(n log k) instead of sorting every scored document.
  */
 function topHits(scores: ReadonlyMap<number | bigint, number>, k: number): SearchHit[] {
-  const ids: (number | bigint)[] = [];
-  const values: number[] = [];
-  const swap = (a: number, b: number): void => {
-    [ids[a], ids[b]] = [ids[b], ids[a]];
-    [values[a], values[b]] = [values[b], values[a]];
-  };
+  const heap: Ranked[] = [];
   for (const [id, score] of scores) {
-    if (ids.length === k) {
-      if (!ranksBefore(id, score, ids[0], values[0])) continue;
-      ids[0] = id;
-      values[0] = score;
-      for (let at = 0; ; ) {
-        const left = 2 * at + 1;
-        const right = left + 1;
-        let worst = at;
-        if (left < k && ranksBefore(ids[worst], values[worst], ids[left], values[left])) worst = left;
-        if (right < k && ranksBefore(ids[worst], values[worst], ids[right], values[right])) worst = right;
-        if (worst === at) break;
-        swap(at, worst);
-        at = worst;
+    const hit = { id, score };
+    if (heap.length < k) {
+      let at = heap.push(hit) - 1;
+      for (let parent = (at - 1) >> 1; at > 0 && ranksBefore(heap[parent], heap[at]); at = parent, parent = (at - 1) >> 1) {
+        [heap[at], heap[parent]] = [heap[parent], heap[at]];
       }
-    } else {
-      ids.push(id);
-      values.push(score);
-      for (let at = ids.length - 1; at > 0; ) {
-        const parent = (at - 1) >> 1;
-        if (!ranksBefore(ids[parent], values[parent], ids[at], values[at])) break;
-        swap(at, parent);
-        at = parent;
+    } else if (ranksBefore(hit, heap[0])) {
+      heap[0] = hit;
+      for (let at = 0; ; ) {
+        let worst = at;
+        for (const child of [2 * at + 1, 2 * at + 2]) if (child < k && ranksBefore(heap[worst], heap[child])) worst = child;
+        if (worst === at) break;
+        [heap[at], heap[worst]] = [heap[worst], heap[at]];
+        at = worst;
       }
     }
   }
-  const hits = ids.map((id, at) => ({ id, score: values[at] }));
-  hits.sort((left, right) => (ranksBefore(left.id, left.score, right.id, right.score) ? -1 : 1));
-  return hits.map((hit) => ({ id: BigInt(hit.id), score: hit.score }));
+  heap.sort((left, right) => (ranksBefore(left, right) ? -1 : 1));
+  return heap.map((hit) => ({ id: BigInt(hit.id), score: hit.score }));
 }

@@ -226,6 +226,20 @@ describe("maintenance", () => {
     ]);
   });
 
+  it("does not store terms over 255 bytes (whitespace_lowercase keeps them, keys stay under LMDB's limit)", () => {
+    const long = "x".repeat(256);
+    fixture.put([BODY], [[1n, { body: `${long} short` }], [2n, { body: "short words" }]]);
+    expect(fixture.search(BODY, long)).toEqual([]);
+    // Document 1 counts one term: N = 2, lengths 1 + 2.
+    expectHits(fixture.search(BODY, "short"), [[1n, bm25(1, 1, 1.5, 2, 2)], [2n, bm25(1, 2, 1.5, 2, 2)]]);
+  });
+
+  it("refuses with limit_exceeded an index whose keys could not fit LMDB's key size", () => {
+    const huge: TextIndexDefinition = { ...BODY, label: "L".repeat(1_800), name: "huge.body" };
+    expectSilkError(() => fixture.put([huge], [[1n, { body: "text" }]]), "limit_exceeded", "huge.body");
+    expect(fixture.dump()).toEqual([]);
+  });
+
   it("does not index a record without the field or a text without terms", () => {
     fixture.put([BODY], [[1n, { title: "x" }], [2n, { body: "" }], [3n, { body: [] }]]);
     expect(fixture.dump()).toEqual([]);
