@@ -12,11 +12,12 @@ import { statSync, watch, type FSWatcher } from "node:fs";
 import type { Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
 import type { GatewayDatabase } from "../gateway/server.js";
+import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError } from "../protocol/errors.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import type { CompiledQuery } from "../protocol/helixql/query.js";
 import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
-import { closeOnSignals, listenGateway, serveSettings, type ServeOptions } from "./serve.js";
+import { announceEmbedder, closeOnSignals, listenGateway, serveSettings, type ServeOptions } from "./serve.js";
 import { loadSchemaSources } from "./schema-files.js";
 
 /** How long the files must be quiet before a reload: editors write a file in several steps. */
@@ -36,11 +37,12 @@ class ReloadingDatabase implements GatewayDatabase {
     private currentSources: readonly SchemaSource[],
     private readonly directory: string,
     private readonly timeoutMs: number,
+    private readonly embedder: Embedder | undefined,
   ) {}
 
-  static async open(directory: string, sources: readonly SchemaSource[], timeoutMs: number): Promise<ReloadingDatabase> {
-    const database = await Database.open({ storage: { disk: directory }, schema: sources }, { defaultTimeoutMs: timeoutMs });
-    return new ReloadingDatabase(database, sources, directory, timeoutMs);
+  static async open(directory: string, sources: readonly SchemaSource[], timeoutMs: number, embedder?: Embedder): Promise<ReloadingDatabase> {
+    const database = await Database.open({ storage: { disk: directory }, schema: sources, embedder }, { defaultTimeoutMs: timeoutMs });
+    return new ReloadingDatabase(database, sources, directory, timeoutMs, embedder);
   }
 
   get schema(): Schema | undefined {
@@ -86,10 +88,13 @@ class ReloadingDatabase implements GatewayDatabase {
       this.onIdle = undefined;
       await this.current.close();
       try {
-        this.current = await Database.open({ storage: { disk: this.directory }, schema: sources }, { defaultTimeoutMs: this.timeoutMs });
+        this.current = await Database.open({ storage: { disk: this.directory }, schema: sources, embedder: this.embedder }, { defaultTimeoutMs: this.timeoutMs });
         this.currentSources = sources;
       } catch (cause) {
-        this.current = await Database.open({ storage: { disk: this.directory }, schema: this.currentSources }, { defaultTimeoutMs: this.timeoutMs });
+        this.current = await Database.open(
+          { storage: { disk: this.directory }, schema: this.currentSources, embedder: this.embedder },
+          { defaultTimeoutMs: this.timeoutMs },
+        );
         throw cause;
       }
     } finally {
@@ -157,8 +162,9 @@ function watchProject(project: string, onChange: () => void): { close(): void } 
 /** Starts the server and the watcher; resolves once it listens. The process then lives until a signal closes it. */
 export async function runDev(options: ServeOptions): Promise<void> {
   const settings = serveSettings(options);
-  const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project), settings.timeoutMs);
+  const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project), settings.timeoutMs, settings.embedder);
   const server = await listenGateway(database, settings, options.project, () => database.close());
+  announceEmbedder(settings);
   // Reloads run one after another, so a change made during a reload is checked after it.
   let reloads = Promise.resolve();
   const watcher = watchProject(options.project, () => {

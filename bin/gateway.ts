@@ -14,7 +14,7 @@ import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type 
 import { buildGateway } from "../gateway/server.js";
 import { SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { closeOnSignals, serveSettings, type ServeSettings } from "./serve.js";
+import { announceEmbedder, closeOnSignals, serveSettings, type ServeSettings } from "./serve.js";
 
 export interface GatewayCommandOptions {
   readonly project: string;
@@ -59,7 +59,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
   const limit = gatewayRateLimit(options);
   const schema = loadSchemaSources(options.project);
   const database = await Database.open(
-    { storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer" },
+    { storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer", embedder: settings.embedder },
     { defaultTimeoutMs: settings.timeoutMs },
   );
   const bucket = await openBucket(options, limit, settings);
@@ -86,6 +86,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
     `silk: gateway serving ${options.project} on http://${shown}:${address.port} (data in ${settings.data}; ` +
       `${limit.ratePerSecond} requests/s, burst ${limit.burst}, bucket ${store})\n`,
   );
+  announceEmbedder(settings);
   if (readKeys(settings.data).every((record) => record.revoked !== null)) {
     settings.logger.warn(`no live API key: every request will be refused; make one with \`silk keys create --data ${settings.data}\``);
   }

@@ -9,7 +9,9 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
+import { embedderFromEnvironment, embedderStartMessage } from "../cluster/embedders.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
+import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../protocol/tree.js";
 import { loadSchemaSources } from "./schema-files.js";
@@ -57,6 +59,8 @@ export interface ServeSettings {
   /** The deadline of every request that sets no `timeout_ms` (the per-query routes included). */
   readonly timeoutMs: number;
   readonly logger: Logger;
+  /** Embed's provider from SILK_EMBED_* (cluster/embedders.ts); undefined when none is configured. */
+  readonly embedder: Embedder | undefined;
 }
 
 export function serveSettings(options: ServeOptions): ServeSettings {
@@ -66,7 +70,16 @@ export function serveSettings(options: ServeOptions): ServeSettings {
     data: options.data ?? SERVE_DATA_DEFAULT,
     timeoutMs: serveTimeoutMs(options.timeoutMs),
     logger: pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true })),
+    // A bad SILK_EMBED_* setting is invalid_option here, so the server refuses to start rather than fail each Embed.
+    embedder: embedderFromEnvironment(process.env),
   };
+}
+
+/** Logs which embedding provider serves Embed, or warns that none does (Embed then answers embedding_not_configured). */
+export function announceEmbedder(settings: ServeSettings): void {
+  const { level, message } = embedderStartMessage(settings.embedder);
+  if (level === "warn") settings.logger.warn(message);
+  else settings.logger.info(message);
 }
 
 /**
@@ -132,9 +145,10 @@ export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise
 export async function runServe(options: ServeOptions): Promise<void> {
   const settings = serveSettings(options);
   const database = await Database.open(
-    { storage: { disk: settings.data }, schema: loadSchemaSources(options.project) },
+    { storage: { disk: settings.data }, schema: loadSchemaSources(options.project), embedder: settings.embedder },
     { defaultTimeoutMs: settings.timeoutMs },
   );
   const server = await listenGateway(database, settings, options.project, () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
+  announceEmbedder(settings);
 }

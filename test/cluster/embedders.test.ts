@@ -2,7 +2,7 @@
  * The embedding providers: the OpenAI-compatible client against a stub server on loopback (request shape, batching,
  * ordering, retries, timeouts, malformed answers, the key never in a message), the feature-hashing embedder
  * (determinism, similarity), the local-model embedder's missing-package and missing-directory paths, and the
- * environment parsing the servers start from.
+ * environment parsing the servers start from, and `silk serve` logging its provider or refusing a bad one.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +19,8 @@ import {
   type OpenAiCompatibleOptions,
 } from "../../cluster/embedders.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
+import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
+import { startServer } from "../gateway/serve-process.js";
 import { startEmbeddingStub, stubVector, type EmbeddingStub } from "../helpers/embedding-stub.js";
 
 const KEY = "sk-test-SECRET-0123456789";
@@ -338,5 +340,32 @@ describe("embedderFromEnvironment", () => {
       expect(error.message).toContain(expected);
       expect(error.message).not.toContain(KEY);
     }
+  });
+});
+
+describe("silk serve's embedding configuration", () => {
+  afterAll(removeTemporaryDirectories);
+  // The provider line comes after the signal handlers are installed, so a SIGTERM once it shows closes cleanly.
+  const serve = async (env: NodeJS.ProcessEnv, line: RegExp): Promise<string> => {
+    const server = await startServer(["serve", "--project", join(REPO, "examples"), "--port", "0", "--data", join(temporaryDirectory(), "data")], env);
+    for (let waited = 0; !line.test(server.stderr()) && waited < 10_000; waited += 20) await new Promise((done) => setTimeout(done, 20));
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    return server.stderr();
+  };
+
+  it("logs the provider at start, or warns that Embed will answer embedding_not_configured", async () => {
+    const provider = /"level":30.*embedding provider: feature-hashing 64/;
+    expect(await serve({ SILK_EMBED_PROVIDER: "hashing", SILK_EMBED_DIMENSIONS: "64" }, provider)).toMatch(provider);
+    const warning = /"level":40.*no embedding provider: Embed\(text\) will answer embedding_not_configured/;
+    expect(await serve({ SILK_EMBED_PROVIDER: "", OPENAI_API_KEY: "" }, warning)).toMatch(warning);
+  });
+
+  it("refuses to start with a bad provider setting, without showing the key", async () => {
+    const run = await runSilk(["serve", "--project", join(REPO, "examples"), "--port", "0", "--data", join(temporaryDirectory(), "data")], {
+      env: { SILK_EMBED_PROVIDER: "openai", SILK_EMBED_API_KEY: "", OPENAI_API_KEY: "", SILK_EMBED_DIMENSIONS: "12" },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/silk serve: invalid_option: SILK_EMBED_PROVIDER=openai needs an API key/);
   });
 });
