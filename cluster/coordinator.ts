@@ -12,6 +12,7 @@
  * serializable. The cluster issue replaces the lock with per-record locks held from prepare to apply.
  */
 import { randomBytes } from "node:crypto";
+import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
@@ -23,10 +24,13 @@ import {
   type IndexRange,
   type Mutation,
   type RecordKind,
+  type SearchHit,
   type StoredRecord,
+  type TextSearchRequest,
+  type VectorSearchRequest,
 } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
-import type { IndexDefinition, RuntimeIndexLookup } from "../protocol/indexes.js";
+import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
@@ -52,6 +56,8 @@ export interface CoordinatorOptions {
   /** The deadline of a request that sets no `timeout_ms` (the servers' `--timeout-ms`); none when undefined. */
   readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+  /** What `Embed(text)` calls; none: `embedding_not_configured`. */
+  readonly embedder?: Embedder;
 }
 
 function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
@@ -128,6 +134,37 @@ class ScatterReader implements BaseReader {
     const lists = replies.map((reply) => expect(reply, "index_ids").ids);
     return lists.some((ids) => ids === null) ? undefined : lists.flatMap((ids) => ids!);
   }
+
+  /** Every partition's k nearest (or only the partitions owning candidates), merged by ascending distance. */
+  vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
+    return this.search(request, (part) => ({ type: "vector_search", request: part }), (a, b) => a.score - b.score);
+  }
+
+  /** Every partition's k best BM25 hits, merged by descending score (each partition scores with its own statistics). */
+  textSearch(request: TextSearchRequest): Promise<SearchHit[]> {
+    return this.search(request, (part) => ({ type: "text_search", request: part }), (a, b) => b.score - a.score);
+  }
+
+  /** A partition ranks only the overlay records it owns (each record once over all partitions). */
+  private ownOverlay<R extends VectorSearchRequest | TextSearchRequest>(partition: number, request: R): R {
+    if (!("overlay" in request) || request.overlay === undefined) return request;
+    const records = request.overlay.records.filter((record) => this.map.partitionOf(record.id) === partition);
+    return { ...request, overlay: { changed: request.overlay.changed, records } };
+  }
+
+  private async search<R extends VectorSearchRequest | TextSearchRequest>(
+    request: R,
+    message: (part: R) => PartitionRequest,
+    order: (a: SearchHit, b: SearchHit) => number,
+  ): Promise<SearchHit[]> {
+    const parts: [number, R][] =
+      request.candidates === undefined
+        ? this.map.ranges.map((range) => [range.index, request])
+        : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
+    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)))));
+    const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
+    return hits.sort((a, b) => order(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.k);
+  }
 }
 
 /** New records go round-robin over partitions; an edge goes to its source's partition. */
@@ -194,16 +231,16 @@ export class Coordinator {
   private transactionCounter = 0;
   private readonly transactionPrefix = randomBytes(6).toString("hex");
   /** The indexes index operations created (`kind:Label.field`), for the planner of plans run here over several partitions. */
-  private runtimeIndexes = new Map<string, IndexDefinition>();
+  private runtimeIndexes = new Map<string, SecondaryIndexDefinition>();
   private readonly runtimeIndex: RuntimeIndexLookup = (kind, label, field) => this.runtimeIndexes.get(`${kind}:${label}.${field}`);
 
   constructor(private readonly options: CoordinatorOptions) {}
 
   /** Reads which runtime indexes the partitions hold (at open, and after every index operation). */
   async loadIndexCatalog(): Promise<void> {
-    const catalog = new Map<string, IndexDefinition>();
+    const catalog = new Map<string, SecondaryIndexDefinition>();
     for (const statuses of await partitionIndexStatuses(this.options)) {
-      for (const status of statuses) if (status.origin === "runtime") catalog.set(`${status.kind}:${status.name}`, status);
+      for (const status of statuses) if (status.origin === "runtime" && status.family === "secondary") catalog.set(`${status.kind}:${status.name}`, status);
     }
     this.runtimeIndexes = catalog;
   }
@@ -276,6 +313,7 @@ export class Coordinator {
         writable: plan.requestType === "write",
         deadline,
         runtimeIndex: this.runtimeIndex,
+        embedder: this.options.embedder,
       });
       if (view.hasWrites) await this.commit(view.mutations());
       return result;

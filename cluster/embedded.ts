@@ -19,7 +19,8 @@ import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore } from "../node/partition-store.js";
-import { indexDefinitions } from "../node/secondary-index.js";
+import type { Embedder } from "../protocol/embedding.js";
+import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
@@ -43,6 +44,12 @@ export interface OpenOptions {
   readonly schema?: string | SchemaSource | readonly SchemaSource[];
   /** Partition actors (default 1). Fixed when the database is created; reopening must give the same number. */
   readonly partitions?: number;
+  /**
+   * What `Embed(text)` calls (cluster/embedders.ts has an OpenAI-compatible HTTP provider, a local model directory
+   * and a feature-hashing embedder; any object with `embed(texts)` will do). Without one, Embed is
+   * `embedding_not_configured`.
+   */
+  readonly embedder?: Embedder;
 }
 
 /**
@@ -62,7 +69,7 @@ export interface InternalOpenOptions {
 /** One secondary index of the database (see docs/INDEXES.md): over every partition, counters summed. */
 export type IndexInfo = IndexStatus;
 
-const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions"]);
+const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions", "embedder"]);
 /** Options of the hosted gateway that an embedded handle must refuse, by name, with a clear message. */
 const GATEWAY_OPTION_KEYS = new Set([
   "headers", "apiKey", "api_key", "authorization", "databaseId", "database_id", "tenantId", "tenant_id",
@@ -89,6 +96,9 @@ function checkOptions(options: OpenOptions): void {
     throw new SilkError("invalid_option", 'storage must be "memory" or { disk: "<directory>" }');
   }
   if (mode !== undefined && mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
+  if (options.embedder !== undefined && typeof (options.embedder as Partial<Embedder> | null)?.embed !== "function") {
+    throw new SilkError("invalid_option", "embedder must be an object with an embed(texts) method (see cluster/embedders.ts)");
+  }
   if (mode === "readonly" && storage === "memory") throw new SilkError("invalid_option", "a memory database cannot be opened read-only: it starts empty");
   if (cache !== undefined) {
     for (const key of Object.keys(cache)) if (key !== "mapSizeBytes") throw new SilkError("invalid_option", `unknown cache option ${JSON.stringify(key)}`);
@@ -195,7 +205,7 @@ export class Database {
           idFirst: range.first,
           idLast: range.last,
           mapSizeBytes: options.cache?.mapSizeBytes,
-          indexes: indexDefinitions(schema),
+          indexes: schemaIndexDefinitions(schema),
         }),
       );
       opened.push(...stores);
@@ -207,6 +217,7 @@ export class Database {
             now,
             clockMs: internal.clockMs,
             indexBuildChunkEntities: internal.indexBuildChunkEntities,
+            embedder: options.embedder,
           }),
       );
       const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
@@ -221,6 +232,7 @@ export class Database {
         clockMs: internal.clockMs,
         defaultTimeoutMs: internal.defaultTimeoutMs,
         onCommitPhase: internal.onCommitPhase,
+        embedder: options.embedder,
       });
       if (readOnly) {
         if (stores.some((store) => store.pendingIntents().length > 0)) {

@@ -10,10 +10,19 @@
  * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either.
  */
 import { SilkError } from "../protocol/errors.js";
-import { mergeIndexStatuses, type IndexDefinition, type IndexStateName, type IndexStatus } from "../protocol/indexes.js";
+import {
+  describeIndex,
+  mergeIndexStatuses,
+  optionalEntry,
+  sameDefinition,
+  VECTOR_FIELD,
+  type IndexDefinition,
+  type IndexStateName,
+  type IndexStatus,
+} from "../protocol/indexes.js";
 import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import type { RecordKind } from "../protocol/records.js";
-import type { Schema } from "../protocol/schema.js";
+import { fieldTypeToString, type Schema } from "../protocol/schema.js";
 import type { IndexOperation } from "../protocol/tree-indexes.js";
 import type { Plan } from "../protocol/tree.js";
 import type { PartitionMap } from "./partition-map.js";
@@ -99,8 +108,8 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
   switch (operation.action) {
     case "create": {
       const definition = declaredDefinition(operation, context.schema);
-      if (merged !== undefined && (merged.unique !== definition.unique || merged.type !== definition.type)) {
-        throw new SilkError("invalid_field", `${name} is already indexed${merged.unique ? " UNIQUE" : ""} as ${merged.type}; drop it first to index it differently`);
+      if (merged !== undefined && !sameDefinition(merged, definition)) {
+        throw new SilkError("invalid_field", `${name} is already indexed (${describeIndex(merged)}); drop it first to index it differently`);
       }
       // Every partition, also those that have it: one that a crash left without it gets it now.
       await send(everyPartition, { type: "index_create", definition });
@@ -116,14 +125,14 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
     }
     case "drop": {
       const status = found(merged, operation, name);
-      if (status.origin === "schema") throw new SilkError("unsupported_operation", `${name} is declared INDEX in the schema; remove it from the schema to drop it`);
+      if (status.origin === "schema") throw new SilkError("unsupported_operation", `${name} is declared in the schema; remove it from the schema to drop it`);
       await send(holders, { type: "index_drop", kind: operation.kind, name });
       return answerOf(status, "dropped");
     }
     case "abort": {
       const status = found(merged, operation, name);
       if (status.origin === "schema") {
-        throw new SilkError("unsupported_operation", `${name} is declared INDEX in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
+        throw new SilkError("unsupported_operation", `${name} is declared in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
       }
       if (status.state !== "constructing") throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a constructing build can be aborted (drop_index removes the index)`);
       await send(holders, { type: "index_drop", kind: operation.kind, name });
@@ -141,15 +150,50 @@ function found(status: IndexStatus | undefined, operation: IndexOperation, name:
   return status;
 }
 
-/** The definition of a new index: the field must be a top-level scalar field the schema declares for the label. */
+/**
+ * The definition of a new index. The field must be one the schema declares for the label, of a type the family
+ * indexes: a top-level scalar (secondary), [F32]/[F64]/[I64] or a `V::` type's own vector (vector), String or
+ * [String] (text); a tenant property must be a declared top-level field (`tenant_id` for text, SPEC).
+ */
 function declaredDefinition(operation: IndexOperation, schema: Schema | undefined): IndexDefinition {
-  const { kind, label, field, unique } = operation;
+  const { kind, label, field, spec } = operation;
   if (schema === undefined) throw new SilkError("unknown_label", `this database has no schema, so it declares no ${kind} type ${label}; an index needs a declared field`);
   const types = kind === "node" ? schema.nodes : kind === "edge" ? schema.edges : schema.vectors;
   const declared = types.get(label);
   if (declared === undefined) throw new SilkError("unknown_label", `the schema declares no ${kind} type ${label}`);
+  const name = `${label}.${field}`;
+  const tenantOf = (tenant: string | undefined): string | undefined => {
+    if (tenant === undefined) return undefined;
+    const decl = declared.fields.get(tenant);
+    if (decl === undefined || decl.type.kind === "object") throw new SilkError("invalid_field", `${label} declares no top-level field ${tenant} to partition tenants by`);
+    if (spec.family === "text" && tenant !== "tenant_id") throw new SilkError("invalid_field", `a text index partitions tenants by tenant_id only, not ${tenant}`);
+    return tenant;
+  };
+  if (spec.family === "vector" && kind === "vector" && field === VECTOR_FIELD) {
+    return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)) };
+  }
   const decl = declared.fields.get(field);
   if (decl === undefined) throw new SilkError("invalid_field", `${label} declares no field ${field}`);
-  if (decl.type.kind !== "scalar") throw new SilkError("invalid_field", `${label}.${field} is not a scalar field: arrays and objects are not indexed`);
-  return { kind, label, field, unique, type: decl.type.name, name: `${label}.${field}` };
+  const type = decl.type;
+  switch (spec.family) {
+    case "secondary":
+      if (type.kind !== "scalar") throw new SilkError("invalid_field", `${name} is not a scalar field: arrays and objects have no secondary index`);
+      return { family: "secondary", kind, label, field, name, unique: spec.unique, type: type.name };
+    case "vector":
+      if (type.kind !== "array" || type.element.kind !== "scalar" || !["F32", "F64", "I64"].includes(type.element.name)) {
+        throw new SilkError("invalid_field", `${name} is ${fieldTypeToString(type)}: a vector index takes [F32], [F64] or [I64]`);
+      }
+      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)) };
+    case "text": {
+      const text = (t: typeof type): boolean => t.kind === "scalar" && t.name === "String";
+      if (!text(type) && !(type.kind === "array" && text(type.element))) {
+        throw new SilkError("invalid_field", `${name} is ${fieldTypeToString(type)}: a text index takes String or [String]`);
+      }
+      return { family: "text", kind, label, field, name, analyzer: spec.analyzer, positions: spec.positions, ...optionalEntry("tenant", tenantOf(spec.tenant)) };
+    }
+    default: {
+      const unreachable: never = spec;
+      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
+    }
+  }
 }

@@ -15,6 +15,7 @@ import { branch, repeat } from "./branches.js";
 import { dropEdges } from "./edge-drops.js";
 import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
+import { rerank, search } from "./search.js";
 import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, lookupParameter, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
@@ -262,6 +263,12 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       return group(step, await evalStep(step.input, scope), scope);
     case "shortest_path":
       return shortestPaths(step, await evalStep(step.input, scope), scope);
+    case "vector_search":
+    case "text_search":
+      return search(step, scope);
+    case "rerank_rrf":
+    case "rerank_mmr":
+      return rerank(step, scope);
     case "add_n":
     case "add_e":
     case "add_v":

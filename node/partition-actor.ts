@@ -2,21 +2,31 @@
  * A partition actor: owns one PartitionStore and answers PartitionRequests. It is the only code that touches its
  * partition's LMDB environment. Write invocations run one at a time (a partition has a single LMDB writer and
  * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots. A
- * writer's actor also builds the store's constructing secondary indexes in the background, one chunk at a time in
+ * writer's actor also builds the store's constructing indexes in the background, one chunk at a time in
  * the same queue as writes, so builds and writes interleave and never overlap.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Embedder } from "../protocol/embedding.js";
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { IndexStatus, RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
-import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  IndexRange,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
 import { executePlan } from "./executor.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
-import { indexKey } from "./secondary-index.js";
+import { indexKey } from "./index-keys.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
 
 /** Reads of one partition through one snapshot. */
@@ -52,6 +62,14 @@ export class SnapshotReader implements BaseReader {
   indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
     return this.snapshot.indexIds(kind, label, field, ranges);
   }
+
+  vectorSearch(request: VectorSearchRequest): SearchHit[] {
+    return this.snapshot.vectorSearch(request);
+  }
+
+  textSearch(request: TextSearchRequest): SearchHit[] {
+    return this.snapshot.textSearch(request);
+  }
 }
 
 export const PREPARED_PLANS_MAX = 100_000;
@@ -67,6 +85,8 @@ export interface PartitionActorOptions {
   readonly clockMs?: ClockMs;
   /** Overrides INDEX_BUILD_CHUNK_ENTITIES (tests use small chunks so writes interleave with a build). */
   readonly indexBuildChunkEntities?: number;
+  /** What `Embed(text)` calls; none: `embedding_not_configured`. */
+  readonly embedder?: Embedder;
 }
 
 export class PartitionActor {
@@ -153,6 +173,10 @@ export class PartitionActor {
         return this.withSnapshot((reader) => ({ type: "ids", ids: reader.allIds(request.kind) }));
       case "read_index":
         return this.withSnapshot((reader) => ({ type: "index_ids", ids: reader.indexIds(request.kind, request.label, request.field, request.ranges) ?? null }));
+      case "vector_search":
+        return this.withSnapshot((reader) => ({ type: "hits", hits: reader.vectorSearch(request.request) }));
+      case "text_search":
+        return this.withSnapshot((reader) => ({ type: "hits", hits: reader.textSearch(request.request) }));
       case "allocate_ids":
         this.requireWritable();
         return { type: "id", id: store.allocateIds(request.count) };
@@ -230,7 +254,7 @@ export class PartitionActor {
       const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex });
+      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder });
       if (view.hasWrites) store.apply(encodeMutations(view.mutations()));
       return { type: "result", result };
     } finally {

@@ -16,7 +16,16 @@ import {
   type EncodedLabel,
   type EncodedRecord,
 } from "../protocol/mutation-codec.js";
-import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "../protocol/records.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  IndexRange,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 import {
   adjacencyKeyEdge,
@@ -33,8 +42,9 @@ import {
   labelRange,
   readId,
 } from "./keys.js";
-import type { IndexDefinition, IndexStatus } from "../protocol/indexes.js";
-import { SecondaryIndexes, type ScanChunk } from "./secondary-index.js";
+import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
+import { IndexCatalog } from "./index-catalog.js";
+import type { IndexedRecord, ScanChunk, ScannedRecord } from "./index-family.js";
 
 /** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
 export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
@@ -50,8 +60,8 @@ export interface PartitionStoreOptions {
   /** LMDB page cache hint (map size in bytes); fixed for the life of the handle. */
   readonly mapSizeBytes?: number;
   /**
-   * The secondary indexes the schema declares (secondary-index.ts `indexDefinitions`). A writer's open drops the
-   * partition's indexes not among them and registers new ones, to be built by `buildIndexChunk`.
+   * The indexes the schema declares (protocol/schema-indexes.ts). A writer's open drops the partition's indexes
+   * not among them and registers new ones, to be built by `buildIndexChunk`.
    */
   readonly indexes?: readonly IndexDefinition[];
 }
@@ -71,7 +81,7 @@ export class PartitionStore {
   private readonly adjacency: Record<Direction, Database<Buffer, Buffer>>;
   private readonly labels: Database<Buffer, Buffer>;
   private readonly intents: Database<Buffer, string>;
-  private readonly indexes: SecondaryIndexes;
+  private readonly indexes: IndexCatalog;
   private nextId: bigint;
 
   private constructor(options: PartitionStoreOptions) {
@@ -94,14 +104,14 @@ export class PartitionStore {
     this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
     const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
     this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
-    this.indexes = new SecondaryIndexes(binary("index"), this.meta, {
-      props: (kind, key) => this.committedProps(kind, key),
+    this.indexes = new IndexCatalog({ meta: this.meta, secondary: binary("index"), text: binary("text") }, {
+      record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
       hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
     }, options.indexes ?? []);
     if (!options.readOnly) {
       const indexes = this.indexes;
-      indexes.adopt(this.root.transactionSync(() => indexes.reconcile()));
+      indexes.adopt(this.transact(() => indexes.reconcile()));
     }
   }
 
@@ -135,13 +145,29 @@ export class PartitionStore {
 
   /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */
   apply(batch: Uint8Array): void {
-    this.root.transactionSync(() => this.write(batch));
+    this.transact(() => this.write(batch));
+  }
+
+  /**
+   * Every write transaction: the index families hear whether it committed (in-memory structures follow only
+   * committed data) or failed (what they noted is forgotten).
+   */
+  private transact<T>(body: () => T): T {
+    let result: T;
+    try {
+      result = this.root.transactionSync(body);
+    } catch (cause) {
+      this.indexes.discard();
+      throw cause;
+    }
+    this.indexes.commit();
+    return result;
   }
 
   /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
   prepare(txid: string, batch: Uint8Array): void {
     this.assertOwned(batch);
-    if (this.indexes.guardsUniqueness()) this.rehearse(batch);
+    if (this.indexes.mayRefuseWrites()) this.rehearse(batch);
     this.root.transactionSync(() => {
       this.intents.putSync(txid, Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength));
     });
@@ -149,7 +175,7 @@ export class PartitionStore {
 
   /** Phase two, commit: applies the intent and forgets it in one transaction. Idempotent. */
   commitPrepared(txid: string): void {
-    this.root.transactionSync(() => {
+    this.transact(() => {
       const encoded = this.intents.get(txid);
       if (encoded === undefined) return;
       this.write(encoded);
@@ -171,7 +197,7 @@ export class PartitionStore {
   private rehearse(batch: Uint8Array): void {
     const rollback = new Error("rehearsal rollback");
     try {
-      this.root.transactionSync(() => {
+      this.transact(() => {
         this.write(batch);
         throw rollback;
       });
@@ -193,35 +219,36 @@ export class PartitionStore {
   /** One build chunk of a constructing index, as its own write transaction (see secondary-index.ts). */
   buildIndexChunk(key: string, chunkEntities: number): void {
     const indexes = this.indexes;
-    indexes.adopt(this.root.transactionSync(() => indexes.buildChunk(key, chunkEntities)));
+    indexes.adopt(this.transact(() => indexes.buildChunk(key, chunkEntities)));
   }
 
   /** The index an index operation created on this field, if any. */
-  runtimeIndex(kind: RecordKind, label: string, field: string): IndexDefinition | undefined {
+  runtimeIndex(kind: RecordKind, label: string, field: string): SecondaryIndexDefinition | undefined {
     return this.indexes.runtimeIndex(kind, label, field);
   }
 
   /** Registers a runtime index (`create_index`) in its own write transaction; the build loop then builds it. */
   createIndex(definition: IndexDefinition): void {
     const indexes = this.indexes;
-    indexes.adopt(this.root.transactionSync(() => indexes.create(definition)));
+    indexes.adopt(this.transact(() => indexes.create(definition)));
   }
 
   /** Drops a runtime index and its entries in one write transaction (`index_not_found` when there is none). */
   dropIndex(key: string): void {
     const indexes = this.indexes;
-    indexes.adopt(this.root.transactionSync(() => indexes.drop(key)));
+    indexes.adopt(this.transact(() => indexes.drop(key)));
   }
 
   /** Restarts a blocked build (`index_not_found` when there is no such index; other states are left alone). */
   retryIndex(key: string): void {
     const indexes = this.indexes;
-    indexes.adopt(this.root.transactionSync(() => indexes.retry(key)));
+    indexes.adopt(this.transact(() => indexes.retry(key)));
   }
 
   /** One index's entry keys in hex (tests compare a maintained index with a rebuilt one). */
   indexEntryKeys(kind: RecordKind, name: string): string[] {
-    return this.indexes.entryKeys(kind, name);
+    const definition = this.indexes.statuses().find((status) => status.kind === kind && status.name === name);
+    return definition?.family === "secondary" ? this.indexes.secondary.entryKeys(definition) : [];
   }
 
   /** The transaction IDs of prepared intents awaiting a decision (recovery asks the decision log about each). */
@@ -264,7 +291,9 @@ export class PartitionStore {
       putRecord: (bytes, record) => {
         const id = owned(bytes, record.idAt);
         const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
-        if (indexes.covers(record.kind, record.label.text)) indexes.notePut(record.kind, record.label.text, bytes, record.idAt, propsOf(bytes, record));
+        if (indexes.covers(record.kind, record.label.text)) {
+          indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
+        }
         this.records[record.kind].putSync(key, encodeRecordFrom(bytes, record));
         if (record.kind === "edge") {
           this.adjacency.out.putSync(
@@ -276,7 +305,7 @@ export class PartitionStore {
       },
       deleteRecord: (bytes, record) => {
         owned(bytes, record.idAt);
-        if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes, record.idAt);
+        if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
         else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
@@ -295,10 +324,10 @@ export class PartitionStore {
     this.meta.putSync(META_NEXT_ID, this.nextId);
   }
 
-  /** A committed record's properties, read inside the current transaction (index maintenance reads the old record). */
-  private committedProps(kind: RecordKind, key: Buffer): Properties | undefined {
+  /** A committed record as indexes see it, read inside the current transaction (maintenance reads the old record). */
+  private committedRecord(kind: RecordKind, key: Buffer): IndexedRecord | undefined {
     const bytes = this.records[kind].get(key);
-    return bytes === undefined ? undefined : decodeRecord(kind, 0n, bytes).props;
+    return bytes === undefined ? undefined : indexedRecord(decodeRecord(kind, readId(key), bytes));
   }
 
   /**
@@ -307,7 +336,7 @@ export class PartitionStore {
    */
   private scanLabel(kind: RecordKind, label: string, after: bigint | undefined, limit: number): ScanChunk {
     const from = after === undefined ? 0n : after + 1n;
-    const records: { id: bigint; props: Properties; bytes: number }[] = [];
+    const records: ScannedRecord[] = [];
     let last: bigint | undefined;
     let looked = 0;
     if (kind === "edge") {
@@ -325,7 +354,7 @@ export class PartitionStore {
       looked += 1;
       last = readId(key, key.length - ID_BYTES);
       const bytes = this.records[kind].get(idKey(last));
-      if (bytes !== undefined) records.push({ id: last, props: decodeRecord(kind, last, bytes).props, bytes: bytes.length });
+      if (bytes !== undefined) records.push({ ...indexedRecord(decodeRecord(kind, last, bytes)), bytes: bytes.length });
     }
     return { records, last, done: true };
   }
@@ -439,6 +468,11 @@ export function encodeRecord(record: StoredRecord): Buffer {
   }
 }
 
+/** A record as index maintenance sees it. */
+function indexedRecord(record: StoredRecord): IndexedRecord {
+  return record.kind === "vector" ? { id: record.id, props: record.props, vector: record.vector } : { id: record.id, props: record.props };
+}
+
 function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): StoredRecord {
   switch (kind) {
     case "node": {
@@ -468,8 +502,16 @@ export class Snapshot {
     private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
     private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
     private readonly labels: Database<Buffer, Buffer>,
-    private readonly indexes: SecondaryIndexes,
+    private readonly indexes: IndexCatalog,
   ) {}
+
+  vectorSearch(request: VectorSearchRequest): SearchHit[] {
+    return this.indexes.vectorSearch(this.transaction, request);
+  }
+
+  textSearch(request: TextSearchRequest): SearchHit[] {
+    return this.indexes.textSearch(this.transaction, request);
+  }
 
   /** Records of a label whose indexed field lies in any range, ascending; undefined unless the index is active. */
   indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {

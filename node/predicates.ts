@@ -9,6 +9,7 @@ import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
 import { compareValues, getPath, isPlainObject, valuesEqual, type Properties, type Value } from "../protocol/values.js";
+import { embed } from "./embed.js";
 import { callMath } from "./math.js";
 import { streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 
@@ -115,6 +116,8 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     }
     case "arith":
       return arithmetic(expr.op, await evaluateExpr(expr.left, element, scope), await evaluateExpr(expr.right, element, scope));
+    case "embed":
+      return embed(await evaluateExpr(expr.text, element, scope), scope.context);
     default: {
       const unreachable: never = expr;
       throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);

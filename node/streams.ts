@@ -121,7 +121,12 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
 export async function streamToJson(stream: Stream, view: TxnView): Promise<unknown> {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return (await loaded(view, stream.items)).map((item) => recordToJson(item.record!));
+  return (await loaded(view, stream.items)).map((item) => (item.hit === undefined ? recordToJson(item.record!) : hitToJson(item.record!, item.hit)));
+}
+
+/** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */
+export function hitToJson(record: StoredRecord, hit: SearchTag): Record<string, unknown> {
+  return { ...recordToJson(record), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
 }
 
 /** `$id`, `$label`, `$from` and `$to` of a record in JSON form; undefined for any other name. */

@@ -136,6 +136,33 @@ export class TxnView {
     return neighboursOf(await this.adjacency(owners, direction, label));
   }
 
+  /**
+   * The committed index's k nearest, merged with this invocation's own writes of the label: what it changed leaves
+   * the committed ranking, and the current forms are ranked exactly (index-catalog.ts), so a search sees the
+   * invocation's inserts, updates and drops.
+   */
+  async vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
+    if (this.changed.size === 0) return this.base.vectorSearch(request);
+    const changed: bigint[] = [];
+    const records: { id: bigint; props: StoredRecord["props"]; vector?: Float64Array }[] = [];
+    for (const [id, record] of this.changed) {
+      const before = this.writes.original.get(id);
+      const ofLabel = (candidate: StoredRecord | null | undefined): boolean => candidate != null && candidate.kind === request.kind && candidate.label === request.label;
+      if (!ofLabel(record) && !ofLabel(before)) continue;
+      changed.push(id);
+      if (record !== null && ofLabel(record)) records.push(record.kind === "vector" ? { id, props: record.props, vector: record.vector } : { id, props: record.props });
+    }
+    return this.base.vectorSearch(changed.length === 0 ? request : { ...request, overlay: { changed, records } });
+  }
+
+  /**
+   * The committed text index's k best. Text search does not see the invocation's own uncommitted writes (records it
+   * dropped are left out when the hits load); docs/INDEXES.md says so.
+   */
+  textSearch(request: TextSearchRequest): MaybePromise<SearchHit[]> {
+    return this.base.textSearch(request);
+  }
+
   async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
     return this.mergeCreated(await this.base.idsOfLabel(kind, label), this.writeState?.createdByLabel.get(`${kind}:${label}`) ?? []);
   }

@@ -85,6 +85,38 @@ export interface IndexProgress {
 /** The secondary index an index operation created on a kind, label and field, if any (the schema's are in the schema). */
 export type RuntimeIndexLookup = (kind: RecordKind, label: string, field: string) => SecondaryIndexDefinition | undefined;
 
+/** The definition alone, without state or counters. */
+export function definitionOf(source: IndexDefinition): IndexDefinition {
+  const { kind, label, field, name } = source;
+  switch (source.family) {
+    case "secondary":
+      return { family: "secondary", kind, label, field, name, unique: source.unique, type: source.type };
+    case "vector":
+      return { family: "vector", kind, label, field, name, metric: source.metric, ...optionalEntry("dimension", source.dimension), ...optionalEntry("tenant", source.tenant) };
+    case "text":
+      return { family: "text", kind, label, field, name, analyzer: source.analyzer, positions: source.positions, ...optionalEntry("tenant", source.tenant) };
+    default: {
+      const unreachable: never = source;
+      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+export function optionalEntry<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** Two definitions of one index are the same index: a changed option is a different index, rebuilt. */
+export function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean {
+  return JSON.stringify(definitionOf(a)) === JSON.stringify(definitionOf(b));
+}
+
+/** How an index is described in messages: `User.age as I32`, `User.email (UNIQUE) as String`, `Doc.body as a text index`. */
+export function describeIndex(definition: IndexDefinition): string {
+  if (definition.family === "secondary") return `${definition.name}${definition.unique ? " (UNIQUE)" : ""} as ${definition.type}`;
+  return `${definition.name} as a ${definition.family} index`;
+}
+
 /**
  * The tenant partition a tenant property's value names: strings as themselves, anything else by its JSON text.
  * A record without the property is in no partition (a tenant-partitioned index leaves it out).

@@ -5,7 +5,16 @@
 import { Packr } from "msgpackr";
 import type { ErrorCode } from "./errors.js";
 import type { IndexDefinition, IndexStatus } from "./indexes.js";
-import type { AdjacencyEntry, Direction, IndexRange, RecordKind, StoredRecord } from "./records.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  IndexRange,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "./records.js";
 import type { Plan } from "./tree.js";
 
 export type PartitionRequest =
@@ -22,6 +31,9 @@ export type PartitionRequest =
   | { readonly type: "read_all"; readonly kind: RecordKind }
   /** Records of a label whose field lies in any range, through the partition's active secondary index. */
   | { readonly type: "read_index"; readonly kind: RecordKind; readonly label: string; readonly field: string; readonly ranges: readonly IndexRange[] }
+  /** The partition's k best hits of an active vector or text index (the coordinator merges partitions). */
+  | { readonly type: "vector_search"; readonly request: VectorSearchRequest }
+  | { readonly type: "text_search"; readonly request: TextSearchRequest }
   /** Reserves `count` consecutive IDs from the partition's range; the reply names the first. */
   | { readonly type: "allocate_ids"; readonly count: number }
   /** A single-partition commit of a coordinator-planned transaction; `batch` is an encoded mutation list. */
@@ -30,7 +42,7 @@ export type PartitionRequest =
   | { readonly type: "commit"; readonly txid: string }
   | { readonly type: "abort"; readonly txid: string }
   | { readonly type: "pending_intents" }
-  /** Every secondary index of the partition, with its state and counters. */
+  /** Every index of the partition, with its state and counters. */
   | { readonly type: "index_statuses" }
   /** Registers a runtime index (`create_index`); the partition builds it in the background. */
   | { readonly type: "index_create"; readonly definition: IndexDefinition }
@@ -44,6 +56,7 @@ export type PartitionReplyBody =
   | { readonly type: "ids"; readonly ids: bigint[] }
   /** null when the partition has no active index of that field (the caller scans instead). */
   | { readonly type: "index_ids"; readonly ids: bigint[] | null }
+  | { readonly type: "hits"; readonly hits: SearchHit[] }
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
   | { readonly type: "indexes"; readonly statuses: IndexStatus[] }

@@ -77,6 +77,17 @@ export interface VectorSearchRequest {
   /** The tenant partition (tenantKey of the value); required exactly when the index is tenant-partitioned. */
   readonly tenant?: string;
   readonly candidates?: readonly bigint[];
+  /** The searching invocation's own uncommitted writes, which the search must see (txn-view.ts). */
+  readonly overlay?: SearchOverlay;
+}
+
+/**
+ * What a search merges over the committed index: `changed` records' committed entries are stale (left out), and
+ * `records` are their current forms of the searched kind and label, ranked exactly.
+ */
+export interface SearchOverlay {
+  readonly changed: readonly bigint[];
+  readonly records: readonly { readonly id: bigint; readonly props: Properties; readonly vector?: Float64Array }[];
 }
 
 /** The k best BM25 matches of an active text index (every text index of the label when `field` is absent). */

@@ -228,6 +228,12 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "add_v":
     case "upsert_v":
       return { kind: "records", refs: [{ kind: "vector", label: step.label }] };
+    case "vector_search":
+    case "text_search":
+      return { kind: "records", refs: [{ kind: step.kind, label: step.label }] };
+    case "rerank_rrf":
+    case "rerank_mmr":
+      return input(step.input);
     default: {
       const unreachable: never = step;
       throw new Error(`unknown step ${JSON.stringify(unreachable)}`);

@@ -18,8 +18,8 @@ import { addN, and, drop, entry, eq, gte, nodesById, nodesWhere, prop, readOne, 
 
 afterAll(removeTempDirs);
 
-const AGE: IndexDefinition = { kind: "node", label: "User", field: "age", unique: false, type: "I64", name: "User.age" };
-const HANDLE: IndexDefinition = { kind: "node", label: "User", field: "handle", unique: true, type: "String", name: "User.handle" };
+const AGE: IndexDefinition = { family: "secondary", kind: "node", label: "User", field: "age", unique: false, type: "I64", name: "User.age" };
+const HANDLE: IndexDefinition = { family: "secondary", kind: "node", label: "User", field: "handle", unique: true, type: "String", name: "User.handle" };
 
 function openStore(path: string, indexes: IndexDefinition[]): PartitionStore {
   return PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 0n, idLast: 2n ** 64n - 1n, indexes });

@@ -1,0 +1,26 @@
+/**
+ * The Embed expression: a text's vector from the invocation's embedding provider (protocol/embedding.ts), cached per
+ * invocation so that one text costs one provider call however often the plan embeds it.
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { Value } from "../protocol/values.js";
+import type { ExecutionContext } from "./streams.js";
+
+/** Embeddings computed during one invocation, by text: Embed of one text costs one provider call per invocation. */
+const embeddingCaches = new WeakMap<ExecutionContext, Map<string, Float64Array>>();
+
+/** `Embed(text)`: the configured provider's vector for the text. */
+export async function embed(text: Value | undefined, context: ExecutionContext): Promise<Float64Array> {
+  if (typeof text !== "string") throw new SilkError("invalid_type", `Embed takes a text (a string), not ${text === null || text === undefined ? "null" : typeof text}`);
+  const embedder = context.embedder;
+  if (embedder === undefined) {
+    throw new SilkError("embedding_not_configured", "Embed needs an embedding provider, and this server has none; set SILK_EMBED_PROVIDER (docs/EMBEDDING.md) and restart");
+  }
+  let cache = embeddingCaches.get(context);
+  if (cache === undefined) embeddingCaches.set(context, (cache = new Map()));
+  const cached = cache.get(text);
+  if (cached !== undefined) return cached;
+  const [vector] = await embedder.embed([text]);
+  cache.set(text, vector);
+  return vector;
+}
