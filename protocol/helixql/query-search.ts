@@ -66,7 +66,7 @@ export function compileSearch(scope: CompilerScope, call: CallAst, input: Compil
   if (index === undefined) return undefined;
   const args = call.args ?? [];
   const query = isVector ? vectorInput(scope, args[0]) : textInput(scope, args[0]);
-  const k = countInput(scope, args[1], "k, the number of results");
+  const k = countInput(scope, args[1], `${call.name.text}'s k (the number of results)`);
   if (query === undefined || k === undefined) return undefined;
   const tenant = tenantInput(scope, call, named.get("tenant"), index.tenant);
   if (tenant === null) return undefined;
