@@ -15,6 +15,8 @@
  *   (the `stemmer` package), like Lucene's EnglishAnalyzer that BEIR's BM25 baseline uses.
  *
  * A regex does the tokenizing: Intl.Segmenter's word segmentation is about 25 times slower (docs/DESIGN.md facts).
+ * Stems are memoised (up to STEM_CACHE_ENTRIES_MAX words, then the memo starts over): a corpus repeats its words,
+ * and stemming is most of standard_stem_en's cost.
  * Invariant: analyze is a pure function of (analyzer, text); never an empty term.
  */
 import { stemmer } from "stemmer";
@@ -41,6 +43,9 @@ const IDEOGRAPH = /[\p{sc=Han}\p{sc=Hiragana}]/u;
 /** Ideographs one by one, and the other runs between them. */
 const IDEOGRAPH_SPLIT = /[\p{sc=Han}\p{sc=Hiragana}]|[^\p{sc=Han}\p{sc=Hiragana}]+/gu;
 const POSSESSIVE = /'s$/;
+/** The most words the stem memo holds before it is cleared. */
+export const STEM_CACHE_ENTRIES_MAX = 65_536;
+const stems = new Map<string, string>();
 
 export function analyze(analyzer: TextAnalyzer, text: string): string[] {
   switch (analyzer) {
@@ -100,7 +105,13 @@ function stemEnglish(words: readonly string[]): string[] {
   for (const word of words) {
     const bare = word.endsWith("'s") ? word.replace(POSSESSIVE, "") : word;
     if (bare === "" || ENGLISH_STOP_WORDS.has(bare)) continue;
-    terms.push(stemmer(bare));
+    let stem = stems.get(bare);
+    if (stem === undefined) {
+      if (stems.size >= STEM_CACHE_ENTRIES_MAX) stems.clear();
+      stem = stemmer(bare);
+      stems.set(bare, stem);
+    }
+    terms.push(stem);
   }
   return terms;
 }

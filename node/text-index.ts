@@ -46,6 +46,8 @@ export const TENANT_BYTES_MAX = 512;
 export const KEY_BYTES_MAX = 1_978;
 /** The most hits one search returns. */
 export const SEARCH_K_MAX = 10_000;
+/** The most distinct terms one query may hold after analysis (each costs a range read). */
+export const QUERY_TERMS_MAX = 1_024;
 
 const TAG_STATS = 0x53; // 'S'
 const TAG_DOCUMENT = 0x44; // 'D'
@@ -143,6 +145,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
     if (candidates !== undefined && candidates.size === 0) return [];
     const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
+    if (terms.length > QUERY_TERMS_MAX) {
+      throw new SilkError("limit_exceeded", `text search on ${definition.name}: the query has ${terms.length} distinct terms, at most ${QUERY_TERMS_MAX}`);
+    }
     // Scores by ID; an ID below 2^53 is keyed as a number (cheaper than a bigint), a larger one as a bigint.
     const scores = new Map<number | bigint, number>();
     const ids: (number | bigint)[] = [];

@@ -3,7 +3,8 @@
  * ASCII and Unicode text, with the term-length limit, stop words, possessives and Porter stemming.
  */
 import { describe, expect, it } from "vitest";
-import { analyze, analyzeAll, ENGLISH_STOP_WORDS, TERM_BYTES_MAX } from "../../node/text-analyzers.js";
+import { stemmer } from "stemmer";
+import { analyze, analyzeAll, ENGLISH_STOP_WORDS, STEM_CACHE_ENTRIES_MAX, TERM_BYTES_MAX } from "../../node/text-analyzers.js";
 
 describe("whitespace_lowercase", () => {
   it("splits on Unicode whitespace and lowercases, keeping punctuation", () => {
@@ -76,6 +77,13 @@ describe("standard_stem_en", () => {
 
   it("leaves non-English words and numbers alone", () => {
     expect(analyze("standard_stem_en", "École 42 東")).toEqual(["école", "42", "東"]);
+  });
+
+  it("stems the same through its memo, also after the memo filled up and started over", () => {
+    const words = Array.from({ length: STEM_CACHE_ENTRIES_MAX + 1_000 }, (_, at) => `w${at.toString(36)}ing`);
+    const expected = words.map((word) => stemmer(word));
+    expect(analyze("standard_stem_en", words.join(" "))).toEqual(expected);
+    expect(analyze("standard_stem_en", words.slice(0, 2_000).join(" "))).toEqual(expected.slice(0, 2_000));
   });
 
   it("stems query and document forms alike", () => {
