@@ -44,8 +44,6 @@ export const BM25_B = 0.75;
 export const TENANT_BYTES_MAX = 512;
 /** LMDB's key size limit (lmdb-js, default page size). */
 export const KEY_BYTES_MAX = 1_978;
-/** The most hits one search returns. */
-export const SEARCH_K_MAX = 10_000;
 /** The most distinct terms one query may hold after analysis (each costs a range read). */
 export const QUERY_TERMS_MAX = 1_024;
 
@@ -121,7 +119,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
 
   /**
    * The `k` best documents for `text` (analysed with the index's analyzer), read through `transaction` (one
-   * snapshot), among `options.candidates` only when given.
+   * snapshot), among `options.candidates` only when given. `k` has no upper limit of its own (the query layer limits
+   * result sizes): the memory a search takes is bounded by the documents that match, so Number.MAX_SAFE_INTEGER asks
+   * for every match (a sum over several fields needs each field's full ranking).
    */
   search(
     transaction: Transaction | undefined,
@@ -131,7 +131,6 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     options: TextSearchOptions,
   ): SearchHit[] {
     if (!Number.isSafeInteger(k) || k < 1) throw new SilkError("invalid_value", `text search on ${definition.name}: k must be a positive integer, got ${k}`);
-    if (k > SEARCH_K_MAX) throw new SilkError("limit_exceeded", `text search on ${definition.name}: k is ${k}, at most ${SEARCH_K_MAX}`);
     if (definition.tenant !== undefined && options.tenant === undefined) {
       throw new SilkError("tenant_required", `text index ${definition.name} is partitioned by ${definition.tenant}: pass the tenant to search it`);
     }
