@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test bench bench-http bench-secondary bench-admission redis-server clean
+.PHONY: install build run test bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -47,3 +47,8 @@ bench-admission: build redis-server
 
 clean:
 	rm -rf dist node_modules protocol/helixql/generated
+
+# BM25 text index on BEIR SciFact beside a plain in-memory BM25: build docs/s, queries/s, nDCG@10 (docs/BENCHMARKS.md).
+bench-text: install
+	npx tsx bench/text.ts
+
