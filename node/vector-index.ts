@@ -59,7 +59,10 @@ abstract class PartitionGraph {
   readonly labelOf = new Map<bigint, number>();
   readonly idOf: (bigint | undefined)[] = [];
   readonly vectorOf: (Float32Array | undefined)[] = [];
-  /** Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced). */
+  /**
+   * Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced), so these
+   * arrays grow by one slot per new ID until the partition reopens and `load` rebuilds the graph compactly.
+   */
   protected nextLabel = 0;
 
   get size(): number {

@@ -17,7 +17,7 @@ import { EXACT_CANDIDATES_MAX, guardedFilter, VectorIndexes } from "../../node/v
 import { SilkError } from "../../protocol/errors.js";
 import { VECTOR_FIELD, type VectorIndexDefinition, type VectorMetric } from "../../protocol/indexes.js";
 import type { SearchHit } from "../../protocol/records.js";
-import type { Properties } from "../../protocol/values.js";
+import type { Properties, Value } from "../../protocol/values.js";
 
 function randomVectors(count: number, dimension: number, seed: number): Float32Array[] {
   let state = seed >>> 0;
@@ -131,12 +131,12 @@ function refusal(run: () => unknown): SilkError {
 }
 
 function vectorsOf(count: number, dimension: number, seed: number, first = 1n) {
-  return randomVectors(count, dimension, seed).map((vector, i) => ({ id: first + BigInt(i), props: { embedding: Array.from(vector) } as Properties, vector }));
+  return randomVectors(count, dimension, seed).map((value, i) => ({ id: first + BigInt(i), props: { embedding: Array.from(value) } as Properties, value }));
 }
 
-function exact(metric: VectorMetric, items: readonly { id: bigint; vector: Float32Array }[], query: Float32Array, k: number): SearchHit[] {
+function exact(metric: VectorMetric, items: readonly { id: bigint; value: Float32Array }[], query: Float32Array, k: number): SearchHit[] {
   return items
-    .map(({ id, vector }) => ({ id, score: distance(metric, query, vector) }))
+    .map(({ id, value }) => ({ id, score: distance(metric, query, value) }))
     .sort((a, b) => a.score - b.score || (a.id < b.id ? -1 : 1))
     .slice(0, k);
 }
@@ -162,7 +162,7 @@ describe("vector indexes", () => {
         const truth = exact(metric, items, query, 10);
         expect(found).toHaveLength(10);
         for (let i = 1; i < found.length; i++) expect(found[i].score).toBeGreaterThanOrEqual(found[i - 1].score);
-        for (const hit of found) expect(hit.score).toBeCloseTo(distance(metric, query, items[Number(hit.id) - 1].vector), 4);
+        for (const hit of found) expect(hit.score).toBeCloseTo(distance(metric, query, items[Number(hit.id) - 1].value), 4);
         total += recall(found, truth);
       }
       expect(total / 40).toBeGreaterThanOrEqual(0.95);
@@ -181,8 +181,8 @@ describe("vector indexes", () => {
       const target = Float32Array.from([5, 5, 5, 5, 5, 5, 5, -5]);
       at.write([index], [{ id: 7n, props: { embedding: Array.from(target), title: "moved" } }]);
       expect(at.indexes.search(index, target, 1, {})).toEqual([{ id: 7n, score: expect.closeTo(0, 6) }]);
-      expect(ids(at.indexes.search(index, items[6].vector, 300, {}))).toContain(7n);
-      expect(at.indexes.search(index, items[6].vector, 1, {})[0].id).not.toBe(7n);
+      expect(ids(at.indexes.search(index, items[6].value, 300, {}))).toContain(7n);
+      expect(at.indexes.search(index, items[6].value, 1, {})[0].id).not.toBe(7n);
       at.write([index], [{ id: 7n, props: null }, { id: 8n, props: { title: "no vector any more" } }, { id: 9n, props: { embedding: null } }]);
       const left = ids(at.indexes.search(index, target, 300, {}));
       expect(left).toHaveLength(297);
@@ -198,7 +198,7 @@ describe("vector indexes", () => {
     at.indexes.load(index, "active");
     const items = vectorsOf(20, 4, 41);
     expect(() => at.write([index], [...items, { id: 100n, props: { embedding: [1, 2, 3] } }])).toThrow(SilkError);
-    expect(at.indexes.search(index, items[0].vector, 5, {})).toEqual([]);
+    expect(at.indexes.search(index, items[0].value, 5, {})).toEqual([]);
     expect(at.indexes.dimensionOf(index)).toBeUndefined();
     expect(at.meta.get("vindex:node:Doc.embedding")).toBeUndefined();
     // The same records with another dimension now fix it: nothing of the failed attempt constrains them.
@@ -270,7 +270,7 @@ describe("vector indexes", () => {
     at.indexes.load(index, "constructing");
     expect(at.build(index)).toBe(100);
     expect(at.meta.get("vindex:node:Doc.embedding")).toBe(5);
-    expect(at.indexes.search(index, items[4].vector, 1, {})).toEqual([{ id: 5n, score: expect.closeTo(0, 6) }]);
+    expect(at.indexes.search(index, items[4].value, 1, {})).toEqual([{ id: 5n, score: expect.closeTo(0, 6) }]);
     at.records.set(2_000n, { id: 2_000n, props: { embedding: [1, 2] } });
     const blocked = refusal(() => at.build(index));
     expect(blocked.code).toBe("vector_dimension_mismatch");
@@ -279,9 +279,9 @@ describe("vector indexes", () => {
     expect(refusal(() => at.build(index)).code).toBe("invalid_type");
     at.env.transactionSync(() => at.indexes.remove(index));
     expect(at.meta.get("vindex:node:Doc.embedding")).toBeUndefined();
-    expect(at.indexes.search(index, items[4].vector, 1, {})).toHaveLength(1); // still there until commit
+    expect(at.indexes.search(index, items[4].value, 1, {})).toHaveLength(1); // still there until commit
     at.indexes.commit();
-    expect(at.indexes.search(index, items[4].vector, 1, {})).toEqual([]);
+    expect(at.indexes.search(index, items[4].value, 1, {})).toEqual([]);
     expect(at.indexes.dimensionOf(index)).toBeUndefined();
   });
 
@@ -377,7 +377,7 @@ describe("vector indexes", () => {
     const index = definition("euclidean");
     at.indexes.load(index, "active");
     at.write([index], [{ id: 1n, props: { embedding: [1, 2] } }]);
-    for (const bad of ["1,2", { x: 1 }, [1, "2"], true] as const) {
+    for (const bad of ["1,2", { x: 1 }, [1, "2"], true] as Value[]) {
       const error = refusal(() => at.write([index], [{ id: 2n, props: { embedding: bad } }, { id: 1n, props: null }]));
       expect(error.code).toBe("invalid_type");
       expect(error.message).toContain("record 2");
