@@ -52,3 +52,8 @@ clean:
 bench-text: install
 	npx tsx bench/text.ts
 
+
+# Vector indexes on MNIST: raw hnswlib-node next to Silk's search (cosine, euclidean), a filtered search, and the
+# manhattan HNSW against an exact scan (docs/BENCHMARKS.md).
+bench-vectors: install
+	npx tsx bench/vectors.ts
