@@ -3,17 +3,9 @@
  * top-level String or [String] property, kept in its own binary LMDB sub-database and changed only inside the
  * caller's write transaction, so a failed transaction leaves nothing behind and a reader sees one snapshot.
  *
- * Key layout (every key raw bytes; `prefix` is keys.ts's indexPrefix: kind(1) | label | 0x00 | field | 0x00, so
- * `remove` deletes one key range; `part` is the tenant partition: u16 byte length | tenantKey UTF-8, empty for an
- * index without tenant):
- *
- *   prefix | part | 'S'                                → documents(f64) | total length in terms(f64)
- *   prefix | part | 'D' | id(8)                        → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
- *   prefix | part | 'P' | u16 | term (UTF-8) | id(8)   → tf(u32) | document length(u32) [| positions: LEB128 deltas]
- *
- * Terms are length-prefixed, so one term's postings are the one range `prefix | part | 'P' | u16 | term`, in ID
- * order. A posting carries its document's length so that scoring reads postings only; a document's entry lists its
- * distinct terms so that an update or delete removes its postings without analysing the old text again.
+ * Storage: per index and tenant partition, postings term → (id → tf, document length [, positions]), one entry per
+ * document (its length and distinct terms) and the partition's statistics (documents, total length), all under the
+ * index's key prefix so `remove` deletes one key range. The key and value layout is node/text-encoding.ts's.
  *
  * Rules: a record whose field is absent, or (tenant index) whose tenant property is absent, is not indexed; null or
  * any non-string value (number, boolean, array holding a non-string, object, bytes) is `invalid_type` naming the
@@ -33,8 +25,26 @@ import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
 import type { Value } from "../protocol/values.js";
 import type { BuildProblem, IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
-import { AFTER_EVERY_ID, idKey, ID_BYTES, indexPrefix } from "./keys.js";
+import { idKey, ID_BYTES, indexPrefix } from "./keys.js";
 import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
+import {
+  decodeDocument,
+  decodePositions,
+  decodeStatistics,
+  documentKey,
+  encodeDocument,
+  encodePosting,
+  encodeStatistics,
+  partitionPrefix,
+  postingDocumentLength,
+  postingFrequency,
+  postingId,
+  postingKey,
+  postingsEnd,
+  statisticsKey,
+  termPrefix,
+  termPrefixOf,
+} from "./text-encoding.js";
 
 /** BM25's term-frequency saturation. */
 export const BM25_K1 = 1.2;
@@ -46,10 +56,6 @@ export const TENANT_BYTES_MAX = 512;
 export const KEY_BYTES_MAX = 1_978;
 /** The most distinct terms one query may hold after analysis (each costs a range read). */
 export const QUERY_TERMS_MAX = 1_024;
-
-const TAG_STATS = 0x53; // 'S'
-const TAG_DOCUMENT = 0x44; // 'D'
-const TAG_POSTING = 0x50; // 'P'
 
 /** A record's analysed field: its partition's key prefix and its terms in order. */
 interface Analysed {
@@ -137,10 +143,10 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const tenant = definition.tenant === undefined ? "" : options.tenant!;
     if (Buffer.byteLength(tenant, "utf8") > TENANT_BYTES_MAX) return [];
     const part = partitionPrefix(this.prefixOf(definition), tenant);
-    const stats = this.entries.get(tagKey(part, TAG_STATS), { transaction });
-    if (stats === undefined) return [];
-    const documents = stats.readDoubleBE(0);
-    const averageLength = stats.readDoubleBE(8) / documents;
+    const stored = this.entries.get(statisticsKey(part), { transaction });
+    if (stored === undefined) return [];
+    const { documents, length } = decodeStatistics(stored);
+    const averageLength = length / documents;
     const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
     if (candidates !== undefined && candidates.size === 0) return [];
     const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
@@ -158,13 +164,13 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
       let frequency = 0;
       ids.length = 0;
       weights.length = 0;
-      for (const { key, value } of this.entries.getRange({ start, end: Buffer.concat([start, AFTER_EVERY_ID]), transaction })) {
+      for (const { key, value } of this.entries.getRange({ start, end: postingsEnd(start), transaction })) {
         frequency += 1;
-        const id = scoreKey(key);
+        const id = postingId(key);
         if (candidates !== undefined && !candidates.has(typeof id === "bigint" ? id : BigInt(id))) continue;
-        const tf = value.readUInt32BE(0);
+        const tf = postingFrequency(value);
         ids.push(id);
-        weights.push(tf / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * value.readUInt32BE(4)) / averageLength)));
+        weights.push(tf / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * postingDocumentLength(value)) / averageLength)));
       }
       const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1);
       for (let at = 0; at < ids.length; at += 1) scores.set(ids[at], (scores.get(ids[at]) ?? 0) + idf * weights[at]);
@@ -176,7 +182,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   positions(transaction: Transaction | undefined, definition: TextIndexDefinition, term: string, id: bigint, tenant?: string): number[] {
     const start = termPrefix(partitionPrefix(this.prefixOf(definition), tenant ?? ""), term);
     if (start === undefined) return [];
-    const value = this.entries.get(Buffer.concat([start, idKey(id)]), { transaction });
+    const value = this.entries.get(postingKey(start, idKey(id)), { transaction });
     return value === undefined ? [] : decodePositions(value);
   }
 
@@ -236,10 +242,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     for (const [term, positions] of occurrences) {
       const bytes = Buffer.from(term, "utf8");
       termBytes.push(bytes);
-      const key = Buffer.concat([termPrefixOf(analysed.part, bytes), id8]);
-      this.entries.putSync(key, encodePosting(positions, length, definition.positions));
+      this.entries.putSync(postingKey(termPrefixOf(analysed.part, bytes), id8), encodePosting(positions, length, definition.positions));
     }
-    this.entries.putSync(Buffer.concat([tagKey(analysed.part, TAG_DOCUMENT), id8]), encodeDocument(length, termBytes));
+    this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, termBytes));
     this.addStatistics(analysed.part, 1, length);
     return occurrences.size;
   }
@@ -247,33 +252,25 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   /** Removes a document's postings, entry and statistics, if it is indexed in this partition. */
   private unindex(part: Buffer, id: bigint): void {
     const id8 = idKey(id);
-    const documentKey = Buffer.concat([tagKey(part, TAG_DOCUMENT), id8]);
-    const document = this.entries.get(documentKey);
-    if (document === undefined) return;
-    const length = document.readUInt32BE(0);
-    const count = document.readUInt32BE(4);
-    let at = 8;
-    for (let term = 0; term < count; term += 1) {
-      const bytes = document.readUInt16BE(at);
-      this.entries.removeSync(Buffer.concat([termPrefixOf(part, document.subarray(at + 2, at + 2 + bytes)), id8]));
-      at += 2 + bytes;
-    }
-    this.entries.removeSync(documentKey);
-    this.addStatistics(part, -1, -length);
+    const key = documentKey(part, id8);
+    const stored = this.entries.get(key);
+    if (stored === undefined) return;
+    const document = decodeDocument(stored);
+    for (const term of document.terms) this.entries.removeSync(postingKey(termPrefixOf(part, term), id8));
+    this.entries.removeSync(key);
+    this.addStatistics(part, -1, -document.length);
   }
 
   private addStatistics(part: Buffer, documents: number, length: number): void {
-    const key = tagKey(part, TAG_STATS);
+    const key = statisticsKey(part);
     const stored = this.entries.get(key);
-    const total = (stored === undefined ? 0 : stored.readDoubleBE(0)) + documents;
+    const before = stored === undefined ? { documents: 0, length: 0 } : decodeStatistics(stored);
+    const total = before.documents + documents;
     if (total <= 0) {
       this.entries.removeSync(key);
       return;
     }
-    const value = Buffer.allocUnsafe(16);
-    value.writeDoubleBE(total, 0);
-    value.writeDoubleBE((stored === undefined ? 0 : stored.readDoubleBE(8)) + length, 8);
-    this.entries.putSync(key, value);
+    this.entries.putSync(key, encodeStatistics({ documents: total, length: before.length + length }));
   }
 }
 
@@ -311,96 +308,6 @@ function sameValue(left: Value | undefined, right: Value | undefined): boolean {
   }
   // Tenant values of other types compare by the partition they name.
   return typeof left !== "string" && typeof right !== "string" && tenantKey(left) === tenantKey(right);
-}
-
-function partitionPrefix(prefix: Buffer, tenant: string): Buffer {
-  const bytes = Buffer.byteLength(tenant, "utf8");
-  const part = Buffer.allocUnsafe(prefix.length + 2 + bytes);
-  prefix.copy(part, 0);
-  part.writeUInt16BE(bytes, prefix.length);
-  part.write(tenant, prefix.length + 2, "utf8");
-  return part;
-}
-
-function tagKey(part: Buffer, tag: number): Buffer {
-  const key = Buffer.allocUnsafe(part.length + 1);
-  part.copy(key, 0);
-  key[part.length] = tag;
-  return key;
-}
-
-/** The prefix of one term's postings, or undefined for a term too long to be stored. */
-function termPrefix(part: Buffer, term: string): Buffer | undefined {
-  const bytes = Buffer.from(term, "utf8");
-  return bytes.length > TERM_BYTES_MAX ? undefined : termPrefixOf(part, bytes);
-}
-
-function termPrefixOf(part: Buffer, term: Uint8Array): Buffer {
-  const key = Buffer.allocUnsafe(part.length + 3 + term.length);
-  part.copy(key, 0);
-  key[part.length] = TAG_POSTING;
-  key.writeUInt16BE(term.length, part.length + 1);
-  key.set(term, part.length + 3);
-  return key;
-}
-
-function encodePosting(positions: readonly number[], length: number, withPositions: boolean): Buffer {
-  const head = Buffer.allocUnsafe(8);
-  head.writeUInt32BE(positions.length, 0);
-  head.writeUInt32BE(length, 4);
-  if (!withPositions) return head;
-  const deltas: number[] = [];
-  let previous = 0;
-  for (const position of positions) {
-    let delta = position - previous;
-    previous = position;
-    while (delta >= 0x80) {
-      deltas.push((delta & 0x7f) | 0x80);
-      delta >>>= 7;
-    }
-    deltas.push(delta);
-  }
-  return Buffer.concat([head, Buffer.from(deltas)]);
-}
-
-function decodePositions(value: Buffer): number[] {
-  const positions: number[] = [];
-  let previous = 0;
-  let at = 8;
-  while (at < value.length) {
-    let delta = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = value[at++];
-      delta += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    previous += delta;
-    positions.push(previous);
-  }
-  return positions;
-}
-
-function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {
-  let bytes = 8;
-  for (const term of terms) bytes += 2 + term.length;
-  const value = Buffer.allocUnsafe(bytes);
-  value.writeUInt32BE(length, 0);
-  value.writeUInt32BE(terms.length, 4);
-  let at = 8;
-  for (const term of terms) {
-    value.writeUInt16BE(term.length, at);
-    term.copy(value, at + 2);
-    at += 2 + term.length;
-  }
-  return value;
-}
-
-/** A posting key's ID: a number below 2^53, a bigint from there on. */
-function scoreKey(key: Buffer): number | bigint {
-  const high = key.readUInt32BE(key.length - ID_BYTES);
-  return high < 0x200000 ? high * 0x1_0000_0000 + key.readUInt32BE(key.length - 4) : key.readBigUInt64BE(key.length - ID_BYTES);
 }
 
 interface Ranked {
