@@ -1,9 +1,8 @@
 /**
  * The vector indexes of one partition (the index catalog's vector family, node/index-family.ts): one HNSW graph per
- * (index, tenant partition), held in memory and rebuilt from the committed records when the partition opens. Cosine
- * and euclidean run on hnswlib-node (spaces `cosine`, 1 - cos, and `l2`, squared: we report its square root); manhattan
- * runs on our own HNSW (node/hnsw.ts), since hnswlib has no L1. Scores are distances as node/vector-math.ts defines
- * them, ascending (nearest first), ties by ascending ID.
+ * (index, tenant partition), held in memory (node/vector-graphs.ts: hnswlib-node for cosine and euclidean, our own
+ * HNSW for manhattan) and rebuilt from the committed records when the partition opens. Scores are distances as
+ * node/vector-math.ts defines them, ascending (nearest first), ties by ascending ID.
  *
  * Dimension: declared by the definition, or fixed by the first vector indexed, persisted in `meta` under
  * `vindex:<kind>:<name>` inside the transaction that indexed it and read back by `load`. A vector of another length
@@ -17,17 +16,18 @@
  * Architecture invariant: `put`, `delete`, `build` and `remove` validate, write `meta` inside the caller's
  * transaction, and queue graph operations; only `commit` changes the graphs, in the queued order, so a discarded
  * transaction leaves no trace. The catalog answers searches only for active indexes; this module does not know states
- * beyond `load`. Every filter handed to hnswlib is wrapped to return a boolean and never throw: a throwing filter
+ * beyond `load`. Every filter handed to a graph is wrapped (vector-graphs.ts guardedFilter): a throwing filter
  * callback aborts the process (DESIGN, facts about the stack).
  */
-import hnswlib from "hnswlib-node";
 import type { Database } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
 import { tenantKey, VECTOR_FIELD, type IndexStateName, type VectorIndexDefinition, type VectorMetric } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
-import { Hnsw, HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT, type Neighbour } from "./hnsw.js";
 import type { IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
-import { distance, indexVector, manhattanDistance } from "./vector-math.js";
+import { newGraph, type Neighbour, type PartitionGraph } from "./vector-graphs.js";
+import { distance, indexVector } from "./vector-math.js";
+
+export { guardedFilter } from "./vector-graphs.js";
 
 const META_PREFIX = "vindex:";
 /** The beam width of an unrestricted search is max(k, this): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts). */
@@ -38,145 +38,8 @@ export const EXACT_CANDIDATES_MAX = 2_000;
 const EXACT_CANDIDATES_FRACTION = 0.1;
 /** The beam width of a filtered graph search, at most (it grows as the candidates get fewer). */
 const EF_FILTERED_MAX = 2_048;
-const GRAPH_CAPACITY_INITIAL = 1_024;
-const GRAPH_SEED = 100;
 /** Records read per scan chunk while `load` rebuilds a graph. */
 const LOAD_CHUNK_RECORDS = 1_024;
-
-/** A filter that answers a boolean and never throws, whatever `test` does (hnswlib aborts on a throwing callback). */
-export function guardedFilter(test: (label: number) => unknown): (label: number) => boolean {
-  return (label: number) => {
-    try {
-      return test(label) === true;
-    } catch {
-      return false;
-    }
-  };
-}
-
-/** One tenant partition's graph, with the u64 ID <-> integer label maps and the vectors by label (for exact scans). */
-abstract class PartitionGraph {
-  readonly labelOf = new Map<bigint, number>();
-  readonly idOf: (bigint | undefined)[] = [];
-  readonly vectorOf: (Float32Array | undefined)[] = [];
-  /**
-   * Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced), so these
-   * arrays grow by one slot per new ID until the partition reopens and `load` rebuilds the graph compactly.
-   */
-  protected nextLabel = 0;
-
-  get size(): number {
-    return this.labelOf.size;
-  }
-
-  /** One more than the largest label handed out (the length of a membership mark array). */
-  get labelBound(): number {
-    return this.nextLabel;
-  }
-
-  add(id: bigint, vector: Float32Array): void {
-    let label = this.labelOf.get(id);
-    if (label !== undefined) this.replace(label, vector);
-    else {
-      label = this.nextLabel++;
-      this.insert(label, vector);
-      this.labelOf.set(id, label);
-      this.idOf[label] = id;
-    }
-    this.vectorOf[label] = vector;
-  }
-
-  remove(id: bigint): void {
-    const label = this.labelOf.get(id);
-    if (label === undefined) return;
-    this.erase(label);
-    this.labelOf.delete(id);
-    this.idOf[label] = undefined;
-    this.vectorOf[label] = undefined;
-  }
-
-  protected abstract insert(label: number, vector: Float32Array): void;
-  protected abstract replace(label: number, vector: Float32Array): void;
-  protected abstract erase(label: number): void;
-  /** Up to k nearest labels accepted by the filter, nearest first, with metric distances. */
-  abstract nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[];
-}
-
-/** Cosine and euclidean: hnswlib-node, which takes number[] (each vector converted once, on the way in). */
-class HnswlibGraph extends PartitionGraph {
-  private readonly index: hnswlib.HierarchicalNSW;
-  private readonly euclidean: boolean;
-  private capacity = GRAPH_CAPACITY_INITIAL;
-  /** Deleted slots hnswlib can reuse for a new label (addPoint with replaceDeleted). */
-  private vacant = 0;
-
-  constructor(metric: "cosine" | "euclidean", dimension: number) {
-    super();
-    this.euclidean = metric === "euclidean";
-    this.index = new hnswlib.HierarchicalNSW(this.euclidean ? "l2" : "cosine", dimension);
-    this.index.initIndex({ maxElements: this.capacity, m: HNSW_M_DEFAULT, efConstruction: HNSW_EF_CONSTRUCTION_DEFAULT, randomSeed: GRAPH_SEED, allowReplaceDeleted: true });
-  }
-
-  protected insert(label: number, vector: Float32Array): void {
-    if (this.vacant > 0) this.vacant -= 1;
-    else if (this.index.getCurrentCount() >= this.capacity) {
-      this.capacity *= 2;
-      this.index.resizeIndex(this.capacity);
-    }
-    this.index.addPoint(numbers(vector), label, true);
-  }
-
-  protected replace(label: number, vector: Float32Array): void {
-    // Without replaceDeleted, addPoint on a live label updates its point in place (hnswlib's updatePoint).
-    this.index.addPoint(numbers(vector), label, false);
-  }
-
-  protected erase(label: number): void {
-    this.index.markDelete(label);
-    this.vacant += 1;
-  }
-
-  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
-    this.index.setEf(ef);
-    const found = this.index.searchKnn(numbers(query), k, filter === undefined ? undefined : guardedFilter(filter));
-    return found.neighbors.map((label, i) => {
-      const raw = found.distances[i];
-      return { label, distance: this.euclidean ? Math.sqrt(Math.max(0, raw)) : Math.max(0, raw) };
-    });
-  }
-}
-
-/** Manhattan: our own HNSW over the Float32Arrays themselves. */
-class OwnGraph extends PartitionGraph {
-  private readonly graph: Hnsw;
-
-  constructor(dimension: number) {
-    super();
-    this.graph = new Hnsw({ dimension, distance: manhattanDistance, seed: GRAPH_SEED });
-  }
-  protected insert(label: number, vector: Float32Array): void {
-    this.graph.insert(label, vector);
-  }
-  protected replace(label: number, vector: Float32Array): void {
-    this.graph.insert(label, vector);
-  }
-  protected erase(label: number): void {
-    this.graph.delete(label);
-  }
-  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
-    return this.graph.search(query, k, ef, filter === undefined ? undefined : guardedFilter(filter));
-  }
-}
-
-function numbers(vector: Float32Array): number[] {
-  const array: number[] = new Array(vector.length);
-  for (let i = 0; i < vector.length; i++) array[i] = vector[i];
-  return array;
-}
-
-function newGraph(metric: VectorMetric, dimension: number): PartitionGraph {
-  return metric === "manhattan" ? new OwnGraph(dimension) : new HnswlibGraph(metric, dimension);
-}
 
 /** One index's committed in-memory state. */
 interface IndexState {
