@@ -25,6 +25,7 @@ import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
 import { executePlan } from "./executor.js";
+import { applyLogEntry, type LogEntry } from "./log-entry.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
 import { indexKey } from "./index-keys.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
@@ -87,7 +88,24 @@ export interface PartitionActorOptions {
   readonly indexBuildChunkEntities?: number;
   /** What `Embed(text)` calls; none: `embedding_not_configured`. */
   readonly embedder?: Embedder;
+  /**
+   * Cluster mode: the partition's replicated log. Every state change is validated, appended, and only then applied
+   * (node/log-entry.ts); without a log (the single server) changes apply directly.
+   */
+  readonly log?: WriteLog;
 }
+
+/** The replicated log a leader appends to (cluster/replica.ts implements it over JetStream). */
+export interface WriteLog {
+  /**
+   * Durably appends the entry and returns its sequence. Throws SilkError `not_leader` when this replica may no longer
+   * write (another leader appended, or its lease is gone); then nothing of the entry is applied here.
+   */
+  append(entry: LogEntry): Promise<number>;
+}
+
+/** IDs a replicated leader reserves through the log at a time (one log entry per block). */
+export const ID_RESERVATION_BLOCK = 4_096;
 
 export class PartitionActor {
   private writeQueue: Promise<unknown> = Promise.resolve();
@@ -125,7 +143,7 @@ export class PartitionActor {
           this.building = undefined;
           return;
         }
-        await this.serialized(async () => (this.stopped ? undefined : store.buildIndexChunk(key, chunk)));
+        await this.serialized(async () => (this.stopped ? undefined : this.change({ type: "index_build", key, chunkEntities: chunk })));
       }
     } catch (cause) {
       this.buildFailure = asSilkError(cause).message;
@@ -179,32 +197,36 @@ export class PartitionActor {
         return this.withSnapshot((reader) => ({ type: "hits", hits: reader.textSearch(request.request) }));
       case "allocate_ids":
         this.requireWritable();
-        return { type: "id", id: store.allocateIds(request.count) };
+        if (this.options.log === undefined) return { type: "id", id: store.allocateIds(request.count) };
+        return this.serialized(async () => {
+          await this.ensureIds(request.count);
+          return { type: "id" as const, id: store.allocateIds(request.count) };
+        });
       case "apply":
         this.requireWritable();
-        return this.serialized(async () => (store.apply(request.batch), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "apply", batch: request.batch }), { type: "done" as const }));
       case "prepare":
         this.requireWritable();
-        return this.serialized(async () => (store.prepare(request.txid, request.batch), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "prepare", txid: request.txid, batch: request.batch }), { type: "done" as const }));
       case "commit":
-        return this.serialized(async () => (store.commitPrepared(request.txid), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "commit", txid: request.txid }), { type: "done" as const }));
       case "abort":
-        return this.serialized(async () => (store.abortPrepared(request.txid), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "abort", txid: request.txid }), { type: "done" as const }));
       case "pending_intents":
         return { type: "intents", txids: store.pendingIntents() };
       case "index_statuses":
         return { type: "indexes", statuses: this.indexStatuses() };
       case "index_create":
         this.requireWritable();
-        await this.serialized(async () => store.createIndex(request.definition));
+        await this.serialized(() => this.change({ type: "index_create", definition: request.definition }));
         this.startIndexBuilds();
         return { type: "done" };
       case "index_drop":
         this.requireWritable();
-        return this.serialized(async () => (store.dropIndex(indexKey(request.kind, request.name)), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "index_drop", key: indexKey(request.kind, request.name) }), { type: "done" as const }));
       case "index_retry":
         this.requireWritable();
-        await this.serialized(async () => store.retryIndex(indexKey(request.kind, request.name)));
+        await this.serialized(() => this.change({ type: "index_retry", key: indexKey(request.kind, request.name) }));
         this.startIndexBuilds();
         return { type: "done" };
       default: {
@@ -212,6 +234,27 @@ export class PartitionActor {
         throw new Error(`unknown request ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  /**
+   * One state change, inside the write queue: applied directly on the single server; in a cluster validated,
+   * appended to the replicated log, then applied with its sequence (so a failed validation logs nothing, and a
+   * logged entry applies on every replica alike).
+   */
+  private async change(entry: LogEntry): Promise<void> {
+    const { store, log } = this.options;
+    if (log === undefined) return applyLogEntry(store, entry);
+    if (entry.type === "apply" || entry.type === "prepare") store.validate(entry.batch);
+    const sequence = await log.append(entry);
+    applyLogEntry(store, entry, sequence);
+  }
+
+  /** Cluster mode: makes sure `count` IDs can be handed out, reserving a block through the log when needed. */
+  private async ensureIds(count: number): Promise<void> {
+    const { store } = this.options;
+    if (store.spareIds() >= count) return;
+    const wanted = store.nextIdToAllocate() + BigInt(Math.max(count, ID_RESERVATION_BLOCK)) - 1n;
+    await this.change({ type: "reserve_ids", upTo: wanted > store.idLast ? store.idLast : wanted });
   }
 
   /** The store's index statuses; a constructing index whose build stopped on a storage failure says why. */
@@ -251,11 +294,12 @@ export class PartitionActor {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
-      const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+      const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
+      const view = new TxnView(new SnapshotReader(snapshot), ids);
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
       const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder });
-      if (view.hasWrites) store.apply(encodeMutations(view.mutations()));
+      if (view.hasWrites) await this.change({ type: "apply", batch: encodeMutations(view.mutations()) });
       return { type: "result", result };
     } finally {
       snapshot.close();

@@ -70,6 +70,10 @@ type StoredNode = [label: string, props: Properties];
 type StoredVector = [label: string, vector: Float64Array, props: Properties];
 
 const META_NEXT_ID = "next_id";
+/** The sequence of the last replicated-log entry applied (cluster mode; node/log-entry.ts). */
+const META_LOG_SEQUENCE = "log_sequence";
+/** The last ID of the block the leader reserved through the log (cluster mode): no replica hands out IDs up to it. */
+const META_RESERVED_TO = "reserved_to";
 const EMPTY = Buffer.alloc(0);
 
 export class PartitionStore {
@@ -83,6 +87,10 @@ export class PartitionStore {
   private readonly intents: Database<Buffer, string>;
   private readonly indexes: IndexCatalog;
   private nextId: bigint;
+  /** Cluster mode: IDs up to this one are reserved through the log; allocation stops there (see `spareIds`). */
+  private reservedTo: bigint | undefined;
+  /** The log sequence the next write transaction records (set by `atLogSequence`). */
+  private pendingLogSequence: number | undefined;
 
   private constructor(options: PartitionStoreOptions) {
     this.idFirst = options.idFirst;
@@ -104,6 +112,8 @@ export class PartitionStore {
     this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
     const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
     this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
+    const reserved = this.meta.get(META_RESERVED_TO) as bigint | number | undefined;
+    this.reservedTo = reserved === undefined ? undefined : BigInt(reserved);
     this.indexes = new IndexCatalog({ meta: this.meta, secondary: binary("index"), text: binary("text") }, {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
@@ -135,8 +145,69 @@ export class PartitionStore {
   allocateIds(count: number): bigint {
     const first = this.nextId;
     if (first + BigInt(count) - 1n > this.idLast) throw new SilkError("limit_exceeded", "this partition's ID range is exhausted");
+    if (this.reservedTo !== undefined && first + BigInt(count) - 1n > this.reservedTo) {
+      throw new SilkError("internal", "internal error (a bug in Silk): IDs handed out beyond the reserved block");
+    }
     this.nextId += BigInt(count);
     return first;
+  }
+
+  /**
+   * Cluster mode: how many IDs can be handed out before the leader must reserve more through the log; unlimited
+   * (Infinity) on a partition that is not replicated.
+   */
+  spareIds(): number {
+    if (this.reservedTo === undefined) return Infinity;
+    const spare = this.reservedTo - this.nextId + 1n;
+    return spare <= 0n ? 0 : spare > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(spare);
+  }
+
+  /** The next ID this replica would hand out (a leader reserves its block from here). */
+  nextIdToAllocate(): bigint {
+    return this.nextId;
+  }
+
+  /**
+   * Applies a reservation from the log: IDs up to `upTo` belong to the leader that reserved them. Every replica
+   * records it (it only grows), so a replica that becomes leader starts after every ID an earlier leader may have
+   * handed out.
+   */
+  reserveIds(upTo: bigint): void {
+    if (upTo > this.idLast) throw new SilkError("limit_exceeded", "this partition's ID range is exhausted");
+    const next = this.reservedTo !== undefined && this.reservedTo > upTo ? this.reservedTo : upTo;
+    this.transact(() => this.meta.putSync(META_RESERVED_TO, next));
+    this.reservedTo = next;
+  }
+
+  /** A replica that becomes leader hands out IDs only after every reserved one (an earlier leader's included). */
+  fenceIds(): void {
+    if (this.reservedTo !== undefined && this.nextId <= this.reservedTo) this.nextId = this.reservedTo + 1n;
+  }
+
+  /** The sequence of the last replicated-log entry this replica applied; 0 before the first. */
+  appliedLogSequence(): number {
+    return (this.meta.get(META_LOG_SEQUENCE) as number | undefined) ?? 0;
+  }
+
+  /**
+   * Runs one log entry's change so that its transaction also records `sequence` as applied: a replica that restarts
+   * resumes after the last entry whose effects are on disk, never before or after it. An entry that changes
+   * nothing, or that fails with a user error (then on every replica alike), still records the sequence.
+   */
+  atLogSequence<T>(sequence: number, change: () => T): T {
+    this.pendingLogSequence = sequence;
+    try {
+      const result = change();
+      if (this.appliedLogSequence() !== sequence) this.transact(() => undefined);
+      return result;
+    } catch (cause) {
+      // A user error is the entry's deterministic outcome on every replica (the leader answered it): the entry is
+      // applied, with no effect. Anything else (a storage failure) leaves it unapplied, to be retried.
+      if (cause instanceof SilkError && cause.kind === "user") this.transact(() => undefined);
+      throw cause;
+    } finally {
+      this.pendingLogSequence = undefined;
+    }
   }
 
   snapshot(): Snapshot {
@@ -154,8 +225,17 @@ export class PartitionStore {
    */
   private transact<T>(body: () => T): T {
     let result: T;
+    const sequence = this.pendingLogSequence;
     try {
-      result = this.root.transactionSync(body);
+      result = this.root.transactionSync(
+        sequence === undefined
+          ? body
+          : () => {
+              const value = body();
+              this.meta.putSync(META_LOG_SEQUENCE, sequence);
+              return value;
+            },
+      );
     } catch (cause) {
       this.indexes.discard();
       throw cause;
@@ -164,11 +244,21 @@ export class PartitionStore {
     return result;
   }
 
+  /**
+   * Throws what applying the list would throw (an ID another partition owns, a value an index refuses), changing
+   * nothing: a replicated leader validates a write before it appends it to the log, so every replica's apply of a
+   * logged entry succeeds.
+   */
+  validate(batch: Uint8Array): void {
+    this.assertOwned(batch);
+    if (this.indexes.mayRefuseWrites()) this.rehearse(batch);
+  }
+
   /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
   prepare(txid: string, batch: Uint8Array): void {
     this.assertOwned(batch);
     if (this.indexes.mayRefuseWrites()) this.rehearse(batch);
-    this.root.transactionSync(() => {
+    this.transact(() => {
       this.intents.putSync(txid, Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength));
     });
   }
@@ -185,7 +275,7 @@ export class PartitionStore {
 
   /** Phase two, abort: forgets the intent. Idempotent. */
   abortPrepared(txid: string): void {
-    this.root.transactionSync(() => {
+    this.transact(() => {
       this.intents.removeSync(txid);
     });
   }

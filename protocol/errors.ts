@@ -65,6 +65,9 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, kind: "user", doc: "No token is left in the database's bucket; nothing ran. Wait at least Retry-After seconds (add jitter when many workers share a database)." },
   rate_limit_unavailable: { status: 503, kind: "io", doc: "The gateway could not make a safe shared rate-limit decision (Redis did not answer in time); it failed closed and nothing ran. Retry with bounded exponential backoff and jitter." },
   query_timeout: { status: 408, kind: "user", doc: "The execution deadline passed; the transaction was rolled back. Not a rate-limit condition." },
+  // Cluster (docs/REPLICATION.md).
+  not_leader: { status: 503, kind: "io", doc: "The partition replica that received a write is no longer its partition's leader (its lease passed to another replica); nothing was written. The cluster transport retries on the new leader by itself." },
+  partition_unavailable: { status: 503, kind: "io", doc: "No replica of a partition answered within the deadline (a failover in progress, or too few replicas up); the transaction was not committed. Retry with backoff." },
   // Service side.
   storage_error: { status: 500, kind: "io", doc: "The storage layer failed (disk full, I/O error). The transaction was rolled back." },
   internal: { status: 500, kind: "internal", doc: "A bug in Silk. The transaction was rolled back; please report it with the message." },

@@ -1,0 +1,59 @@
+/**
+ * The changes of a partition as entries of its replicated log (cluster mode, docs/REPLICATION.md): every state change
+ * of a partition store is one entry, and `applyLogEntry` is the one place that turns an entry into the store's change,
+ * on the leader after it appended the entry and on every follower in log order. The single server has no log: its
+ * actor applies the same entries directly.
+ *
+ * Architecture invariant: applying an entry is deterministic given the store's state (a write's IDs are in its
+ * mutation list; an index build chunk scans the same records on every replica), and records the entry's sequence in
+ * the same LMDB transaction as its effect, so replicas that applied the same prefix of the log hold the same data.
+ */
+import type { IndexDefinition } from "../protocol/indexes.js";
+import type { PartitionStore } from "./partition-store.js";
+
+export type LogEntry =
+  /** A single-partition commit: an encoded mutation list (protocol/mutation-codec.ts). */
+  | { readonly type: "apply"; readonly batch: Uint8Array }
+  /** Two-phase commit: the durable intent, then the decision. */
+  | { readonly type: "prepare"; readonly txid: string; readonly batch: Uint8Array }
+  | { readonly type: "commit"; readonly txid: string }
+  | { readonly type: "abort"; readonly txid: string }
+  /** Index operations and one chunk of a background build (`key` is the index's meta key). */
+  | { readonly type: "index_create"; readonly definition: IndexDefinition }
+  | { readonly type: "index_drop"; readonly key: string }
+  | { readonly type: "index_retry"; readonly key: string }
+  | { readonly type: "index_build"; readonly key: string; readonly chunkEntities: number }
+  /** IDs up to `upTo` belong to the leader that appended this (node/partition-store.ts `reserveIds`). */
+  | { readonly type: "reserve_ids"; readonly upTo: bigint };
+
+/** Applies one entry to the store; `sequence` is its place in the log, recorded with it (none: the single server). */
+export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?: number): void {
+  const change = (): void => {
+    switch (entry.type) {
+      case "apply":
+        return store.apply(entry.batch);
+      case "prepare":
+        return store.prepare(entry.txid, entry.batch);
+      case "commit":
+        return store.commitPrepared(entry.txid);
+      case "abort":
+        return store.abortPrepared(entry.txid);
+      case "index_create":
+        return store.createIndex(entry.definition);
+      case "index_drop":
+        return store.dropIndex(entry.key);
+      case "index_retry":
+        return store.retryIndex(entry.key);
+      case "index_build":
+        return store.buildIndexChunk(entry.key, entry.chunkEntities);
+      case "reserve_ids":
+        return store.reserveIds(entry.upTo);
+      default: {
+        const unreachable: never = entry;
+        throw new Error(`unknown log entry ${JSON.stringify(unreachable)}`);
+      }
+    }
+  };
+  if (sequence === undefined) change();
+  else store.atLogSequence(sequence, change);
+}
