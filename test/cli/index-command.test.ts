@@ -36,16 +36,16 @@ describe("silk index", () => {
     const created = await runSilk(["index", "create", ...base, "--label", "User", "--property", "age"]);
     expect(created.stderr).toBe("");
     expect(created.code).toBe(0);
-    expect(lines(created.stdout)).toEqual([{ index: "User.age", kind: "node", state: "constructing", entities: 0, bytes: 0, operations: 0 }]);
+    expect(lines(created.stdout)).toEqual([{ index: "User.age", kind: "node", family: "secondary", unique: false, state: "constructing", entities: 0, bytes: 0, operations: 0 }]);
 
     const watched = await runSilk(["index", "status", ...base, "--watch"]);
     expect(watched.code).toBe(0);
     expect(watched.stderr).toMatch(/User\.age constructing: \d+ entities, \d+ bytes, \d+ operations/);
     expect(lines(watched.stdout)).toContainEqual(expect.objectContaining({ index: "User.age", state: "active", entities: USERS, operations: USERS }));
-    expect(lines(watched.stdout)).toContainEqual(expect.objectContaining({ index: "User.handle", state: "active" }));
+    expect(lines(watched.stdout)).toContainEqual(expect.objectContaining({ index: "User.handle", family: "secondary", unique: true, state: "active" }));
 
     const status = await runSilk(["index", "status", ...base, "--label", "User", "--property", "age"]);
-    expect(lines(status.stdout)).toEqual([expect.objectContaining({ index: "User.age", state: "active" })]);
+    expect(lines(status.stdout)).toEqual([expect.objectContaining({ index: "User.age", family: "secondary", unique: false, state: "active" })]);
 
     const schemaDrop = await runSilk(["index", "drop", ...base, "--label", "User", "--property", "handle"]);
     expect(schemaDrop.code).toBe(1);
