@@ -37,7 +37,7 @@ import { executePlan, type QueryResult } from "../node/executor.js";
 import { neighboursOf, TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
-import type { DecisionLog } from "./decision-log.js";
+import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
 
@@ -47,7 +47,7 @@ export type CommitPhase = "prepared_first" | "prepared_all" | "decided" | "commi
 export interface CoordinatorOptions {
   readonly transport: Transport;
   readonly map: PartitionMap;
-  readonly decisions: DecisionLog;
+  readonly decisions: DecisionStore;
   readonly schema: Schema | undefined;
   readonly writable: boolean;
   readonly now: () => Date;
@@ -390,8 +390,14 @@ export class Coordinator {
       throw cause;
     }
     hook("prepared_all", txid);
-    decisions.recordCommit(txid, participants);
+    const outcome = await decisions.decide(txid, "commit", participants);
     hook("decided", txid);
+    if (outcome === "abort") {
+      // Another coordinator resolved this transaction while it was in doubt (it took this one for crashed).
+      await Promise.all(participants.map((partition) => transport.request(partition, { type: "abort", txid })));
+      await decisions.forget(txid);
+      throw new SilkError("transaction_conflict", "the transaction was aborted while in doubt (another coordinator resolved it); nothing was written, retry");
+    }
     let committed = 0;
     for (const partition of participants) {
       await transport.request(partition, { type: "commit", txid });
@@ -399,7 +405,7 @@ export class Coordinator {
       if (committed === 1) hook("committed_first", txid);
     }
     hook("committed_all", txid);
-    decisions.forget(txid);
+    await decisions.forget(txid);
   }
 
   /**
@@ -414,13 +420,14 @@ export class Coordinator {
     for (const range of map.ranges) {
       const { txids } = expect(await transport.request(range.index, { type: "pending_intents" }), "intents");
       for (const txid of txids) {
-        const commit = decisions.isCommitted(txid);
-        await transport.request(range.index, { type: commit ? "commit" : "abort", txid });
-        if (commit) committed += 1;
+        // No decision yet: abort wins (presumed abort), and a late commit decision can no longer be written.
+        const outcome = await decisions.decide(txid, "abort", [range.index]);
+        await transport.request(range.index, { type: outcome, txid });
+        if (outcome === "commit") committed += 1;
         else aborted += 1;
       }
     }
-    for (const txid of decisions.all()) decisions.forget(txid);
+    for (const txid of await decisions.all()) await decisions.forget(txid);
     return { committed, aborted };
   }
 }

@@ -1,41 +1,68 @@
 /**
- * The coordinator's durable two-phase-commit decisions. A transaction is committed exactly when its commit decision
- * is in this log (presumed abort: no decision means abort). A decision, once written, never changes; it is deleted
- * only after every participant has applied it.
+ * The coordinator's durable two-phase-commit decisions. A transaction commits exactly when its decision is `commit`;
+ * no decision means nothing is decided yet, and whoever resolves an intent in doubt decides `abort` (presumed abort).
+ * A decision, once written, never changes: `decide` writes only when none exists and returns the one that holds, so
+ * a coordinator finishing its commit and another resolving the same transaction cannot both win. A decision is
+ * forgotten only after every participant has applied it.
+ *
+ * Two stores: `LmdbDecisionLog` (the single server and the embedded runtime, a local LMDB) and the cluster's
+ * replicated one on a NATS KV bucket (cluster/kv-decision-log.ts).
  */
 import { open, type Database, type RootDatabase } from "lmdb";
 
+export type Outcome = "commit" | "abort";
+
 export interface Decision {
+  readonly outcome: Outcome;
   readonly participants: readonly number[];
 }
 
-export class DecisionLog {
+export interface DecisionStore {
+  /** Durably records `outcome` unless a decision exists; returns the decision that holds, once it is durable. */
+  decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome>;
+  /** The decision of a transaction, if one was written (and not yet forgotten). */
+  decision(txid: string): Promise<Outcome | undefined>;
+  forget(txid: string): Promise<void>;
+  /** Every transaction with a decision not yet forgotten. */
+  all(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export class LmdbDecisionLog implements DecisionStore {
   private readonly root: RootDatabase;
-  private readonly decisions: Database<Decision, string>;
+  private readonly decisions: Database<Decision | { participants: number[] }, string>;
 
   constructor(path: string, options: { readOnly: boolean; noSync: boolean }) {
     this.root = open({ path, readOnly: options.readOnly, noSync: options.noSync, maxDbs: 4 });
-    this.decisions = this.root.openDB<Decision, string>({ name: "decisions" });
+    this.decisions = this.root.openDB({ name: "decisions" });
   }
 
-  /** Durably records the commit decision; returns once it is on disk. */
-  recordCommit(txid: string, participants: readonly number[]): void {
-    this.root.transactionSync(() => {
-      this.decisions.putSync(txid, { participants: [...participants] });
+  async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
+    return this.root.transactionSync(() => {
+      const existing = this.read(txid);
+      if (existing !== undefined) return existing;
+      this.decisions.putSync(txid, { outcome, participants: [...participants] });
+      return outcome;
     });
   }
 
-  isCommitted(txid: string): boolean {
-    return this.decisions.get(txid) !== undefined;
+  async decision(txid: string): Promise<Outcome | undefined> {
+    return this.read(txid);
   }
 
-  forget(txid: string): void {
+  /** Decisions written before outcomes existed were all commits. */
+  private read(txid: string): Outcome | undefined {
+    const stored = this.decisions.get(txid);
+    return stored === undefined ? undefined : "outcome" in stored ? stored.outcome : "commit";
+  }
+
+  async forget(txid: string): Promise<void> {
     this.root.transactionSync(() => {
       this.decisions.removeSync(txid);
     });
   }
 
-  all(): string[] {
+  async all(): Promise<string[]> {
     return [...this.decisions.getKeys({})].map(String);
   }
 

@@ -24,7 +24,7 @@ import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
-import { DecisionLog } from "./decision-log.js";
+import { LmdbDecisionLog, type DecisionStore } from "./decision-log.js";
 import { PartitionMap } from "./partition-map.js";
 import { InProcessTransport } from "./transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
@@ -167,7 +167,7 @@ export class Database {
     private readonly coordinator: Coordinator,
     private readonly stores: readonly PartitionStore[],
     private readonly actors: readonly PartitionActor[],
-    private readonly decisions: DecisionLog,
+    private readonly decisions: DecisionStore,
     private readonly cleanup: () => void,
     project: Project,
     readonly mode: "writer" | "readonly",
@@ -220,7 +220,7 @@ export class Database {
             embedder: options.embedder,
           }),
       );
-      const decisions = new DecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
+      const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
       opened.push(decisions);
       const coordinator = new Coordinator({
         transport: new InProcessTransport(actors),
