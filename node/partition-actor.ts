@@ -98,10 +98,11 @@ export interface PartitionActorOptions {
 /** The replicated log a leader appends to (cluster/replica.ts implements it over JetStream). */
 export interface WriteLog {
   /**
-   * Durably appends the entry and returns its sequence. Throws SilkError `not_leader` when this replica may no longer
-   * write (another leader appended, or its lease is gone); then nothing of the entry is applied here.
+   * Durably appends the entry and returns its sequence, or "duplicate" when an entry of the same `requestId` is in the
+   * log already (a retried request; this replica has applied it). Throws SilkError `not_leader` when this replica may
+   * no longer write (another leader appended, or its lease is gone); then nothing of the entry is applied here.
    */
-  append(entry: LogEntry): Promise<number>;
+  append(entry: LogEntry, requestId?: string): Promise<number | "duplicate">;
 }
 
 /** IDs a replicated leader reserves through the log at a time (one log entry per block). */
@@ -151,9 +152,13 @@ export class PartitionActor {
     }
   }
 
-  async handle(request: PartitionRequest): Promise<PartitionReply> {
+  /**
+   * Answers one request. `requestId` (cluster mode) names the request across retries: the log de-duplicates a
+   * retried write's entry by it, so a write that reached the log once is applied once.
+   */
+  async handle(request: PartitionRequest, requestId?: string): Promise<PartitionReply> {
     try {
-      return { ok: true, body: await this.dispatch(request) };
+      return { ok: true, body: await this.dispatch(request, requestId) };
     } catch (cause) {
       const error = asSilkError(cause);
       return { ok: false, code: error.code, message: error.message };
@@ -164,11 +169,11 @@ export class PartitionActor {
     if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
   }
 
-  private async dispatch(request: PartitionRequest): Promise<PartitionReplyBody> {
+  private async dispatch(request: PartitionRequest, requestId: string | undefined): Promise<PartitionReplyBody> {
     const { store } = this.options;
     switch (request.type) {
       case "execute":
-        return this.executeAny(request.plan);
+        return this.executeAny(request.plan, requestId);
       case "register_plan":
         if (this.plans.size >= PREPARED_PLANS_MAX) throw new SilkError("limit_exceeded", `a partition keeps at most ${PREPARED_PLANS_MAX} prepared plans`);
         this.plans.set(request.planId, request.plan);
@@ -176,7 +181,7 @@ export class PartitionActor {
       case "execute_prepared": {
         const plan = this.plans.get(request.planId);
         if (plan === undefined) throw new SilkError("internal", `no prepared plan ${request.planId} (it was released)`);
-        return this.executeAny({ ...plan, parameters: request.parameters, timeoutMs: request.timeoutMs });
+        return this.executeAny({ ...plan, parameters: request.parameters, timeoutMs: request.timeoutMs }, requestId);
       }
       case "release_plan":
         this.plans.delete(request.planId);
@@ -204,10 +209,10 @@ export class PartitionActor {
         });
       case "apply":
         this.requireWritable();
-        return this.serialized(async () => (await this.change({ type: "apply", batch: request.batch }), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "apply", batch: request.batch }, requestId), { type: "done" as const }));
       case "prepare":
         this.requireWritable();
-        return this.serialized(async () => (await this.change({ type: "prepare", txid: request.txid, batch: request.batch }), { type: "done" as const }));
+        return this.serialized(async () => (await this.change({ type: "prepare", txid: request.txid, batch: request.batch }, requestId), { type: "done" as const }));
       case "commit":
         return this.serialized(async () => (await this.change({ type: "commit", txid: request.txid }), { type: "done" as const }));
       case "abort":
@@ -241,12 +246,12 @@ export class PartitionActor {
    * appended to the replicated log, then applied with its sequence (so a failed validation logs nothing, and a
    * logged entry applies on every replica alike).
    */
-  private async change(entry: LogEntry): Promise<void> {
+  private async change(entry: LogEntry, requestId?: string): Promise<void> {
     const { store, log } = this.options;
     if (log === undefined) return applyLogEntry(store, entry);
     if (entry.type === "apply" || entry.type === "prepare") store.validate(entry.batch);
-    const sequence = await log.append(entry);
-    applyLogEntry(store, entry, sequence);
+    const sequence = await log.append(entry, requestId);
+    if (sequence !== "duplicate") applyLogEntry(store, entry, sequence);
   }
 
   /** Cluster mode: makes sure `count` IDs can be handed out, reserving a block through the log when needed. */
@@ -264,13 +269,13 @@ export class PartitionActor {
   }
 
   /** The deadline starts when the request arrives, so time spent waiting behind earlier writes counts. */
-  private executeAny(plan: Plan): Promise<PartitionReplyBody> {
+  private executeAny(plan: Plan, requestId: string | undefined): Promise<PartitionReplyBody> {
     const deadline = Deadline.after(plan.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
-      return this.serialized(() => this.execute(plan, deadline));
+      return this.serialized(() => this.execute(plan, deadline, requestId));
     }
-    return this.execute(plan, deadline);
+    return this.execute(plan, deadline, requestId);
   }
 
   private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {
@@ -290,7 +295,7 @@ export class PartitionActor {
   }
 
   /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
-  private async execute(plan: Plan, deadline: Deadline): Promise<PartitionReplyBody> {
+  private async execute(plan: Plan, deadline: Deadline, requestId: string | undefined): Promise<PartitionReplyBody> {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
@@ -299,7 +304,7 @@ export class PartitionActor {
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
       const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder });
-      if (view.hasWrites) await this.change({ type: "apply", batch: encodeMutations(view.mutations()) });
+      if (view.hasWrites) await this.change({ type: "apply", batch: encodeMutations(view.mutations()) }, requestId);
       return { type: "result", result };
     } finally {
       snapshot.close();
