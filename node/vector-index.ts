@@ -19,7 +19,7 @@
  * beyond `load`. Every filter handed to a graph is wrapped (vector-graphs.ts guardedFilter): a throwing filter
  * callback aborts the process (DESIGN, facts about the stack).
  */
-import type { Database } from "lmdb";
+import type { Database, Transaction } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
 import { tenantKey, VECTOR_FIELD, type IndexStateName, type VectorIndexDefinition, type VectorMetric } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
@@ -30,6 +30,9 @@ import { distance, indexVector } from "./vector-math.js";
 export { guardedFilter } from "./vector-graphs.js";
 
 const META_PREFIX = "vindex:";
+const VERSION_PREFIX = "vindex-version:";
+/** The version of graphs that reflect no committed records yet (a constructing index, one loaded by a search). */
+const UNBUILT = -1;
 /** The beam width of an unrestricted search is max(k, this): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts). */
 export const EF_SEARCH_MIN = 64;
 /** A restricted search scans its candidates exactly when there are at most this many, or ... */
@@ -45,6 +48,8 @@ const LOAD_CHUNK_RECORDS = 1_024;
 interface IndexState {
   definition: VectorIndexDefinition;
   dimension: number | undefined;
+  /** The change counter (`vindex-version:` in `meta`) of the commit the graphs reflect; UNBUILT before any. */
+  version: number;
   readonly graphs: Map<string, PartitionGraph>;
   /** Which tenant partition holds each indexed record. */
   readonly partitionOf: Map<bigint, string>;
@@ -64,6 +69,20 @@ function metaKey(definition: VectorIndexDefinition): string {
   return `${META_PREFIX}${indexKey(definition)}`;
 }
 
+function versionKey(definition: VectorIndexDefinition): string {
+  return `${VERSION_PREFIX}${indexKey(definition)}`;
+}
+
+/** What a search may be told besides the query. */
+export interface VectorSearchOptions {
+  readonly tenant?: string;
+  readonly candidates?: readonly bigint[];
+  /** The reader's snapshot: graphs older than its change counter are rebuilt first (another process committed). */
+  readonly transaction?: Transaction;
+  /** The beam width of an unrestricted search, instead of max(k, EF_SEARCH_MIN): for bench/vectors.ts only. */
+  readonly ef?: number;
+}
+
 function byDistanceThenId(a: SearchHit, b: SearchHit): number {
   return a.score - b.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
@@ -73,6 +92,8 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
   private queued: Queued[] = [];
   /** Dimensions fixed or forgotten by the current transaction, over the committed ones (by index key). */
   private readonly pendingDimensions = new Map<string, number | undefined>();
+  /** The change counters the current transaction wrote (by index key), adopted by `commit`. */
+  private readonly pendingVersions = new Map<string, number>();
 
   constructor(
     private readonly meta: Database,
@@ -80,10 +101,25 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
   ) {}
 
   load(definition: VectorIndexDefinition, state: IndexStateName): void {
-    const persisted = this.meta.get(metaKey(definition)) as number | undefined;
-    const index: IndexState = { definition, dimension: definition.dimension ?? persisted, graphs: new Map(), partitionOf: new Map() };
+    const index: IndexState = { definition, dimension: undefined, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
     this.indexes.set(indexKey(definition), index);
-    if (state !== "active") return; // constructing: the catalog's build starts over; blocked: holds nothing
+    if (state === "active") this.rebuild(index);
+    else index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
+    // constructing: the catalog's build starts over; blocked: holds nothing. Either stays UNBUILT, so a reader that
+    // later finds the index active in its snapshot rebuilds it even if the activating transaction changed nothing.
+  }
+
+  /**
+   * Replaces an index's graphs with the committed records, read synchronously through the source together with the
+   * change counter, so both come from one view of the store (lmdb-js's current read transaction outside a write):
+   * the graphs are tagged with the counter of exactly the records they hold.
+   */
+  private rebuild(index: IndexState): void {
+    const { definition } = index;
+    index.graphs.clear();
+    index.partitionOf.clear();
+    index.version = (this.meta.get(versionKey(definition)) as number | undefined) ?? 0;
+    index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
     let after: bigint | undefined;
     for (;;) {
       const chunk = this.source.scan(definition.kind, definition.label, after, LOAD_CHUNK_RECORDS);
@@ -98,11 +134,21 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     }
   }
 
+  /** Counts the current transaction as a change of the index's graphs (once per transaction), in `meta`. */
+  private touch(definition: VectorIndexDefinition): void {
+    const key = indexKey(definition);
+    if (this.pendingVersions.has(key)) return;
+    const next = ((this.meta.get(versionKey(definition)) as number | undefined) ?? 0) + 1;
+    this.meta.putSync(versionKey(definition), next);
+    this.pendingVersions.set(key, next);
+  }
+
   put(definition: VectorIndexDefinition, record: IndexedRecord, _old: IndexedRecord | undefined): void {
     this.queue(definition, record);
   }
 
   delete(definition: VectorIndexDefinition, old: IndexedRecord): void {
+    this.touch(definition);
     this.queued.push({ op: "delete", definition, id: old.id });
   }
 
@@ -114,11 +160,19 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     this.queued = [];
     this.pendingDimensions.clear();
     for (const operation of queued) this.apply(this.stateOf(operation.definition), operation);
+    // Every queued operation's index was touched: its graphs now reflect the counter this transaction wrote (a
+    // constructing index's too: its build started over with empty graphs, and builds and writes fill them).
+    for (const [key, version] of this.pendingVersions) {
+      const index = this.indexes.get(key);
+      if (index !== undefined) index.version = version;
+    }
+    this.pendingVersions.clear();
   }
 
   discard(): void {
     this.queued = [];
     this.pendingDimensions.clear();
+    this.pendingVersions.clear();
   }
 
   build(definition: VectorIndexDefinition, record: IndexedRecord): number {
@@ -131,6 +185,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
 
   remove(definition: VectorIndexDefinition): void {
     this.meta.removeSync(metaKey(definition));
+    this.touch(definition);
     this.pendingDimensions.set(indexKey(definition), definition.dimension);
     this.queued.push({ op: "remove", definition });
   }
@@ -143,10 +198,13 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
    * The k nearest records to `query`, nearest first, in the tenant's partition; with `candidates`, exactly among
    * those (small sets are scanned exactly, large ones searched in the graph through a filter and completed exactly
    * when the graph walk found fewer than it should).
+   *
+   * With the reader's `transaction`, graphs that reflect an older change counter than that snapshot's are first
+   * rebuilt from the committed records (another process, or a read-only handle's writer, committed): the graphs are
+   * then at least as new as the snapshot, never older. Without it, the graphs answer as they are.
    */
-  search(definition: VectorIndexDefinition, query: Float32Array, k: number, options: { tenant?: string; candidates?: readonly bigint[] }): SearchHit[] {
-    const index = this.indexes.get(indexKey(definition));
-    if (index === undefined) throw new SilkError("index_not_ready", `the vector index ${definition.name} is not loaded in this partition`);
+  search(definition: VectorIndexDefinition, query: Float32Array, k: number, options: VectorSearchOptions): SearchHit[] {
+    const index = this.current(definition, options.transaction);
     if (definition.tenant !== undefined && options.tenant === undefined) {
       throw new SilkError("tenant_required", `the vector index ${definition.name} is partitioned by ${definition.tenant}: pass a tenant value`);
     }
@@ -160,7 +218,26 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const graph = index.graphs.get(definition.tenant === undefined ? "" : options.tenant!);
     if (graph === undefined || graph.size === 0 || k === 0) return [];
     if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, options.candidates);
-    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, EF_SEARCH_MIN)));
+    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, options.ef ?? EF_SEARCH_MIN)));
+  }
+
+  /**
+   * The index's graphs, brought up to the snapshot's change counter. Counters only grow (a drop increments too), so
+   * graphs tagged at or above the snapshot's need nothing: the writer's own commits keep its tags in step. An index
+   * never loaded here (it became active after this handle opened) is loaded when a snapshot is given, since the
+   * catalog searches only indexes active in that snapshot.
+   */
+  private current(definition: VectorIndexDefinition, transaction: Transaction | undefined): IndexState {
+    const key = indexKey(definition);
+    let index = this.indexes.get(key);
+    if (index === undefined) {
+      if (transaction === undefined) throw new SilkError("index_not_ready", `the vector index ${definition.name} is not loaded in this partition`);
+      index = { definition, dimension: definition.dimension, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
+      this.indexes.set(key, index);
+    }
+    const wanted = transaction === undefined ? undefined : ((this.meta.get(versionKey(definition), { transaction }) as number | undefined) ?? 0);
+    if (index.version === UNBUILT ? transaction !== undefined : wanted !== undefined && wanted > index.version) this.rebuild(index);
+    return index;
   }
 
   private restricted(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, k: number, candidates: readonly bigint[]): SearchHit[] {
@@ -200,6 +277,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
 
   /** Validates a record and queues what it means for the index; whether it holds a vector the index covers. */
   private queue(definition: VectorIndexDefinition, record: IndexedRecord): boolean {
+    this.touch(definition);
     const key = indexKey(definition);
     const dimension = this.pendingDimensions.has(key) ? this.pendingDimensions.get(key) : this.committedDimension(definition);
     const entry = this.entryOf(definition, record, dimension);
@@ -250,7 +328,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const key = indexKey(definition);
     let index = this.indexes.get(key);
     if (index === undefined) {
-      index = { definition, dimension: definition.dimension, graphs: new Map(), partitionOf: new Map() };
+      index = { definition, dimension: definition.dimension, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
       this.indexes.set(key, index);
     }
     return index;

@@ -2,13 +2,14 @@
  * The vector index family (node/vector-index.ts) on a real LMDB `meta` database, with a small IndexRecordSource over
  * an in-memory map of committed records: recall against exact search for every metric, updates and deletes, commit
  * against discard, tenant partitions, dimension rules (persisted across a reopen), the rebuild on load, restricted
- * searches (exact membership), guarded filters, and bad values refused with stable codes and the data left intact.
+ * searches (exact membership), guarded filters, bad values refused with stable codes and the data left intact, and
+ * the per-index change counter a second family (a read-only handle, another process) follows.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import hnswlib from "hnswlib-node";
-import { open, type Database, type RootDatabase } from "lmdb";
+import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedRecord, IndexRecordSource, ScannedRecord } from "../../node/index-family.js";
 import { readId } from "../../node/keys.js";
@@ -389,5 +390,106 @@ describe("vector indexes", () => {
     expect(refusal(() => at.indexes.search(definition("euclidean", { name: "Doc.unknown" }), Float32Array.of(1, 2), 1, {})).code).toBe("index_not_ready");
     expect(at.indexes.search(index, Float32Array.of(1, 2), 5, {})).toEqual([{ id: 1n, score: 0 }]);
     expect([...at.records.keys()]).toEqual([1n]);
+  });
+});
+
+describe("the change counter (read-only handles and other processes)", () => {
+  const version = (at: Fixture) => at.meta.get("vindex-version:node:Doc.embedding");
+
+  function counted(source: IndexRecordSource, seen: { scans: number }): IndexRecordSource["scan"] {
+    return (kind, label, after, limit) => {
+      seen.scans += 1;
+      return source.scan(kind, label, after, limit);
+    };
+  }
+
+  /** A second family over the same `meta` and records, as a read-only handle has, counting its label scans. */
+  function reader(at: Fixture) {
+    const source = at.source();
+    const seen = { scans: 0 };
+    const indexes = new VectorIndexes(at.meta, { ...source, scan: counted(source, seen) });
+    return { indexes, seen };
+  }
+
+  function inSnapshot<T>(at: Fixture, read: (transaction: Transaction) => T): T {
+    const transaction = at.env.useReadTransaction();
+    try {
+      return read(transaction);
+    } finally {
+      transaction.done();
+    }
+  }
+
+  it("put, delete, build and remove count once per committed transaction; a discarded one leaves no count", () => {
+    const at = fixture();
+    const index = definition("euclidean");
+    at.indexes.load(index, "active");
+    expect(version(at)).toBeUndefined();
+    at.write([index], vectorsOf(3, 2, 81));
+    expect(version(at)).toBe(1);
+    at.write([index], [{ id: 1n, props: null }, { id: 2n, props: { embedding: [1, 1] } }]);
+    expect(version(at)).toBe(2);
+    expect(refusal(() => at.write([index], [{ id: 9n, props: { embedding: [1, 2, 3] } }])).code).toBe("vector_dimension_mismatch");
+    expect(version(at)).toBe(2);
+    at.build(index);
+    expect(version(at)).toBe(3);
+    at.env.transactionSync(() => at.indexes.remove(index));
+    at.indexes.commit();
+    expect(version(at)).toBe(4); // a drop counts too: counters never go back
+    expect(at.indexes.search(index, Float32Array.of(0, 0), 5, {})).toEqual([]);
+  });
+
+  it("a second family rebuilds from the committed records when the snapshot's counter is newer; the writer never does", () => {
+    const at = fixture();
+    const index = definition("cosine");
+    const writerScans = { scans: 0 };
+    const source = at.source();
+    at.indexes = new VectorIndexes(at.meta, { ...source, scan: counted(source, writerScans) });
+    at.indexes.load(index, "active");
+    const items = vectorsOf(200, 8, 91);
+    at.write([index], items.slice(0, 100));
+    const other = reader(at);
+    other.indexes.load(index, "active");
+    expect(other.seen.scans).toBe(1);
+    const old = at.env.useReadTransaction(); // a snapshot from before the next writes
+    at.write([index], items.slice(100));
+    at.write([index], [{ id: 1n, props: null }]);
+    writerScans.scans = 0;
+    const query = items[150].value;
+    try {
+      // The old snapshot's counter is the one the second family's graphs were built at: no rebuild, its view.
+      expect(other.indexes.search(index, query, 1, { transaction: old })[0].id).not.toBe(151n);
+      expect(other.seen.scans).toBe(1);
+    } finally {
+      old.done();
+    }
+    inSnapshot(at, (transaction) => {
+      expect(other.indexes.search(index, query, 1, { transaction })).toEqual([{ id: 151n, score: expect.closeTo(0, 6) }]);
+      expect(ids(other.indexes.search(index, items[0].value, 200, { transaction }))).not.toContain(1n);
+      expect(ids(at.indexes.search(index, query, 1, { transaction }))).toEqual([151n]);
+    });
+    expect(other.seen.scans).toBeGreaterThan(1);
+    expect(writerScans.scans).toBe(0);
+    const scans = other.seen.scans;
+    inSnapshot(at, (transaction) => other.indexes.search(index, query, 1, { transaction }));
+    expect(other.seen.scans).toBe(scans); // up to date: searched as it is
+  });
+
+  it("an index loaded constructing (or never loaded) is built by the first search given a snapshot", () => {
+    const at = fixture();
+    const index = definition("euclidean");
+    const items = vectorsOf(50, 4, 101);
+    const other = reader(at);
+    other.indexes.load(index, "constructing");
+    for (const item of items) at.records.set(item.id, item);
+    at.indexes.load(index, "constructing");
+    at.build(index); // the writer's build, activated by the catalog in a later chunk that changes nothing here
+    const later = reader(at); // never loaded: the index became active after it opened
+    expect(other.indexes.search(index, items[7].value, 1, {})).toEqual([]); // no snapshot: answered as it is
+    expect(refusal(() => later.indexes.search(index, items[7].value, 1, {})).code).toBe("index_not_ready");
+    for (const family of [other.indexes, later.indexes]) {
+      inSnapshot(at, (transaction) => expect(ids(family.search(index, items[7].value, 1, { transaction }))).toEqual([8n]));
+      expect(family.dimensionOf(index)).toBe(4);
+    }
   });
 });
