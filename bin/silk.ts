@@ -15,7 +15,7 @@ import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
 import { runGateway, type GatewayCommandOptions } from "./gateway.js";
 import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
-import { runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
+import { addIndexOptions, runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { loadSchemaSources } from "./schema-files.js";
 import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
@@ -199,13 +199,8 @@ function indexCommand(): Command {
     const command = new Command(name)
       .description(description)
       .requiredOption("--data <dir>", "the database directory (no server may hold it: the command opens it as writer)")
-      .requiredOption("--schema <path>", "the project's .hx file or directory (opening as writer drops indexes the schema does not declare)")
-      .option("--label <label>", "the node (or edge) type")
-      .option("--property <name>", "the indexed field")
-      .option("--edge", "an index of an edge type's field (default: a node type's)");
-    if (name === "create") command.option("--unique", "a UNIQUE index: its build ends blocked over duplicate values");
-    if (name === "status") command.option("--watch", "run the builds, showing their counters, until every one is active or blocked; then print every index");
-    return command.action(async (flags: IndexCommandOptions) => {
+      .requiredOption("--schema <path>", "the project's .hx file or directory (opening as writer drops indexes the schema does not declare)");
+    return addIndexOptions(command, name).action(async (flags: IndexCommandOptions) => {
       try {
         await runIndexCommand(name, flags, { stdout: process.stdout, stderr: process.stderr });
       } catch (cause) {
@@ -214,8 +209,8 @@ function indexCommand(): Command {
     });
   };
   return new Command("index")
-    .description("secondary index operations on a database no server holds (docs/INDEXES.md)")
-    .addCommand(action("create", "create an index the schema does not declare and start its build; prints its state"))
+    .description("index operations (secondary, vector, text) on a database no server holds (docs/INDEXES.md)")
+    .addCommand(action("create", "create an index the schema does not declare (--type equality|range|unique|vector|text) and start its build; prints its state"))
     .addCommand(action("drop", "drop an index created with `index create`"))
     .addCommand(action("status", "print one index's state and counters, or every index's without --label"))
     .addCommand(action("retry", "restart a blocked build (after removing the duplicates of a UNIQUE index)"))
