@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
+.PHONY: install build run test nats-server bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -21,13 +21,17 @@ build: install
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
-test: build redis-server
+test: build redis-server nats-server
 	node scripts/run-tests.mjs
 
 # The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
 # suite fails naming the package where we cannot).
 redis-server:
 	@command -v redis-server >/dev/null || apt-get install -y redis-server || echo "make: install the redis-server package (apt-get install redis-server)" >&2
+
+# The cluster suites start nats-server processes of their own (a three-server JetStream cluster on loopback).
+nats-server:
+	@command -v nats-server >/dev/null || test -x /usr/sbin/nats-server || apt-get install -y nats-server || echo "make: install the nats-server package (apt-get install nats-server)" >&2
 
 bench: build
 	npx tsx bench/graph.ts

@@ -1,0 +1,182 @@
+/**
+ * Local NATS servers for development and tests: a JetStream cluster of `nats-server` processes (the OS package,
+ * DESIGN.md) on loopback ports of their own, each with its store directory, config file and log file under one
+ * directory. `silk cluster up` starts three; the cluster test suites start their own and kill or restart single
+ * servers for fault tests.
+ *
+ * Invariant: every server listens on 127.0.0.1 only, and a start waits until every server accepts clients and the
+ * JetStream meta group has a leader (so a stream can be created at once).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { SilkError } from "../protocol/errors.js";
+
+/** Where the OS package installs the server; `NATS_SERVER` overrides it. */
+export const NATS_SERVER_BINARY = process.env.NATS_SERVER ?? "/usr/sbin/nats-server";
+
+export interface NatsServerSpec {
+  readonly name: string;
+  readonly clientPort: number;
+  readonly clusterPort: number;
+  readonly storeDir: string;
+  readonly configFile: string;
+  readonly logFile: string;
+}
+
+/** A free TCP port on loopback (the kernel's choice; free when returned). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** The specs of an n-server cluster under `directory` (ports chosen now, free at this moment). */
+export async function natsClusterSpecs(directory: string, count: number): Promise<NatsServerSpec[]> {
+  const specs: NatsServerSpec[] = [];
+  for (let i = 1; i <= count; i++) {
+    const name = `n${i}`;
+    specs.push({
+      name,
+      clientPort: await freePort(),
+      clusterPort: await freePort(),
+      storeDir: join(directory, name, "jetstream"),
+      configFile: join(directory, name, "nats.conf"),
+      logFile: join(directory, name, "nats.log"),
+    });
+  }
+  return specs;
+}
+
+function configOf(spec: NatsServerSpec, all: readonly NatsServerSpec[], clusterName: string): string {
+  const routes = all.filter((other) => other !== spec).map((other) => `nats-route://127.0.0.1:${other.clusterPort}`);
+  const lines = [
+    `server_name: ${spec.name}`,
+    `listen: 127.0.0.1:${spec.clientPort}`,
+    `jetstream { store_dir: ${JSON.stringify(spec.storeDir)} }`,
+    `log_file: ${JSON.stringify(spec.logFile)}`,
+  ];
+  if (all.length > 1) lines.push(`cluster { name: ${clusterName}, listen: 127.0.0.1:${spec.clusterPort}, routes: [${routes.join(", ")}] }`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** A running local cluster: its client URLs, and single servers to stop, kill and start again. */
+export class LocalNatsCluster {
+  private readonly processes = new Map<string, ChildProcess>();
+
+  private constructor(
+    readonly specs: readonly NatsServerSpec[],
+    private readonly clusterName: string,
+  ) {}
+
+  /** Writes the config files and starts every server; resolves once all accept clients and JetStream is ready. */
+  static async start(directory: string, options: { servers?: number; clusterName?: string } = {}): Promise<LocalNatsCluster> {
+    if (!existsSync(NATS_SERVER_BINARY)) {
+      throw new SilkError("invalid_option", `${NATS_SERVER_BINARY} is missing: install the nats-server package (apt-get install nats-server) or set NATS_SERVER`);
+    }
+    const specs = await natsClusterSpecs(directory, options.servers ?? 3);
+    const cluster = new LocalNatsCluster(specs, options.clusterName ?? "silk");
+    for (const spec of specs) {
+      mkdirSync(spec.storeDir, { recursive: true });
+      writeFileSync(spec.configFile, configOf(spec, specs, cluster.clusterName));
+    }
+    for (const spec of specs) cluster.spawn(spec);
+    await cluster.ready();
+    return cluster;
+  }
+
+  /** Client URLs of every server, for a connection that fails over between them. */
+  get urls(): string[] {
+    return this.specs.map((spec) => `nats://127.0.0.1:${spec.clientPort}`);
+  }
+
+  /** The process IDs of the running servers, by name (what `silk cluster down` stops). */
+  pids(): Record<string, number> {
+    const pids: Record<string, number> = {};
+    for (const [name, child] of this.processes) if (child.pid !== undefined) pids[name] = child.pid;
+    return pids;
+  }
+
+  private spawn(spec: NatsServerSpec): void {
+    const child = spawn(NATS_SERVER_BINARY, ["-c", spec.configFile], { stdio: "ignore", detached: false });
+    child.on("exit", () => {
+      if (this.processes.get(spec.name) === child) this.processes.delete(spec.name);
+    });
+    this.processes.set(spec.name, child);
+  }
+
+  /** Kills one server at once (SIGKILL: a crash, not a shutdown). */
+  kill(name: string): void {
+    this.processes.get(name)?.kill("SIGKILL");
+    this.processes.delete(name);
+  }
+
+  /** Starts a stopped or killed server again with its old store; resolves when it accepts clients. */
+  async restart(name: string): Promise<void> {
+    const spec = this.specs.find((candidate) => candidate.name === name);
+    if (spec === undefined) throw new Error(`no server ${name}`);
+    if (!this.processes.has(name)) this.spawn(spec);
+    await waitForClients(`nats://127.0.0.1:${spec.clientPort}`);
+  }
+
+  /** Every server accepts clients and the JetStream API answers (a meta leader is elected). */
+  async ready(timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (const url of this.urls) await waitForClients(url, deadline);
+    const nc = await connect({ servers: this.urls });
+    try {
+      for (;;) {
+        try {
+          await nc.request("$JS.API.INFO", undefined, { timeout: 1_000 });
+          return;
+        } catch (cause) {
+          if (Date.now() > deadline) throw new SilkError("partition_unavailable", `JetStream did not become ready: ${String(cause)}`);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+    } finally {
+      await nc.close();
+    }
+  }
+
+  /** Stops every server (SIGTERM, then SIGKILL after a grace period). */
+  async stop(): Promise<void> {
+    const children = [...this.processes.values()];
+    this.processes.clear();
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+            child.once("exit", () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            child.kill("SIGTERM");
+          }),
+      ),
+    );
+  }
+}
+
+async function waitForClients(url: string, deadline = Date.now() + 20_000): Promise<void> {
+  for (;;) {
+    try {
+      const nc = await connect({ servers: url, reconnect: false, timeout: 500 });
+      await nc.close();
+      return;
+    } catch (cause) {
+      if (Date.now() > deadline) throw new SilkError("partition_unavailable", `nats-server at ${url} did not start: ${String(cause)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

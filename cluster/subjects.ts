@@ -1,0 +1,35 @@
+/**
+ * The names a cluster uses in NATS (docs/REPLICATION.md), all derived from the cluster's name, so several clusters
+ * can share NATS servers. A cluster name is 1 to 32 characters of lowercase letters, digits and `-`.
+ *
+ * - `silk.<cluster>.p<i>`: requests to partition i's leader (PartitionRequest in, PartitionReply out, both the
+ *   protocol/messages.ts codec). Only the replica holding the lease subscribes.
+ * - `silk.<cluster>.p<i>.stale`: reads any replica may answer from its applied state (queue group `replicas`).
+ * - stream `SILK_<CLUSTER>_P<i>`, subject `silk.<cluster>.log.p<i>`: partition i's replicated log (node/log-entry.ts
+ *   entries, msgpack).
+ * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease.
+ * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
+ */
+import { SilkError } from "../protocol/errors.js";
+
+const CLUSTER_NAME = /^[a-z0-9-]{1,32}$/;
+
+export function checkClusterName(name: string): string {
+  if (!CLUSTER_NAME.test(name)) throw new SilkError("invalid_option", `a cluster name is 1 to 32 lowercase letters, digits or "-", not ${JSON.stringify(name)}`);
+  return name;
+}
+
+const upper = (cluster: string): string => cluster.toUpperCase().replaceAll("-", "_");
+
+export const subjects = {
+  leader: (cluster: string, partition: number): string => `silk.${cluster}.p${partition}`,
+  stale: (cluster: string, partition: number): string => `silk.${cluster}.p${partition}.stale`,
+  log: (cluster: string, partition: number): string => `silk.${cluster}.log.p${partition}`,
+  logStream: (cluster: string, partition: number): string => `SILK_${upper(cluster)}_P${partition}`,
+  leaseBucket: (cluster: string): string => `SILK_${upper(cluster)}_LEASES`,
+  leaseKey: (partition: number): string => `p${partition}`,
+  decisionBucket: (cluster: string): string => `SILK_${upper(cluster)}_DECISIONS`,
+} as const;
+
+/** The queue group of the replicas answering stale reads. */
+export const STALE_QUEUE = "replicas";
