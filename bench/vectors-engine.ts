@@ -1,0 +1,53 @@
+/**
+ * The end-to-end side of bench/vectors.ts: the MNIST base rows in a whole Silk database (`Database.open` on memory
+ * storage, the embedded API of cluster/embedded.ts) under a `V::Digit` type of dimension 784 and the metric measured,
+ * added by a HelixQL QUERY that runs AddV in a FOR over a batch of rows (import batches carry nodes and edges only),
+ * then searched by a QUERY with SearchV. `db.query` prepares each QUERY's tree once, on its first call, and reuses it,
+ * so a search pays what an application's call pays: parameter checks, the partition actor, the vector_search step at
+ * the family's fixed ef, the records' reads and the rendering of the result — not HTTP.
+ */
+import { performance } from "node:perf_hooks";
+import { Database } from "../cluster/embedded.js";
+import type { VectorMetric } from "../protocol/indexes.js";
+import { MNIST_DIMENSION, type MnistSplit } from "./vectors-mnist.js";
+
+/** Rows per write transaction while the database is filled. */
+const ADD_BATCH_ROWS = 500;
+
+function schema(metric: VectorMetric): string {
+  return `
+V::Digit(dimension: ${MNIST_DIMENSION}, metric: ${metric}) { row: I64 }
+
+QUERY AddDigits(rows: [{v: [F64], row: I64}]) =>
+    FOR {v, row} IN rows {
+        AddV<Digit>(v, {row: row})
+    }
+    RETURN "added"
+QUERY Near(v: [F64], k: I64) =>
+    digits <- SearchV<Digit>(v, k)
+    RETURN digits::{row}
+`;
+}
+
+export interface EngineSide {
+  readonly seconds: number;
+  /** The base rows of the k nearest, nearest first. */
+  search(query: readonly number[], k: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+/** A memory database holding every base row as a Digit vector (property `row` = its base row), built in batches. */
+export async function buildEngine(metric: VectorMetric, data: MnistSplit): Promise<EngineSide> {
+  const db = await Database.open({ storage: "memory", schema: schema(metric) });
+  const started = performance.now();
+  for (let first = 0; first < data.base.length; first += ADD_BATCH_ROWS) {
+    const rows = data.base.slice(first, first + ADD_BATCH_ROWS).map((pixels, i) => ({ v: Array.from(pixels), row: first + i }));
+    await db.query("AddDigits", { rows });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    seconds,
+    search: async (v, k) => ((await db.query("Near", { v, k })) as { digits: { row: number }[] }).digits.map((digit) => Number(digit.row)),
+    close: () => db.close(),
+  };
+}
