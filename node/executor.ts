@@ -429,5 +429,7 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
  */
 async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
   if (stream.kind !== "elements" || !context.view.hasWrites) return streamToJson(stream, context.view);
-  return streamToJson({ kind: "elements", items: stream.items.map((item) => ({ kind: item.kind, id: item.id })) }, context.view);
+  // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag.
+  const items = stream.items.map((item): Element => (item.hit === undefined ? { kind: item.kind, id: item.id } : { kind: item.kind, id: item.id, hit: item.hit }));
+  return streamToJson({ kind: "elements", items }, context.view);
 }

@@ -86,12 +86,8 @@ function textMatches(docs: ReadonlyMap<string, Doc>, q: string): string[] {
   return [...docs].filter(([, doc]) => doc.body !== undefined && analyze("standard_stem_en", doc.body).some((term) => terms.has(term))).map(([id]) => id);
 }
 
-/**
- * NARROWED (bug reported to the lead): a write transaction renders its answers from records read again
- * (node/executor.ts `render`), which drops the hit tags, so a search inside a transaction that writes answers no
- * `$distance`/`$score`. With `untagged`, a missing tag is allowed and the order is checked on the model's distances.
- */
-function expectVectorHits(hits: readonly Hit[], docs: ReadonlyMap<string, Doc>, q: number[], where: string, untagged = false): void {
+/** Exactly the docs with a vector, each with its exact `$distance`, nearest first (also inside a transaction that writes). */
+function expectVectorHits(hits: readonly Hit[], docs: ReadonlyMap<string, Doc>, q: number[], where: string): void {
   const query = Float32Array.from(q);
   const expected = [...docs].filter(([, doc]) => doc.v !== undefined).map(([id, doc]) => ({ id, d: distance("euclidean", query, Float32Array.from(doc.v!)) }));
   expect(new Set(hits.map((hit) => hit.$id)), where).toEqual(new Set(expected.map((e) => e.id)));
@@ -99,17 +95,17 @@ function expectVectorHits(hits: readonly Hit[], docs: ReadonlyMap<string, Doc>, 
   const byId = new Map(expected.map((e) => [e.id, e.d]));
   let previous = -Infinity;
   for (const hit of hits) {
-    const d = untagged && hit.$distance === undefined ? byId.get(hit.$id)! : hit.$distance!;
+    const d = hit.$distance!;
+    expect(d, `${where}: $distance of ${hit.$id}`).toBeTypeOf("number");
     expect(d, `${where}: distance of ${hit.$id}`).toBeCloseTo(byId.get(hit.$id)!, 4);
     expect(d, `${where}: ascending`).toBeGreaterThanOrEqual(previous - 1e-6);
     previous = d;
   }
 }
 
-function expectTextHits(hits: readonly Hit[], matching: readonly string[], where: string, untagged = false): void {
+function expectTextHits(hits: readonly Hit[], matching: readonly string[], where: string): void {
   expect(new Set(hits.map((hit) => hit.$id)), where).toEqual(new Set(matching));
   expect(hits, where).toHaveLength(matching.length);
-  if (untagged && hits.some((hit) => hit.$score === undefined)) return; // narrowed: see expectVectorHits
   const scores = hits.map((hit) => hit.$score!);
   for (const score of scores) expect(score, where).toBeGreaterThan(0);
   for (let i = 1; i < scores.length; i += 1) expect(scores[i], `${where}: descending`).toBeLessThanOrEqual(scores[i - 1]);
@@ -156,7 +152,7 @@ async function runModel(db: Database, plan: readonly (readonly Op[])[]): Promise
         checks.push((answer) => {
           // Answers show records as the transaction left them: a hit dropped by a later entry is gone.
           const resolved = new Map([...snapshot].filter(([id]) => !dropped.has(id)).map(([id, doc]) => [resolve(answer, id), doc]));
-          expectVectorHits(answer[name] as Hit[], resolved, op.q, where, writes);
+          expectVectorHits(answer[name] as Hit[], resolved, op.q, where);
         });
       } else {
         entries.push(entry(name, textSearch(op.q)));
@@ -164,7 +160,7 @@ async function runModel(db: Database, plan: readonly (readonly Op[])[]): Promise
         // The committed index is searched, minus what this transaction dropped so far.
         const visible = new Map([...committed].filter(([id]) => !dropped.has(id)));
         const matching = textMatches(visible, op.q);
-        checks.push((answer) => expectTextHits(answer[name] as Hit[], matching.filter((id) => !dropped.has(id)), where, writes));
+        checks.push((answer) => expectTextHits(answer[name] as Hit[], matching.filter((id) => !dropped.has(id)), where));
       }
     }
     if (entries.length === 0) continue;
