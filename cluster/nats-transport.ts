@@ -1,0 +1,194 @@
+/**
+ * The coordinator's transport over NATS: a PartitionRequest goes to partition i's leader subject (or, for reads when
+ * the caller allows bounded staleness, to the replicas' stale subject) as the cluster/nats-wire.ts envelope, and the
+ * PartitionReply comes back. Which leader holds the lease is NATS's business: only the lease holder subscribes.
+ *
+ * Retry rules (docs/CLUSTER.md; the leader's side is cluster/replica.ts):
+ * - A request that provably reached no leader is retried until the overall deadline, with jittered exponential
+ *   backoff: "no responders" (no leader subscribed yet, e.g. during a failover) and a `not_leader` reply (the
+ *   replica knows nothing was appended).
+ * - After a timeout (or a lost connection) the outcome is unknown. Only requests that are safe to repeat are sent
+ *   again: reads, `commit`, `abort`, `pending_intents`, `index_statuses`, `allocate_ids` (a repeat only skips IDs)
+ *   and `apply`/`prepare` (the leader uses the request's id as the JetStream message id, so a repeat is a
+ *   duplicate). A write `execute` (or a failed index operation) is never repeated: it answers `partition_unavailable`.
+ * - Every attempt of one request carries the same random request id.
+ *
+ * Prepared plans: `register_plan` / `release_plan` are kept here, and `execute_prepared` is sent as an `execute` of
+ * the kept plan with the run's parameters (exactly what the actor does with a registered plan), so a prepared
+ * query keeps working when the leader changes (a new leader has no plans registered with the old one).
+ *
+ * Invariant: a request answers either the leader's reply or a SilkError; after `deadlineMs` it is
+ * `partition_unavailable` naming the partition and the last thing that happened.
+ */
+import { randomUUID } from "node:crypto";
+import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
+import { SilkError } from "../protocol/errors.js";
+import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { Plan } from "../protocol/tree.js";
+import { PREPARED_PLANS_MAX } from "../node/partition-actor.js";
+import { decodeReply, encodeRequest } from "./nats-wire.js";
+import { subjects } from "./subjects.js";
+import { unwrap, type Transport } from "./transport.js";
+
+export const TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT = 5_000;
+export const TRANSPORT_DEADLINE_MS_DEFAULT = 15_000;
+/** Backoff between attempts: the first wait is up to BACKOFF_MS_MIN, doubling up to BACKOFF_MS_MAX, all jittered. */
+const BACKOFF_MS_MIN = 25;
+const BACKOFF_MS_MAX = 1_000;
+/** What a plan's own deadline is given on top, for the leader to answer after it (an execute's attempt timeout). */
+const REPLY_MARGIN_MS = 2_000;
+
+export interface NatsTransportOptions {
+  readonly nc: NatsConnection;
+  readonly cluster: string;
+  /** How long one attempt waits for its reply (an execute waits at least its plan's timeout plus a margin). */
+  readonly timeoutMs?: number;
+  /** How long a request may take over all its attempts (default 15 s). */
+  readonly deadlineMs?: number;
+  /** Reads go to any replica (the stale subject) instead of the leader. */
+  readonly staleReads?: boolean;
+  /** Randomness for the backoff's jitter (tests pass a fixed one); default Math.random. */
+  readonly random?: () => number;
+}
+
+type Outcome = { readonly kind: "reply"; readonly body: PartitionReplyBody } | { readonly kind: "retry"; readonly what: string } | { readonly kind: "unknown"; readonly what: string };
+
+/** Requests whose repetition changes nothing a caller can observe (see the module comment). */
+export function safeToRepeat(request: PartitionRequest): boolean {
+  switch (request.type) {
+    case "execute":
+      return request.plan.requestType === "read";
+    case "read_records":
+    case "read_adjacency":
+    case "read_label":
+    case "read_all":
+    case "read_index":
+    case "vector_search":
+    case "text_search":
+    case "allocate_ids":
+    case "apply":
+    case "prepare":
+    case "commit":
+    case "abort":
+    case "pending_intents":
+    case "index_statuses":
+      return true;
+    case "register_plan":
+    case "execute_prepared":
+    case "release_plan":
+    case "index_create":
+    case "index_drop":
+    case "index_retry":
+      return false;
+    default: {
+      const unreachable: never = request;
+      throw new SilkError("internal", `unknown request ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Requests a follower may answer from its applied state. */
+function isRead(request: PartitionRequest): boolean {
+  switch (request.type) {
+    case "execute":
+      return request.plan.requestType === "read";
+    case "read_records":
+    case "read_adjacency":
+    case "read_label":
+    case "read_all":
+    case "read_index":
+    case "vector_search":
+    case "text_search":
+    case "index_statuses":
+      return true;
+    default:
+      return false;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class NatsTransport implements Transport {
+  private readonly plans = new Map<number, Plan>();
+  private readonly attemptTimeoutMs: number;
+  private readonly deadlineMs: number;
+
+  constructor(private readonly options: NatsTransportOptions) {
+    this.attemptTimeoutMs = options.timeoutMs ?? TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT;
+    this.deadlineMs = options.deadlineMs ?? TRANSPORT_DEADLINE_MS_DEFAULT;
+    for (const [name, value] of [["timeoutMs", this.attemptTimeoutMs], ["deadlineMs", this.deadlineMs]] as const) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new SilkError("invalid_option", `${name} must be a positive integer of milliseconds, not ${value}`);
+    }
+  }
+
+  async request(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
+    switch (message.type) {
+      case "register_plan":
+        if (this.plans.size >= PREPARED_PLANS_MAX) throw new SilkError("limit_exceeded", `a coordinator keeps at most ${PREPARED_PLANS_MAX} prepared plans`);
+        this.plans.set(message.planId, message.plan);
+        return { type: "done" };
+      case "release_plan":
+        this.plans.delete(message.planId);
+        return { type: "done" };
+      case "execute_prepared": {
+        const plan = this.plans.get(message.planId);
+        if (plan === undefined) throw new SilkError("internal", `no prepared plan ${message.planId} (it was released)`);
+        return this.send(partition, { type: "execute", plan: { ...plan, parameters: message.parameters, timeoutMs: message.timeoutMs } });
+      }
+      default:
+        return this.send(partition, message);
+    }
+  }
+
+  private async send(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
+    const { nc, cluster, staleReads } = this.options;
+    const subject = staleReads === true && isRead(message) ? subjects.stale(cluster, partition) : subjects.leader(cluster, partition);
+    const planTimeoutMs = message.type === "execute" ? message.plan.timeoutMs : undefined;
+    const attemptTimeoutMs = planTimeoutMs === undefined ? this.attemptTimeoutMs : Math.max(this.attemptTimeoutMs, planTimeoutMs + REPLY_MARGIN_MS);
+    const started = Date.now();
+    const deadline = started + Math.max(this.deadlineMs, attemptTimeoutMs);
+    const requestId = randomUUID();
+    const payload = encodeRequest(message, requestId);
+    const repeatable = safeToRepeat(message);
+    let what = "no attempt was made";
+    for (let attempt = 0; ; attempt++) {
+      const remainingMs = deadline - Date.now();
+      if (remainingMs <= 0) break;
+      const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs));
+      if (outcome.kind === "reply") return outcome.body;
+      what = outcome.what;
+      if (outcome.kind === "unknown" && !repeatable) {
+        throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster}: ${what}; the ${message.type} may or may not have taken effect (it is not repeated)`);
+      }
+      if (nc.isClosed()) break;
+      const capMs = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** Math.min(attempt, 10));
+      await sleep(Math.min(Math.max(0, deadline - Date.now()), (0.5 + 0.5 * (this.options.random ?? Math.random)()) * capMs));
+    }
+    throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster} did not answer within ${Date.now() - started} ms: ${what}`);
+  }
+
+  private async attempt(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Outcome> {
+    const { nc } = this.options;
+    let data: Uint8Array;
+    try {
+      data = (await nc.request(subject, payload, { timeout: timeoutMs })).data;
+    } catch (cause) {
+      if (isNoResponders(cause)) return { kind: "retry", what: "no leader is serving it (no responders)" };
+      if (isTimeout(cause)) return { kind: "unknown", what: `no reply within ${timeoutMs} ms` };
+      return { kind: "unknown", what: `the request failed: ${cause instanceof Error ? cause.message : String(cause)}` };
+    }
+    const reply = decodeReply(data);
+    if (!reply.ok && reply.code === "not_leader") return { kind: "retry", what: `a replica answered not_leader (${reply.message})` };
+    // The leader could not tell whether its append took effect (and stopped leading): as unknown as a timeout.
+    if (!reply.ok && reply.code === "partition_unavailable") return { kind: "unknown", what: `the leader answered partition_unavailable (${reply.message})` };
+    return { kind: "reply", body: unwrap(reply) };
+  }
+}
+
+function isNoResponders(cause: unknown): boolean {
+  return cause instanceof NoRespondersError || (cause instanceof RequestError && cause.isNoResponders());
+}
+
+function isTimeout(cause: unknown): boolean {
+  return cause instanceof TimeoutError || (cause instanceof Error && cause.cause instanceof TimeoutError);
+}
