@@ -5,17 +5,8 @@
  */
 import { performance } from "node:perf_hooks";
 
-/** mulberry32: a tiny, well-mixed 32-bit PRNG; the same seed gives the same sample on every machine. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export { seededRandom } from "../protocol/random.js";
+import { seededRandom } from "../protocol/random.js";
 
 /** `count` distinct members of `population`, chosen by a partial Fisher-Yates shuffle driven by `seed`. */
 export function sampleWithoutReplacement(population: Int32Array, count: number, seed: number): number[] {

@@ -13,6 +13,7 @@
  * and insertion order (its only randomness is the level draw). Deleted nodes are reclaimed only by a rebuild (a vector
  * index rebuilds its graphs when a partition opens).
  */
+import { seededRandom } from "../protocol/random.js";
 
 export interface HnswOptions {
   readonly dimension: number;
@@ -88,18 +89,6 @@ class Heap {
       i = best;
     }
   }
-}
-
-/** mulberry32: a tiny deterministic PRNG in [0, 1). */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export class Hnsw {

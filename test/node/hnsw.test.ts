@@ -8,17 +8,7 @@ import { Hnsw } from "../../node/hnsw.js";
 import { cosineDistance, distance, indexVector, manhattanDistance, squaredEuclidean } from "../../node/vector-math.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { Value } from "../../protocol/values.js";
-
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as seeded } from "../../protocol/random.js";
 
 function randomVectors(count: number, dimension: number, seed: number): Float32Array[] {
   const random = seeded(seed);

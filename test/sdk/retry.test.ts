@@ -9,6 +9,7 @@ import { SilkClient, SilkClientError } from "../../sdk/client.js";
 import {
   RETRY_AFTER_JITTER_MS_MAX, RETRY_ATTEMPTS_MAX, RETRY_BACKOFF_BASE_MS, RETRY_BACKOFF_CAP_MS, retryWaitMs, withRetry,
 } from "../../sdk/retry.js";
+import { seededRandom } from "../../protocol/random.js";
 
 interface Scripted {
   readonly status: number;
@@ -47,18 +48,6 @@ afterAll(async () => {
 beforeEach(() => {
   requests = 0;
 });
-
-/** mulberry32: a small seeded generator, so every run draws the same jitter. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A fake clock: sleeping records the wait and returns at once. */
 function fakeSleep(): { waits: number[]; sleep: (ms: number) => Promise<void> } {
