@@ -1,0 +1,124 @@
+/**
+ * The cluster's replicated two-phase-commit decision log (cluster/decision-log.ts's DecisionStore) on the NATS KV
+ * bucket subjects.decisionBucket(cluster), one key per transaction, replicated over `replicas` servers (3 in a
+ * three-server cluster).
+ *
+ * Invariant: a decision, once written, never changes. `decide` is KV `create` (the server refuses it when the key
+ * holds a value), then, whatever happened (refused, timed out, connection lost), a read of the key: the value that is
+ * there is the decision that holds, whoever wrote it. So a coordinator finishing its commit and another resolving
+ * the same transaction cannot both win, and a create whose acknowledgement was lost is still seen. `forget` deletes
+ * the key (a delete marker; decision() then answers undefined).
+ */
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { SilkError } from "../protocol/errors.js";
+import type { Decision, DecisionStore, Outcome } from "./decision-log.js";
+import { subjects } from "./subjects.js";
+
+/** How long decide() keeps trying (a stream leader's failover takes about 5 s, DESIGN.md). */
+export const DECISION_DEADLINE_MS_DEFAULT = 20_000;
+const RETRY_MS = 200;
+/** What NATS KV accepts as a key; the coordinator's txids (`<hex>-<n>`) always are. */
+const TXID = /^[-/_=.a-zA-Z0-9]{1,256}$/;
+
+function checkTxid(txid: string): string {
+  if (!TXID.test(txid)) throw new SilkError("internal", `internal error (a bug in Silk): ${JSON.stringify(txid)} is not a transaction id`);
+  return txid;
+}
+
+export interface KvDecisionLogOptions {
+  readonly nc: NatsConnection;
+  readonly cluster: string;
+  /** The bucket's replicas: 3 on a three-server cluster, 1 on a single server. */
+  readonly replicas: number;
+  readonly deadlineMs?: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function parseDecision(txid: string, bytes: Uint8Array): Decision {
+  const parsed = JSON.parse(decoder.decode(bytes)) as Partial<Decision>;
+  if (parsed.outcome !== "commit" && parsed.outcome !== "abort") throw new SilkError("internal", `the decision of ${txid} is not a decision: ${decoder.decode(bytes)}`);
+  return { outcome: parsed.outcome, participants: Array.isArray(parsed.participants) ? parsed.participants : [] };
+}
+
+export class KvDecisionLog implements DecisionStore {
+  private constructor(
+    private readonly kv: KV,
+    private readonly deadlineMs: number,
+  ) {}
+
+  /** Opens the bucket, creating it if absent (idempotent across coordinators). */
+  static async open(options: KvDecisionLogOptions): Promise<KvDecisionLog> {
+    const deadlineMs = options.deadlineMs ?? DECISION_DEADLINE_MS_DEFAULT;
+    const name = subjects.decisionBucket(options.cluster);
+    const kv = await retrying(`opening the decision bucket ${name}`, Date.now() + deadlineMs, () =>
+      new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1 }),
+    );
+    return new KvDecisionLog(kv, deadlineMs);
+  }
+
+  async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
+    checkTxid(txid);
+    const value = encoder.encode(JSON.stringify({ outcome, participants: [...participants] } satisfies Decision));
+    const deadline = Date.now() + this.deadlineMs;
+    return retrying(`deciding ${txid}`, deadline, async () => {
+      try {
+        await this.kv.create(txid, value);
+        return outcome;
+      } catch (cause) {
+        // Refused (another decision holds) or unknown (the ack was lost): what the key holds now is the answer.
+        const held = await this.read(txid);
+        if (held !== undefined) return held.outcome;
+        throw cause;
+      }
+    });
+  }
+
+  async decision(txid: string): Promise<Outcome | undefined> {
+    checkTxid(txid);
+    return (await retrying(`reading the decision of ${txid}`, Date.now() + this.deadlineMs, () => this.read(txid)))?.outcome;
+  }
+
+  private async read(txid: string): Promise<Decision | undefined> {
+    const entry = await this.kv.get(txid);
+    if (entry === null || entry.operation !== "PUT") return undefined;
+    return parseDecision(txid, entry.value);
+  }
+
+  async forget(txid: string): Promise<void> {
+    checkTxid(txid);
+    await retrying(`forgetting ${txid}`, Date.now() + this.deadlineMs, () => this.kv.delete(txid));
+  }
+
+  async all(): Promise<string[]> {
+    return retrying("listing decisions", Date.now() + this.deadlineMs, async () => {
+      const keys: string[] = [];
+      for await (const key of await this.kv.keys()) keys.push(key);
+      // keys() may list a key whose last operation is a delete; only keys holding a decision count.
+      const held = await Promise.all(keys.map(async (key) => ((await this.read(key)) === undefined ? undefined : key)));
+      return held.filter((key): key is string => key !== undefined).sort();
+    });
+  }
+
+  async close(): Promise<void> {
+    // The connection belongs to the caller; the bucket has nothing of its own to release.
+  }
+}
+
+/** Runs `work` until it succeeds or the deadline passes (a server down, a stream leader being elected). */
+async function retrying<T>(what: string, deadline: number, work: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await work();
+    } catch (cause) {
+      if (cause instanceof SilkError) throw cause;
+      if (Date.now() + RETRY_MS > deadline) {
+        throw new SilkError("partition_unavailable", `the decision log did not answer ${what}: ${cause instanceof Error ? cause.message : String(cause)}`);
+      }
+      await sleep(RETRY_MS);
+    }
+  }
+}
