@@ -118,7 +118,8 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const { definition } = index;
     index.graphs.clear();
     index.partitionOf.clear();
-    index.version = (this.meta.get(versionKey(definition)) as number | undefined) ?? 0;
+    index.version = UNBUILT; // until the scan finished: a rebuild that threw is tried again by the next search
+    const version = (this.meta.get(versionKey(definition)) as number | undefined) ?? 0;
     index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
     let after: bigint | undefined;
     for (;;) {
@@ -132,6 +133,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
       after = chunk.last ?? after;
       if (chunk.done || chunk.last === undefined) break;
     }
+    index.version = version;
   }
 
   /** Counts the current transaction as a change of the index's graphs (once per transaction), in `meta`. */
