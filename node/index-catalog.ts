@@ -323,7 +323,7 @@ export class IndexCatalog {
 
   /** Whether the index is active in the reader's snapshot (read there, so a reader sees one state throughout). */
   private activeIn(transaction: Transaction | undefined, key: string): IndexDefinition | undefined {
-    const definition = this.definitions.get(key);
+    const definition = this.definitions.get(key) ?? this.committedRuntimeIndex(transaction, key);
     const stored = this.meta.get(key, { transaction });
     if (definition === undefined || stored === undefined) return undefined;
     const persisted = normalised(stored);
@@ -342,15 +342,28 @@ export class IndexCatalog {
   /** The index a search names, active in the reader's snapshot; `index_not_found` or `index_not_ready` otherwise. */
   private searched<F extends IndexFamily>(transaction: Transaction | undefined, family: F, kind: RecordKind, label: string, field: string): Extract<IndexDefinition, { family: F }> {
     const key = indexKey(kind, `${label}.${field}`);
-    const definition = this.definitions.get(key);
+    const definition = this.definitions.get(key) ?? this.committedRuntimeIndex(transaction, key);
     if (definition === undefined || definition.family !== family) {
       throw new SilkError("index_not_found", `${kind} ${label} has no ${family} index on ${field}`);
     }
     if (this.activeIn(transaction, key) === undefined) {
-      const state = this.states.get(key)?.state ?? "constructing";
+      const stored = this.meta.get(key, { transaction });
+      const state = stored === undefined ? "constructing" : normalised(stored).state;
       throw new SilkError("index_not_ready", `the ${family} index ${definition.name} is ${state}; search it once it is active`);
     }
     return definition as Extract<IndexDefinition, { family: F }>;
+  }
+
+  /**
+   * A runtime index another process (the writer) created after this handle opened, as the reader's snapshot holds
+   * it: a read-only handle learns of it at its first search (the vector family builds its graphs then).
+   */
+  private committedRuntimeIndex(transaction: Transaction | undefined, key: string): IndexDefinition | undefined {
+    const stored = this.meta.get(key, { transaction });
+    if (stored === undefined) return undefined;
+    const definition = definitionOf(normalised(stored));
+    this.definitions.set(key, definition);
+    return definition;
   }
 
   /**

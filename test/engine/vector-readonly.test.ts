@@ -137,4 +137,28 @@ describe("vector search on a read-only handle", () => {
     expect(code).toBe(0);
     await poll(() => titles(reader, [0.3, 0])).toEqual(["far", "near", "local"]);
   }, 20_000);
+
+  it("searches a runtime index the writer created after the reader opened", async () => {
+    const directory = tempDir("silk-vreadonly-");
+    const writer = await openDb(directory, "writer");
+    await addDoc(writer, "graph databases", [0, 0]);
+    const reader = await openDb(directory, "readonly");
+    const search = () =>
+      reader.run({
+        request_type: "read",
+        query: { read: { entries: [{ query: { name: "hits", root: { text_search_nodes: { label: "Doc", property: "title", query: { value: { string: "graph" } }, k: { value: { i64: 5 } } } } } }], returns: ["hits"] } },
+      });
+    await expectCode(search(), "index_not_found");
+    await writer.run({
+      request_type: "write",
+      query: { write: { entries: [{ query: { name: "op", root: { create_index: { label: "Doc", property: "title", type: "text" } } } }], returns: ["op"] } },
+    });
+    await poll(async () => {
+      try {
+        return ((await search()) as { hits: Row[] }).hits.map((hit) => hit.title);
+      } catch (error) {
+        return (error as { code?: string }).code;
+      }
+    }).toEqual(["graph databases"]);
+  });
 });
