@@ -3,12 +3,15 @@
  * database on local disk, and serves the HTTP gateway (gateway/server.ts) on 127.0.0.1:6969 unless told otherwise.
  * SIGINT and SIGTERM stop accepting requests, let the ones in flight finish, and close the database cleanly
  * (its writer lock is released, so the next start does not have to take over a stale one). `silk dev`
- * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`.
+ * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`. `silk serve --cluster DIR` serves
+ * the same gateway over a cluster's partitions (cluster/remote.ts; docs/CLUSTER.md) instead of a local database.
  */
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
+import { readClusterManifest } from "../cluster/cluster-manifest.js";
+import { connectClusterDirectory } from "../cluster/remote.js";
 import { embedderFromEnvironment, embedderStartMessage } from "../cluster/embedders.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
@@ -149,6 +152,31 @@ export async function runServe(options: ServeOptions): Promise<void> {
     { defaultTimeoutMs: settings.timeoutMs },
   );
   const server = await listenGateway(database, settings, options.project, () => database.close());
+  closeOnSignals(server, () => database.close(), settings.logger);
+  announceEmbedder(settings);
+}
+
+export interface ServeClusterOptions {
+  /** The cluster directory (its cluster.json names the NATS servers, partitions and project). */
+  readonly cluster: string;
+  /** Overrides the manifest's project directory. */
+  readonly project?: string;
+  readonly port?: string;
+  readonly host?: string;
+  readonly timeoutMs?: string;
+}
+
+/** `silk serve --cluster DIR`: the gateway over a cluster's partitions; resolves once it listens. */
+export async function runServeCluster(options: ServeClusterOptions): Promise<void> {
+  const manifest = readClusterManifest(options.cluster);
+  const project = options.project ?? manifest.project;
+  const settings = serveSettings({ project, port: options.port ?? String(manifest.port), host: options.host, data: options.cluster, timeoutMs: options.timeoutMs });
+  const database = await connectClusterDirectory(options.cluster, {
+    schema: loadSchemaSources(project),
+    embedder: settings.embedder,
+    defaultTimeoutMs: settings.timeoutMs,
+  });
+  const server = await listenGateway(database, settings, project, () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
   announceEmbedder(settings);
 }

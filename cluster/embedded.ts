@@ -24,7 +24,7 @@ import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
-import { LmdbDecisionLog, type DecisionStore } from "./decision-log.js";
+import { LmdbDecisionLog } from "./decision-log.js";
 import { PartitionMap } from "./partition-map.js";
 import { InProcessTransport } from "./transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
@@ -148,6 +148,19 @@ function readManifest(directory: string, partitions: number | undefined, create:
   return manifest;
 }
 
+/**
+ * What a Database runs on: the coordinator, the partitions' index statuses, and how to close the partitions. The
+ * embedded runtime's engine holds the actors and stores in-process; a cluster's (cluster/remote.ts) holds a NATS
+ * connection. Closing the Database releases its prepared queries first, then the engine.
+ */
+export interface DatabaseEngine {
+  readonly coordinator: Coordinator;
+  /** Every partition's index statuses merged (synchronous: in-process partitions only; a cluster's throws). */
+  indexes(): IndexInfo[];
+  indexStatuses(): Promise<IndexInfo[]>;
+  close(): Promise<void>;
+}
+
 /** A prepared operation tree (see Database.prepare). */
 export interface PreparedQuery {
   run(parameters?: Readonly<Record<string, unknown>>): Promise<QueryResult>;
@@ -163,18 +176,30 @@ export class Database {
   /** Each query's tree, prepared on its first call and released on close. */
   private readonly preparedQueries = new Map<string, Promise<PreparedQuery>>();
 
+  private readonly coordinator: Coordinator;
+
   private constructor(
-    private readonly coordinator: Coordinator,
-    private readonly stores: readonly PartitionStore[],
-    private readonly actors: readonly PartitionActor[],
-    private readonly decisions: DecisionStore,
-    private readonly cleanup: () => void,
+    private readonly engine: DatabaseEngine,
     project: Project,
     readonly mode: "writer" | "readonly",
   ) {
+    this.coordinator = engine.coordinator;
     this.schema = project.schema;
     this.queries = project.queries;
     this.queryByName = new Map(project.queries.map((query) => [query.name, query]));
+  }
+
+  /**
+   * A database over a coordinator whose partitions live elsewhere (cluster/remote.ts): the project is checked like
+   * open() does, then `engineOf` builds the engine for its schema (recovered, its index catalog loaded).
+   */
+  static async fromEngine(
+    schema: OpenOptions["schema"],
+    mode: "writer" | "readonly",
+    engineOf: (schema: Schema | undefined) => Promise<DatabaseEngine>,
+  ): Promise<Database> {
+    const project = loadProject(schema);
+    return new Database(await engineOf(project.schema), project, mode);
   }
 
   static async open(options: OpenOptions, internal: InternalOpenOptions = {}): Promise<Database> {
@@ -241,7 +266,18 @@ export class Database {
       } else await coordinator.recover();
       await coordinator.loadIndexCatalog();
       for (const actor of actors) actor.startIndexBuilds();
-      return new Database(coordinator, stores, actors, decisions, release, project, mode);
+      const engine: DatabaseEngine = {
+        coordinator,
+        indexes: () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
+        indexStatuses: async () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
+        close: async () => {
+          await Promise.all(actors.map((actor) => actor.stop()));
+          await Promise.all(stores.map((store) => store.close()));
+          await decisions.close();
+          release();
+        },
+      };
+      return new Database(engine, project, mode);
     } catch (cause) {
       await Promise.all(opened.map((handle) => handle.close()));
       release();
@@ -324,19 +360,22 @@ export class Database {
    */
   indexes(): IndexInfo[] {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
-    return mergeIndexStatuses(this.actors.map((actor) => actor.indexStatuses()));
+    return this.engine.indexes();
+  }
+
+  /** The same as indexes(), asked of the partitions through the coordinator (what a cluster's handle answers). */
+  async indexStatuses(): Promise<IndexInfo[]> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    return this.engine.indexStatuses();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all(this.actors.map((actor) => actor.stop()));
     const prepared = await Promise.allSettled(this.preparedQueries.values());
     await Promise.all(prepared.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.release() : undefined)));
     this.preparedQueries.clear();
-    await Promise.all(this.stores.map((store) => store.close()));
-    await this.decisions.close();
-    this.cleanup();
+    await this.engine.close();
   }
 }
 

@@ -1,0 +1,102 @@
+/**
+ * What a cluster is, on disk: DIR/cluster.json (written by `silk cluster up`, read by every process of the cluster)
+ * and where each process keeps its files under DIR.
+ *
+ * - DIR/cluster.json: the cluster's name, its NATS client URLs, the partition count, replicas per partition, the
+ *   project directory (its .hx files are the schema and queries) and the HTTP port of the serve process.
+ * - DIR/partitions/p<i>/r<r>/: replica r of partition i's LMDB environment (each replica its own copy).
+ * - DIR/logs/<process>.log: pino logs (p<i>-r<r>.log, serve.log); DIR/nats/: the NATS servers' stores and logs.
+ * - DIR/processes.json: the process IDs `silk cluster up` started (what `silk cluster down` stops).
+ *
+ * Invariant: a manifest read back is checked field by field; the partition count and ranges come from the same
+ * PartitionMap class as the embedded runtime, so every process agrees on which partition owns an ID.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { SilkError } from "../protocol/errors.js";
+import { PartitionMap } from "./partition-map.js";
+import { checkClusterName } from "./subjects.js";
+
+export const CLUSTER_MANIFEST_FILE = "cluster.json";
+export const CLUSTER_PROCESSES_FILE = "processes.json";
+export const CLUSTER_FORMAT = 1;
+export const REPLICAS_MAX = 7;
+
+export interface ClusterManifest {
+  readonly format: number;
+  readonly name: string;
+  readonly nats: readonly string[];
+  readonly partitions: number;
+  readonly replicas: number;
+  /** Absolute path of the project directory. */
+  readonly project: string;
+  readonly port: number;
+}
+
+/** The processes of a running development cluster, by role. */
+export interface ClusterProcesses {
+  readonly nats: Readonly<Record<string, number>>;
+  readonly replicas: Readonly<Record<string, number>>;
+  readonly serve?: number;
+}
+
+/** Checks a manifest's fields (also one just built), so a bad one is refused before any process starts. */
+export function checkClusterManifest(value: unknown, source: string): ClusterManifest {
+  const bad = (why: string): never => {
+    throw new SilkError("invalid_option", `${source}: ${why}`);
+  };
+  if (typeof value !== "object" || value === null) return bad("not a JSON object");
+  const manifest = value as Partial<ClusterManifest>;
+  if (manifest.format !== CLUSTER_FORMAT) bad(`format ${String(manifest.format)}; this Silk reads ${CLUSTER_FORMAT}`);
+  if (typeof manifest.name !== "string") bad("name must be a string");
+  checkClusterName(manifest.name!);
+  if (!Array.isArray(manifest.nats) || manifest.nats.length === 0 || !manifest.nats.every((url) => typeof url === "string" && /^nats:\/\//.test(url))) {
+    bad("nats must be a non-empty list of nats:// URLs");
+  }
+  if (typeof manifest.partitions !== "number") bad("partitions must be a number");
+  new PartitionMap(manifest.partitions!); // 1 to PARTITIONS_MAX
+  if (!Number.isInteger(manifest.replicas) || manifest.replicas! < 1 || manifest.replicas! > REPLICAS_MAX) bad(`replicas must be an integer from 1 to ${REPLICAS_MAX}`);
+  if (typeof manifest.project !== "string" || !isAbsolute(manifest.project)) bad("project must be an absolute path");
+  if (!Number.isInteger(manifest.port) || manifest.port! < 0 || manifest.port! > 65_535) bad("port must be an integer from 0 to 65535");
+  return manifest as ClusterManifest;
+}
+
+export function readClusterManifest(directory: string): ClusterManifest {
+  const path = join(directory, CLUSTER_MANIFEST_FILE);
+  if (!existsSync(path)) throw new SilkError("invalid_option", `${directory} holds no ${CLUSTER_MANIFEST_FILE} (start a cluster with silk cluster up --dir ${directory})`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (cause) {
+    throw new SilkError("invalid_option", `${path} is not JSON: ${(cause as Error).message}`);
+  }
+  return checkClusterManifest(parsed, path);
+}
+
+export function writeClusterManifest(directory: string, manifest: ClusterManifest): void {
+  checkClusterManifest(manifest, "the cluster manifest");
+  writeFileSync(join(directory, CLUSTER_MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
+}
+
+/** The replicas of every partition's log stream and of the KV buckets: 3 at most, no more than NATS servers. */
+export function streamReplicas(manifest: ClusterManifest): number {
+  return Math.min(3, manifest.nats.length);
+}
+
+export const clusterPaths = {
+  replicaStore: (directory: string, partition: number, replica: number): string => join(directory, "partitions", `p${partition}`, `r${replica}`),
+  logs: (directory: string): string => join(directory, "logs"),
+  replicaLog: (directory: string, partition: number, replica: number): string => join(directory, "logs", `p${partition}-r${replica}.log`),
+  serveLog: (directory: string): string => join(directory, "logs", "serve.log"),
+  nats: (directory: string): string => join(directory, "nats"),
+  processes: (directory: string): string => join(directory, CLUSTER_PROCESSES_FILE),
+} as const;
+
+export function readClusterProcesses(directory: string): ClusterProcesses | undefined {
+  const path = clusterPaths.processes(directory);
+  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as ClusterProcesses) : undefined;
+}
+
+export function writeClusterProcesses(directory: string, processes: ClusterProcesses): void {
+  writeFileSync(clusterPaths.processes(directory), JSON.stringify(processes, null, 2) + "\n");
+}

@@ -1,0 +1,112 @@
+/**
+ * A Database (cluster/embedded.ts's class: run, query, prepare, indexStatuses, close) whose partitions are remote:
+ * partition replica processes (bin/partition.ts, cluster/replica.ts) reached over NATS. The coordinator is the same
+ * code as the embedded runtime's, with NatsTransport (cluster/nats-transport.ts) instead of the in-process transport
+ * and the replicated KvDecisionLog (cluster/kv-decision-log.ts) instead of a local LMDB one.
+ *
+ * Invariants:
+ * - The PartitionMap is built from the manifest's partition count with the same class the partitions use for their
+ *   ID ranges, so coordinator and partitions agree on every ID's owner.
+ * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything.
+ * - Isolation in this slice: one coordinator process per cluster. Its readers/writer lock keeps docs/ISOLATION.md's
+ *   guarantee only among the invocations it runs; several coordinators need record locks (a later slice).
+ * - `indexes()` (synchronous) is refused with unsupported_operation; `indexStatuses()` asks the partitions.
+ */
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Embedder } from "../protocol/embedding.js";
+import { SilkError } from "../protocol/errors.js";
+import { mergeIndexStatuses } from "../protocol/indexes.js";
+import { Coordinator } from "./coordinator.js";
+import { readClusterManifest, streamReplicas, type ClusterManifest } from "./cluster-manifest.js";
+import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
+import { partitionIndexStatuses } from "./index-operations.js";
+import { KvDecisionLog } from "./kv-decision-log.js";
+import { NatsTransport } from "./nats-transport.js";
+import { PartitionMap } from "./partition-map.js";
+import { checkClusterName } from "./subjects.js";
+
+export interface ConnectClusterOptions {
+  /** The cluster's name (its NATS subjects, streams and buckets derive from it). */
+  readonly cluster: string;
+  /** NATS client URLs (several: the connection fails over between them). */
+  readonly servers: readonly string[];
+  readonly partitions: number;
+  /** Replicas of the decision bucket: 3 on a three-server NATS cluster (default: min(3, servers)). */
+  readonly decisionReplicas?: number;
+  /** The project's HelixQL text or files, as open() takes them. */
+  readonly schema?: OpenOptions["schema"];
+  /** Default "writer". */
+  readonly mode?: "writer" | "readonly";
+  readonly embedder?: Embedder;
+  /** Reads may be answered by any replica (bounded staleness) instead of the leader. */
+  readonly staleReads?: boolean;
+  /** The deadline of a request that sets no timeout_ms. */
+  readonly defaultTimeoutMs?: number;
+  /** Per attempt and overall transport deadlines (cluster/nats-transport.ts defaults). */
+  readonly attemptTimeoutMs?: number;
+  readonly deadlineMs?: number;
+  readonly now?: () => Date;
+}
+
+/** Connects to a running cluster and returns its Database; close() closes the NATS connection. */
+export async function connectCluster(options: ConnectClusterOptions): Promise<Database> {
+  const cluster = checkClusterName(options.cluster);
+  const map = new PartitionMap(options.partitions);
+  if (options.servers.length === 0) throw new SilkError("invalid_option", "connectCluster needs at least one NATS server URL");
+  const mode = options.mode ?? "writer";
+  if (mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, name: `silk-coordinator-${cluster}` });
+  } catch (cause) {
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${options.servers.join(", ")}: ${(cause as Error).message}`);
+  }
+  try {
+    return await Database.fromEngine(options.schema, mode, async (schema) => {
+      const transport = new NatsTransport({ nc, cluster, staleReads: options.staleReads, timeoutMs: options.attemptTimeoutMs, deadlineMs: options.deadlineMs });
+      const decisions = await KvDecisionLog.open({ nc, cluster, replicas: options.decisionReplicas ?? Math.min(3, options.servers.length) });
+      const coordinator = new Coordinator({
+        transport,
+        map,
+        decisions,
+        schema,
+        writable: mode === "writer",
+        now: options.now ?? (() => new Date()),
+        defaultTimeoutMs: options.defaultTimeoutMs,
+        embedder: options.embedder,
+      });
+      if (mode === "writer") await coordinator.recover();
+      await coordinator.loadIndexCatalog();
+      const engine: DatabaseEngine = {
+        coordinator,
+        indexes: () => {
+          throw new SilkError("unsupported_operation", "a cluster's index statuses are asked of its partitions: use indexStatuses()");
+        },
+        indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map, schema })),
+        close: async () => {
+          await decisions.close();
+          await nc.close();
+        },
+      };
+      return engine;
+    });
+  } catch (cause) {
+    await nc.close();
+    throw cause;
+  }
+}
+
+/** connectCluster with what DIR/cluster.json says (the serve process of `silk cluster up`). */
+export function connectClusterDirectory(
+  directory: string,
+  options: Omit<ConnectClusterOptions, "cluster" | "servers" | "partitions" | "decisionReplicas"> = {},
+): Promise<Database> {
+  const manifest: ClusterManifest = readClusterManifest(directory);
+  return connectCluster({
+    ...options,
+    cluster: manifest.name,
+    servers: manifest.nats,
+    partitions: manifest.partitions,
+    decisionReplicas: streamReplicas(manifest),
+  });
+}
