@@ -1,0 +1,165 @@
+/**
+ * A partition's leader lease (docs/REPLICATION.md): key `subjects.leaseKey(p)` of the KV bucket
+ * `subjects.leaseBucket`, whose entries expire `ttlMs` after they were written (the bucket's max age), holding
+ * `{ replica, term }` as JSON.
+ *
+ * - Acquire: `create()` (fails while another replica's entry lives).
+ * - Renew: every ttl/3, `update()` at the revision held; the new revision lives ttl again.
+ * - Held: only until `LEASE_VALID_FRACTION` of the TTL after the last renewal that succeeded was *sent* (the server
+ *   wrote it no earlier, so it expires no earlier than ttl after that): a leader stops serving well before another
+ *   replica can acquire the key.
+ * - Lost: a renewal refused (the revision moved), or no renewal succeeded in time: `onLost` is called at once and
+ *   synchronously, before anything else happens to the lease.
+ * - Release (a leader that stops): delete at the revision held, so a follower acquires at once.
+ *
+ * Invariant: `held()` is true only while this replica's entry certainly is the key's live entry.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { Logger } from "pino";
+import { whileUnanswered } from "./partition-log.js";
+import { subjects } from "./subjects.js";
+
+/** The part of the TTL after a renewal during which the lease counts as held. */
+export const LEASE_VALID_FRACTION = 0.75;
+export const DEFAULT_LEASE_TTL_MS = 3_000;
+
+export interface LeaseOptions {
+  readonly nc: NatsConnection;
+  readonly cluster: string;
+  readonly partition: number;
+  readonly replica: string;
+  readonly replicas: number;
+  readonly ttlMs: number;
+  readonly logger: Logger;
+  /** Called synchronously when a held lease is lost (not on release). */
+  readonly onLost: (reason: string) => void;
+}
+
+export interface LeaseValue {
+  readonly replica: string;
+  readonly term: number;
+}
+
+export class PartitionLease {
+  private readonly key: string;
+  private revision: number | undefined;
+  private validUntil = 0;
+  private lastRenewSent = 0;
+  private renewing = false;
+  private timer: NodeJS.Timeout | undefined;
+  private term = 0;
+
+  private constructor(
+    private readonly kv: KV,
+    private readonly options: LeaseOptions,
+  ) {
+    this.key = subjects.leaseKey(options.partition);
+  }
+
+  /** Binds to the lease bucket, creating it when absent. */
+  static async open(options: LeaseOptions): Promise<PartitionLease> {
+    const kvm = new Kvm(options.nc);
+    const kv = await whileUnanswered(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs, replicas: options.replicas }));
+    return new PartitionLease(kv, options);
+  }
+
+  /** The current holder, if any (a follower's view; may be stale by the time it returns). */
+  async holder(): Promise<LeaseValue | undefined> {
+    const entry = await this.kv.get(this.key);
+    if (entry === null || entry.operation !== "PUT") return undefined;
+    return entry.json<LeaseValue>();
+  }
+
+  held(): boolean {
+    return this.revision !== undefined && performance.now() < this.validUntil;
+  }
+
+  get currentTerm(): number {
+    return this.term;
+  }
+
+  /** Tries to take the lease; true when this replica now holds it (and renews it until lost or released). */
+  async tryAcquire(): Promise<boolean> {
+    if (this.revision !== undefined) return this.held();
+    const previous = await this.holder().catch(() => undefined);
+    const term = Math.max(this.term, previous?.term ?? 0) + 1;
+    const sent = performance.now();
+    try {
+      this.revision = await this.kv.create(this.key, JSON.stringify({ replica: this.options.replica, term } satisfies LeaseValue));
+    } catch {
+      return false; // held by another replica, or NATS did not answer: either way not ours
+    }
+    this.term = term;
+    this.renewed(sent);
+    this.timer = setInterval(() => this.tick(), Math.max(10, Math.floor(this.options.ttlMs / 10)));
+    this.timer.unref();
+    return true;
+  }
+
+  private renewed(sentAt: number): void {
+    this.lastRenewSent = sentAt;
+    this.validUntil = sentAt + this.options.ttlMs * LEASE_VALID_FRACTION;
+  }
+
+  private tick(): void {
+    if (this.revision === undefined) return;
+    const now = performance.now();
+    if (now >= this.validUntil) return this.lose(`no renewal succeeded within ${Math.round(this.options.ttlMs * LEASE_VALID_FRACTION)} ms`);
+    if (this.renewing || now - this.lastRenewSent < this.options.ttlMs / 3) return;
+    void this.renew();
+  }
+
+  private async renew(): Promise<void> {
+    const revision = this.revision;
+    if (revision === undefined) return;
+    this.renewing = true;
+    const sent = performance.now();
+    try {
+      const next = await this.kv.update(this.key, JSON.stringify({ replica: this.options.replica, term: this.term } satisfies LeaseValue), revision, Math.floor(this.options.ttlMs / 4));
+      if (this.revision === revision) {
+        this.revision = next;
+        this.renewed(sent);
+      }
+    } catch (cause) {
+      if (this.revision !== revision) return;
+      if (cause instanceof JetStreamApiError && (cause.code === JetStreamApiCodes.StreamWrongLastSequence || cause.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        this.lose("the lease entry moved (another replica holds it)");
+      } else {
+        // Unknown outcome: if it was written, the revision moved and the next renewal is refused; the validity
+        // window is what keeps this safe. Retry on the next tick.
+        this.options.logger.warn({ err: String(cause), partition: this.options.partition }, "lease renewal failed");
+        this.lastRenewSent = 0;
+      }
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private lose(reason: string): void {
+    this.forget();
+    this.options.logger.warn({ partition: this.options.partition, replica: this.options.replica, reason }, "lease lost");
+    this.options.onLost(reason);
+  }
+
+  /** Stops renewing without touching the key (it expires by itself). */
+  forget(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    this.revision = undefined;
+    this.validUntil = 0;
+  }
+
+  /** Gives the lease up: stops renewing and deletes the key at the revision held (so a follower acquires at once). */
+  async release(): Promise<void> {
+    const revision = this.revision;
+    this.forget();
+    if (revision === undefined) return;
+    try {
+      await this.kv.delete(this.key, { previousSeq: revision });
+    } catch (cause) {
+      this.options.logger.warn({ err: String(cause), partition: this.options.partition }, "lease release failed (it expires by itself)");
+    }
+  }
+}

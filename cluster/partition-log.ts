@@ -1,0 +1,278 @@
+/**
+ * A partition's replicated log on JetStream (docs/REPLICATION.md): the stream `subjects.logStream` holding
+ * node/log-entry.ts entries (msgpack, cluster/nats-wire.ts) on the one subject `subjects.log`, replicated by the NATS
+ * servers' own Raft.
+ *
+ * - `PartitionLog`: creates the stream if absent (idempotent across replicas), reads its last sequence and single
+ *   entries, and follows it in order from a sequence with an ordered consumer.
+ * - `LeaderWriteLog`: the WriteLog a leader's PartitionActor appends through. Every append carries the guard
+ *   "the stream's last sequence is the last one this replica appended or applied", so an append of a deposed
+ *   leader (another leader appended since) fails.
+ *
+ * Invariants (the retry rules): `append` throws `not_leader` only when the entry certainly is not in the log (the
+ * replica may not lead, so nothing was published; or JetStream refused the guard). When the outcome is unknown (a
+ * timeout, a lost connection, any other failure) it throws `partition_unavailable` and reports itself unsure, so the
+ * replica stops leading and re-reads the log. A duplicate (the request id was appended before) is caught up here:
+ * every entry up to the original's sequence is applied before `append` returns "duplicate".
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { nanos } from "@nats-io/nats-core";
+import {
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { SilkError } from "../protocol/errors.js";
+import { applyLogEntry, type LogEntry } from "../node/log-entry.js";
+import type { WriteLog } from "../node/partition-actor.js";
+import type { PartitionStore } from "../node/partition-store.js";
+import { decodeLogEntry, encodeLogEntry } from "./nats-wire.js";
+import { subjects } from "./subjects.js";
+
+/** How long JetStream remembers a message id (a retried request within it applies once). */
+export const DUPLICATE_WINDOW_MS = 120_000;
+/** How long a leader waits for JetStream's acknowledgement of an append before it calls the outcome unknown. */
+export const APPEND_TIMEOUT_MS = 5_000;
+
+export interface PartitionLogOptions {
+  readonly nc: NatsConnection;
+  readonly cluster: string;
+  readonly partition: number;
+  /** The stream's num_replicas: 1 on one NATS server, 3 in a cluster. */
+  readonly replicas: number;
+}
+
+export class PartitionLog {
+  readonly stream: string;
+  readonly subject: string;
+
+  private constructor(
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    options: PartitionLogOptions,
+  ) {
+    this.stream = subjects.logStream(options.cluster, options.partition);
+    this.subject = subjects.log(options.cluster, options.partition);
+  }
+
+  /**
+   * Binds to the partition's stream, creating it when absent (every replica may race to: the loser finds it).
+   * Retries for up to `STARTUP_TIMEOUT_MS` while JetStream does not answer (its meta leader is being elected).
+   */
+  static async open(options: PartitionLogOptions): Promise<PartitionLog> {
+    const jsm = await jetstreamManager(options.nc);
+    const log = new PartitionLog(jetstream(options.nc), jsm, options);
+    await whileUnanswered(async () => {
+      try {
+        await jsm.streams.info(log.stream);
+      } catch (cause) {
+        if (!(cause instanceof JetStreamApiError && cause.code === JetStreamApiCodes.StreamNotFound)) throw cause;
+        try {
+          await jsm.streams.add({
+            name: log.stream,
+            subjects: [log.subject],
+            num_replicas: options.replicas,
+            storage: StorageType.File,
+            retention: RetentionPolicy.Limits,
+            discard: DiscardPolicy.Old,
+            duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+          });
+        } catch (raced) {
+          await jsm.streams.info(log.stream).catch(() => {
+            throw raced;
+          });
+        }
+      }
+    });
+    return log;
+  }
+
+  /** The stream's last sequence (0 when empty). */
+  async lastSequence(): Promise<number> {
+    return (await this.jsm.streams.info(this.stream)).state.last_seq;
+  }
+
+  /** The entry at `sequence` (undefined when the stream has none there). */
+  async entryAt(sequence: number): Promise<LogEntry | undefined> {
+    const message = await this.jsm.streams.getMessage(this.stream, { seq: sequence });
+    return message === null ? undefined : decodeLogEntry(message.data);
+  }
+
+  /**
+   * Publishes `entry` if the stream's last sequence is `expectedLast`. Returns the entry's sequence and whether
+   * JetStream saw its message id before (then the sequence is the original's).
+   */
+  async publish(entry: LogEntry, expectedLast: number, msgID: string | undefined): Promise<{ sequence: number; duplicate: boolean }> {
+    const ack = await this.js.publish(this.subject, encodeLogEntry(entry), {
+      expect: { lastSubjectSequence: expectedLast },
+      timeout: APPEND_TIMEOUT_MS,
+      ...(msgID === undefined ? {} : { msgID }),
+    });
+    return { sequence: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * Delivers every entry from `fromSequence` on, in order, to `onEntry` (synchronous: the next is delivered after it
+   * returns), until `stop()`. An entry `onEntry` throws on ends the follower with that failure (`done` rejects).
+   */
+  async follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void): Promise<LogFollower> {
+    const messages = await whileUnanswered(async () => {
+      const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSequence) });
+      return consumer.consume();
+    });
+    const done = (async () => {
+      for await (const message of messages) onEntry(message.seq, decodeLogEntry(message.data));
+    })();
+    return new LogFollower(messages, done);
+  }
+}
+
+/** A running follow of the log. */
+export class LogFollower {
+  private stopped = false;
+
+  constructor(
+    private readonly messages: ConsumerMessages,
+    /** Settles when the follow ends: after `stop()`, or rejected with what the entry handler threw. */
+    readonly done: Promise<void>,
+  ) {
+    done.catch(() => undefined);
+  }
+
+  /** Stops delivering; resolves when no entry is being delivered any more. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.messages.stop();
+    await this.done.catch(() => undefined);
+  }
+}
+
+/**
+ * Applies one log entry at its sequence unless already applied. A user-error outcome is the entry's outcome on every
+ * replica (recorded as applied by atLogSequence) and is returned; anything else throws (the replica must stop).
+ */
+export function applyAt(store: PartitionStore, sequence: number, entry: LogEntry): SilkError | undefined {
+  if (sequence <= store.appliedLogSequence()) return undefined;
+  try {
+    applyLogEntry(store, entry, sequence);
+    return undefined;
+  } catch (cause) {
+    if (cause instanceof SilkError && cause.kind === "user") return cause;
+    throw cause;
+  }
+}
+
+export interface LeaderWriteLogOptions {
+  readonly log: PartitionLog;
+  readonly store: PartitionStore;
+  /** The last sequence this replica applied when it became leader. */
+  readonly lastSequence: number;
+  /** Whether this replica may append now (it holds a live lease and has not stepped down). */
+  readonly mayAppend: () => boolean;
+  /** Called when an append's outcome is unknown or refused: the replica must stop leading and re-read the log. */
+  readonly onUnsure: (reason: string) => void;
+  readonly logger: Logger;
+}
+
+/** The WriteLog of a leader's actor (see the module comment for its guarantees). */
+export class LeaderWriteLog implements WriteLog {
+  private last: number;
+
+  constructor(private readonly options: LeaderWriteLogOptions) {
+    this.last = options.lastSequence;
+  }
+
+  /** The last sequence this leader appended or applied. */
+  get lastSequence(): number {
+    return this.last;
+  }
+
+  async append(entry: LogEntry, requestId?: string): Promise<number | "duplicate"> {
+    const { log, store, mayAppend, onUnsure, logger } = this.options;
+    if (!mayAppend()) throw new SilkError("not_leader", "this replica no longer leads its partition (its lease is gone)");
+    let outcome: { sequence: number; duplicate: boolean };
+    try {
+      outcome = await this.publish(entry, requestId);
+    } catch (cause) {
+      if (cause instanceof SilkError) throw cause;
+      if (cause instanceof JetStreamApiError && (cause.code === JetStreamApiCodes.StreamWrongLastSequence || cause.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        onUnsure(`another leader appended after sequence ${this.last}`);
+        throw new SilkError("not_leader", `this replica is no longer its partition's leader (the log moved past sequence ${this.last})`);
+      }
+      const message = cause instanceof Error ? cause.message : String(cause);
+      logger.warn({ err: message, entry: entry.type, requestId }, "append outcome unknown");
+      onUnsure(`append outcome unknown: ${message}`);
+      throw new SilkError("partition_unavailable", `the partition's log did not confirm the write (${message}); its outcome is unknown`);
+    }
+    if (!outcome.duplicate) {
+      this.last = outcome.sequence;
+      return outcome.sequence;
+    }
+    await this.catchUpTo(outcome.sequence);
+    return "duplicate";
+  }
+
+  /**
+   * Publishes, again while nobody received it ("no responders": the stream's subject has no leader yet, right after
+   * the stream was created or while it elects one), for at most APPEND_TIMEOUT_MS.
+   */
+  private async publish(entry: LogEntry, requestId: string | undefined): Promise<{ sequence: number; duplicate: boolean }> {
+    const deadline = performance.now() + APPEND_TIMEOUT_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.options.log.publish(entry, this.last, requestId);
+      } catch (cause) {
+        if (!isNoResponders(cause) || performance.now() > deadline) throw cause;
+        if (!this.options.mayAppend()) throw new SilkError("not_leader", "this replica no longer leads its partition (its lease is gone)");
+        await new Promise((resolve) => setTimeout(resolve, Math.min(20 * 2 ** attempt, 250)));
+      }
+    }
+  }
+
+  /** A duplicate's original may be beyond what this replica applied: apply the log up to it. */
+  private async catchUpTo(sequence: number): Promise<void> {
+    const { log, store, logger } = this.options;
+    for (let next = store.appliedLogSequence() + 1; next <= sequence; next++) {
+      const entry = await log.entryAt(next);
+      if (entry === undefined) throw new SilkError("partition_unavailable", `log entry ${next} is missing`);
+      const refused = applyAt(store, next, entry);
+      if (refused !== undefined) logger.warn({ sequence: next, code: refused.code }, "log entry refused (applied as a no-op)");
+    }
+    if (sequence > this.last) this.last = sequence;
+  }
+}
+
+/** How long a replica's start waits for JetStream to answer. */
+export const STARTUP_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs `work` again while JetStream does not answer it (a timeout, no responders), for up to STARTUP_TIMEOUT_MS:
+ * only for idempotent work (creating what may exist, reading).
+ */
+export async function whileUnanswered<T>(work: () => Promise<T>): Promise<T> {
+  const deadline = performance.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await work();
+    } catch (cause) {
+      const unanswered = isNoResponders(cause) || (cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "RequestError"));
+      if (!unanswered || performance.now() > deadline) throw cause;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** The client's error for a JetStream request nobody received (it is not exported by name). */
+function isNoResponders(cause: unknown): boolean {
+  return cause instanceof Error && cause.name === "JetStreamNotEnabled";
+}
