@@ -4,12 +4,13 @@
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
  * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
- * progress, bin/index-command.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
+ * progress, bin/index-command.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
+ * bin/cluster.ts, bin/partition.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import { asSilkError } from "../protocol/errors.js";
+import { asSilkError, SilkError } from "../protocol/errors.js";
 import { runCodegen } from "../sdk/codegen.js";
 import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
@@ -18,11 +19,19 @@ import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
 import { addIndexOptions, runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { runServe, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
+import { clusterCommand } from "./cluster.js";
+import { runPartition } from "./partition.js";
+import { runServe, runServeCluster, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
   const value = Number(text);
   if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError("expected a positive integer");
+  return value;
+}
+
+function nonNegativeInteger(text: string): number {
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value)) throw new InvalidArgumentError("expected an integer from 0");
   return value;
 }
 
@@ -79,14 +88,17 @@ function importCommand(): Command {
 function serveCommand(): Command {
   return new Command("serve")
     .description("serve a project's database and queries over HTTP (docs/SERVER.md)")
-    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
+    .option("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries (required without --cluster)")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
+    .option("--cluster <dir>", "serve a cluster's partitions (its cluster.json, written by `silk cluster up`) instead of --data (docs/CLUSTER.md)")
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
-    .action(async (flags: { project: string; port?: string; host: string; data: string; timeoutMs?: string }) => {
+    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; timeoutMs?: string }) => {
       try {
-        await runServe(flags);
+        if (flags.cluster !== undefined) await runServeCluster({ ...flags, cluster: flags.cluster });
+        else if (flags.project === undefined) throw new SilkError("invalid_option", "--project <dir> is required (or --cluster <dir>)");
+        else await runServe({ ...flags, project: flags.project });
       } catch (cause) {
         fail("serve", cause);
       }
@@ -232,6 +244,22 @@ function codegenCommand(): Command {
     });
 }
 
+function partitionCommand(): Command {
+  return new Command("partition")
+    .description("run one replica of one partition of a cluster (started by `silk cluster up`; docs/CLUSTER.md)")
+    .requiredOption("--dir <dir>", "the cluster directory (its cluster.json)")
+    .requiredOption("--partition <i>", "the partition's index, from 0", nonNegativeInteger)
+    .requiredOption("--replica <r>", "the replica's index, from 0", nonNegativeInteger)
+    .action(async (flags: { dir: string; partition: number; replica: number }) => {
+      try {
+        await runPartition(flags);
+      } catch (cause) {
+        fail("partition", cause);
+        process.exit(1);
+      }
+    });
+}
+
 const program = new Command("silk")
   .description("Silk: a graph + vector + full-text database")
   .version(packageVersion())
@@ -243,6 +271,8 @@ const program = new Command("silk")
   .addCommand(gatewayCommand())
   .addCommand(keysCommand())
   .addCommand(adminCommand())
-  .addCommand(indexCommand());
+  .addCommand(indexCommand())
+  .addCommand(partitionCommand())
+  .addCommand(clusterCommand(fail, positiveInteger));
 
 await program.parseAsync(process.argv);

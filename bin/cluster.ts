@@ -1,0 +1,280 @@
+/**
+ * `silk cluster up|down|status --dir DIR`: a development cluster on this machine (docs/CLUSTER.md).
+ *
+ * - up: writes DIR/cluster.json (cluster/cluster-manifest.ts), starts a three-server NATS JetStream cluster
+ *   (cluster/nats-servers.ts, under DIR/nats), one `silk partition` process per replica of every partition, waits
+ *   until every partition has a leader, then starts one `silk serve --cluster DIR` and waits until it answers
+ *   /health. Every process is detached and outlives the command; their IDs go to DIR/processes.json at once, so
+ *   `down` stops what `up` started even when `up` failed half-way (up then stops them itself).
+ * - down: SIGTERM to the serve and replica processes, SIGKILL after a grace period, NATS servers last.
+ * - status: each partition's leader (from its lease), the log's last sequence and each replica's applied sequence
+ *   (read from its LMDB, read-only, as a second reader does).
+ */
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
+import { Command, InvalidArgumentError } from "commander";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import {
+  CLUSTER_FORMAT,
+  checkClusterManifest,
+  clusterPaths,
+  readClusterManifest,
+  readClusterProcesses,
+  writeClusterManifest,
+  writeClusterProcesses,
+  type ClusterManifest,
+  type ClusterProcesses,
+} from "../cluster/cluster-manifest.js";
+import { freePort, LocalNatsCluster } from "../cluster/nats-servers.js";
+import { PartitionMap } from "../cluster/partition-map.js";
+import { subjects } from "../cluster/subjects.js";
+import { PartitionStore } from "../node/partition-store.js";
+import { SilkError } from "../protocol/errors.js";
+import { SERVE_PORT_DEFAULT } from "./serve.js";
+
+/** How long `up` waits for leaders and for the server's /health. */
+export const CLUSTER_UP_TIMEOUT_MS = 60_000;
+/** How long `down` waits after SIGTERM before SIGKILL. */
+export const CLUSTER_STOP_GRACE_MS = 5_000;
+
+export interface ClusterUpOptions {
+  readonly dir: string;
+  readonly project: string;
+  readonly partitions: number;
+  readonly replicas: number;
+  readonly port: number;
+  readonly name: string;
+}
+
+export interface CommandOutput {
+  write(text: string): unknown;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. */
+function spawnSilk(args: readonly string[], outFile: string): number {
+  const out = openSync(outFile, "a");
+  try {
+    // The same Node flags (tsx's loader when run from source) and the same entry script as this command.
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], { detached: true, stdio: ["ignore", out, out] });
+    child.unref();
+    if (child.pid === undefined) throw new SilkError("internal", `could not start silk ${args.join(" ")}`);
+    return child.pid;
+  } finally {
+    closeSync(out);
+  }
+}
+
+async function waitFor<T>(what: string, deadline: number, probe: () => Promise<T | undefined>): Promise<T> {
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new SilkError("partition_unavailable", `timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+/** Each partition's lease holder, undefined where none holds it (or the bucket does not exist yet). */
+async function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<({ replica: string; term: number } | undefined)[]> {
+  let kv;
+  try {
+    kv = await new Kvm(nc).open(subjects.leaseBucket(manifest.name));
+  } catch {
+    return new Array<undefined>(manifest.partitions).fill(undefined);
+  }
+  return Promise.all(
+    Array.from({ length: manifest.partitions }, async (_, partition) => {
+      const entry = await kv.get(subjects.leaseKey(partition)).catch(() => null);
+      return entry === null || entry.operation !== "PUT" ? undefined : (JSON.parse(new TextDecoder().decode(entry.value)) as { replica: string; term: number });
+    }),
+  );
+}
+
+export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput): Promise<void> {
+  const dir = resolve(options.dir);
+  const previous = readClusterProcesses(dir);
+  if (previous !== undefined && everyPid(previous).some(alive)) {
+    throw new SilkError("invalid_option", `a cluster is already running in ${dir} (silk cluster down --dir ${options.dir} stops it)`);
+  }
+  const port = options.port === 0 ? await freePort() : options.port;
+  // Checked before anything starts (NATS URLs are filled in once the servers run).
+  checkClusterManifest({ format: CLUSTER_FORMAT, name: options.name, nats: ["nats://127.0.0.1:4222"], partitions: options.partitions, replicas: options.replicas, project: resolve(options.project), port }, "the options");
+  if (!existsSync(options.project)) throw new SilkError("invalid_option", `the project directory ${options.project} does not exist`);
+  mkdirSync(clusterPaths.logs(dir), { recursive: true });
+  rmSync(clusterPaths.nats(dir), { recursive: true, force: true }); // a fresh NATS cluster: its ports are new
+  const nats = await LocalNatsCluster.start(clusterPaths.nats(dir));
+  const processes: { nats: Record<string, number>; replicas: Record<string, number>; serve?: number } = { nats: nats.pids(), replicas: {} };
+  writeClusterProcesses(dir, processes);
+  const manifest: ClusterManifest = { format: CLUSTER_FORMAT, name: options.name, nats: nats.urls, partitions: options.partitions, replicas: options.replicas, project: resolve(options.project), port };
+  try {
+    writeClusterManifest(dir, manifest);
+    for (let partition = 0; partition < manifest.partitions; partition++) {
+      for (let replica = 0; replica < manifest.replicas; replica++) {
+        const args = ["partition", "--dir", dir, "--partition", String(partition), "--replica", String(replica)];
+        processes.replicas[`p${partition}-r${replica}`] = spawnSilk(args, `${clusterPaths.replicaLog(dir, partition, replica)}.out`);
+        writeClusterProcesses(dir, processes);
+      }
+    }
+    const deadline = Date.now() + CLUSTER_UP_TIMEOUT_MS;
+    const nc = await connect({ servers: nats.urls });
+    try {
+      await waitFor("a leader of every partition", deadline, async () => {
+        const dead = Object.entries(processes.replicas).find(([, pid]) => !alive(pid));
+        if (dead !== undefined) throw new SilkError("internal", `replica ${dead[0]} exited (see ${clusterPaths.logs(dir)})`);
+        return (await leaders(nc, manifest)).every((leader) => leader !== undefined) ? true : undefined;
+      }).catch((cause: unknown) => {
+        throw cause instanceof SilkError ? cause : new SilkError("partition_unavailable", String(cause));
+      });
+    } finally {
+      await nc.close();
+    }
+    processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`);
+    writeClusterProcesses(dir, processes);
+    await waitFor(`the server's /health on port ${port}`, deadline, async () => {
+      if (!alive(processes.serve!)) throw new SilkError("internal", `the serve process exited (see ${clusterPaths.serveLog(dir)})`);
+      const response = await fetch(`http://127.0.0.1:${port}/health`);
+      return response.ok ? true : undefined;
+    });
+  } catch (cause) {
+    await stopProcesses(processes);
+    rmSync(clusterPaths.processes(dir), { force: true });
+    throw cause;
+  }
+  out.write(
+    [
+      `silk: cluster ${manifest.name} is up in ${dir}`,
+      `  nats: ${manifest.nats.join(" ")} (pids ${Object.values(processes.nats).join(" ")})`,
+      `  partitions: ${manifest.partitions} x ${manifest.replicas} replicas (pids ${Object.values(processes.replicas).join(" ")})`,
+      `  serving ${manifest.project} on http://127.0.0.1:${port} (pid ${processes.serve})`,
+      `  logs: ${clusterPaths.logs(dir)}; stop it with: silk cluster down --dir ${options.dir}`,
+      "",
+    ].join("\n"),
+  );
+}
+
+function everyPid(processes: ClusterProcesses): number[] {
+  return [...Object.values(processes.replicas), ...(processes.serve === undefined ? [] : [processes.serve]), ...Object.values(processes.nats)];
+}
+
+/** SIGTERM, then SIGKILL after the grace period; resolves when none is alive. */
+async function stopAll(pids: readonly number[]): Promise<void> {
+  const running = pids.filter(alive);
+  for (const pid of running) process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + CLUSTER_STOP_GRACE_MS;
+  while (running.some(alive) && Date.now() < deadline) await sleep(100);
+  for (const pid of running.filter(alive)) process.kill(pid, "SIGKILL");
+  while (running.some(alive)) await sleep(50);
+}
+
+/** The serve process first, then the replicas (a leader gives its lease up), NATS servers last. */
+async function stopProcesses(processes: ClusterProcesses): Promise<number> {
+  const serve = processes.serve === undefined ? [] : [processes.serve];
+  await stopAll(serve);
+  await stopAll(Object.values(processes.replicas));
+  await stopAll(Object.values(processes.nats));
+  return everyPid(processes).length;
+}
+
+export async function runClusterDown(dir: string, out: CommandOutput): Promise<void> {
+  const processes = readClusterProcesses(resolve(dir));
+  if (processes === undefined) {
+    out.write(`silk: no cluster processes recorded in ${dir}\n`);
+    return;
+  }
+  const count = await stopProcesses(processes);
+  rmSync(clusterPaths.processes(resolve(dir)), { force: true });
+  out.write(`silk: stopped ${count} processes of the cluster in ${dir}\n`);
+}
+
+export async function runClusterStatus(dir: string, out: CommandOutput): Promise<void> {
+  const manifest = readClusterManifest(resolve(dir));
+  const nc = await connect({ servers: [...manifest.nats], timeout: 2_000 }).catch((cause: unknown) => {
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
+  });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const holders = await leaders(nc, manifest);
+    const map = new PartitionMap(manifest.partitions);
+    out.write(`cluster ${manifest.name}: ${manifest.partitions} partitions x ${manifest.replicas} replicas, nats ${manifest.nats.join(" ")}\n`);
+    for (const range of map.ranges) {
+      const last = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state.last_seq, () => undefined);
+      const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(dir, range, replica)}`);
+      const holder = holders[range.index];
+      const leader = holder === undefined ? "none" : `${holder.replica} (term ${holder.term})`;
+      out.write(`p${range.index}: leader ${leader}, log last sequence ${last ?? "none"}, applied ${applied.join(" ")}\n`);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+function appliedSequence(dir: string, range: { index: number; first: bigint; last: bigint }, replica: number): string {
+  const path = clusterPaths.replicaStore(resolve(dir), range.index, replica);
+  if (!existsSync(path)) return "none";
+  const store = PartitionStore.open({ path, readOnly: true, noSync: false, idFirst: range.first, idLast: range.last });
+  try {
+    return String(store.appliedLogSequence());
+  } finally {
+    void store.close();
+  }
+}
+
+function clusterName(text: string): string {
+  if (!/^[a-z0-9-]{1,32}$/.test(text)) throw new InvalidArgumentError("1 to 32 lowercase letters, digits or -");
+  return text;
+}
+
+/** The `silk cluster` command; `fail` and `positiveInteger` are bin/silk.ts's. */
+export function clusterCommand(fail: (command: string, cause: unknown) => void, positiveInteger: (text: string) => number): Command {
+  const run = (work: () => Promise<void>) => async () => {
+    try {
+      await work();
+    } catch (cause) {
+      fail("cluster", cause);
+    }
+    // The NATS servers started by `up` are children of this process: exit without waiting for them.
+    process.exit(process.exitCode ?? 0);
+  };
+  const portOption = (text: string): number => {
+    if (!/^[0-9]+$/.test(text) || Number(text) > 65_535) throw new InvalidArgumentError("expected a port from 0 to 65535");
+    return Number(text);
+  };
+  return new Command("cluster")
+    .description("a development cluster on this machine: NATS JetStream, partition replicas and a server (docs/CLUSTER.md)")
+    .addCommand(
+      new Command("up")
+        .description("start three NATS servers, every partition replica and one server; waits until all serve")
+        .requiredOption("--dir <dir>", "the cluster directory (cluster.json, data, logs)")
+        .option("--project <dir>", "the project directory (schema and queries)", "examples")
+        .option("--partitions <n>", "partitions", positiveInteger, 3)
+        .option("--replicas <n>", "replicas per partition", positiveInteger, 3)
+        .option("--port <n>", "the server's HTTP port (0 picks a free one)", portOption, SERVE_PORT_DEFAULT)
+        .option("--name <name>", "the cluster's name in NATS", clusterName, "dev")
+        .action((flags: ClusterUpOptions) => run(() => runClusterUp(flags, process.stdout))()),
+    )
+    .addCommand(
+      new Command("down")
+        .description("stop every process `cluster up` started (SIGTERM, then SIGKILL; NATS last)")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .action((flags: { dir: string }) => run(() => runClusterDown(flags.dir, process.stdout))()),
+    )
+    .addCommand(
+      new Command("status")
+        .description("each partition's leader, its log's last sequence and every replica's applied sequence")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .action((flags: { dir: string }) => run(() => runClusterStatus(flags.dir, process.stdout))()),
+    );
+}

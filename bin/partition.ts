@@ -1,0 +1,100 @@
+/**
+ * `silk partition --dir DIR --partition I --replica R`: one replica process of one partition of the cluster that
+ * DIR/cluster.json describes (cluster/cluster-manifest.ts). It opens its own LMDB at DIR/partitions/p<I>/r<R> with
+ * the partition's ID range (the same PartitionMap as every other process) and the schema's index definitions, runs
+ * cluster/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
+ * DIR/logs/p<I>-r<R>.log.
+ *
+ * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
+ * and the NATS connection close. A fatal replica failure (the store cannot follow the log) exits with code 1.
+ */
+import { mkdirSync } from "node:fs";
+import { connect } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cluster-manifest.js";
+import { embedderFromEnvironment } from "../cluster/embedders.js";
+import { PartitionMap } from "../cluster/partition-map.js";
+import { PartitionReplica } from "../cluster/replica.js";
+import { PartitionStore } from "../node/partition-store.js";
+import { checkProject } from "../protocol/helixql/query-check.js";
+import { SilkError } from "../protocol/errors.js";
+import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
+import { formatDiagnostics } from "../protocol/schema.js";
+import { loadSchemaSources } from "./schema-files.js";
+
+export interface PartitionCommandOptions {
+  readonly dir: string;
+  readonly partition: number;
+  readonly replica: number;
+}
+
+/** Starts the replica; resolves once it runs. The process then lives until a signal stops it. */
+export async function runPartition(options: PartitionCommandOptions): Promise<void> {
+  const manifest = readClusterManifest(options.dir);
+  const map = new PartitionMap(manifest.partitions);
+  const range = map.ranges[options.partition];
+  if (range === undefined) throw new SilkError("invalid_option", `--partition must be from 0 to ${manifest.partitions - 1}, not ${options.partition}`);
+  if (!Number.isInteger(options.replica) || options.replica < 0 || options.replica >= manifest.replicas) {
+    throw new SilkError("invalid_option", `--replica must be from 0 to ${manifest.replicas - 1}, not ${options.replica}`);
+  }
+  const sources = loadSchemaSources(manifest.project);
+  const checked = checkProject(sources);
+  if (checked.diagnostics.length > 0) throw new SilkError(checked.diagnostics[0].code, formatDiagnostics(checked.diagnostics, sources));
+  const schema = checked.schema;
+  mkdirSync(clusterPaths.logs(options.dir), { recursive: true });
+  const replicaName = `r${options.replica}`;
+  const logger = pino(
+    { name: `silk-p${options.partition}-${replicaName}`, level: process.env.SILK_LOG_LEVEL ?? "info" },
+    pino.destination({ dest: clusterPaths.replicaLog(options.dir, options.partition, options.replica), mkdir: true, sync: true }),
+  );
+  const store = PartitionStore.open({
+    path: clusterPaths.replicaStore(options.dir, options.partition, options.replica),
+    readOnly: false,
+    noSync: false,
+    idFirst: range.first,
+    idLast: range.last,
+    indexes: schemaIndexDefinitions(schema),
+  });
+  const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, name: `silk-p${options.partition}-${replicaName}` }).catch(async (cause: unknown) => {
+    await store.close();
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
+  });
+  let stopping = false;
+  const shutdown = async (code: number): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await replica?.stop();
+      await nc.close();
+      await store.close();
+      logger.info("stopped");
+    } finally {
+      process.exit(code);
+    }
+  };
+  let replica: PartitionReplica | undefined;
+  replica = await PartitionReplica.start({
+    nc,
+    cluster: manifest.name,
+    partition: options.partition,
+    replica: replicaName,
+    replicas: streamReplicas(manifest),
+    store,
+    schema,
+    now: () => new Date(),
+    embedder: embedderFromEnvironment(process.env),
+    logger,
+    onFatal: (cause) => {
+      logger.fatal({ err: cause }, `replica stopped: ${cause.message}`);
+      void shutdown(1);
+    },
+  });
+  logger.info({ applied: replica.appliedSequence(), role: replica.role }, "replica started");
+  process.stdout.write(`silk: partition ${options.partition} replica ${options.replica} of cluster ${manifest.name} running\n`);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      logger.info(`${signal}: stopping`);
+      void shutdown(0);
+    });
+  }
+}
