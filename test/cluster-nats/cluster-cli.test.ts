@@ -6,10 +6,10 @@
  * shows a leader per partition and every replica at the log's last sequence; connectCluster from the test process
  * reads through the same partitions; a SIGKILLed leader is replaced and writes go on; `down` leaves no process behind.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { clusterPaths, readClusterManifest, type ClusterProcesses } from "../../cluster/cluster-manifest.js";
+import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, writeClusterManifest, type ClusterProcesses } from "../../cluster/cluster-manifest.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { connectClusterDirectory } from "../../cluster/remote.js";
 import { loadSchemaSources } from "../../bin/schema-files.js";
@@ -134,5 +134,18 @@ describe("silk cluster", () => {
     expect(status.stderr).toMatch(/holds no cluster.json/);
     const down = await runSilk(["cluster", "down", "--dir", dir]);
     expect(down.stdout).toMatch(/no cluster processes/);
+
+    const serve = await runSilk(["serve", "--port", "0"]);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toMatch(/silk serve: invalid_option: --project <dir> is required \(or --cluster <dir>\)/);
+    writeClusterManifest(dir, { format: CLUSTER_FORMAT, name: "bad", nats: ["nats://127.0.0.1:1"], partitions: 2, replicas: 3, project: join(REPO, "examples"), port: 0 });
+    const partition = await runSilk(["partition", "--dir", dir, "--partition", "2", "--replica", "0"]);
+    expect(partition.code).toBe(1);
+    expect(partition.stderr).toMatch(/silk partition: invalid_option: --partition must be from 0 to 1, not 2/);
+    const replica = await runSilk(["partition", "--dir", dir, "--partition", "1", "--replica", "3"]);
+    expect(replica.stderr).toMatch(/--replica must be from 0 to 2, not 3/);
+    writeFileSync(join(dir, "cluster.json"), JSON.stringify({ format: 1, name: "Bad Name" }));
+    const unreadable = await runSilk(["cluster", "status", "--dir", dir]);
+    expect(unreadable.stderr).toMatch(/invalid_option: a cluster name is 1 to 32 lowercase/);
   }, 30_000);
 });
