@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test nats-server bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
+.PHONY: install build run test nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -28,6 +28,14 @@ test: build redis-server nats-server
 # suite fails naming the package where we cannot).
 redis-server:
 	@command -v redis-server >/dev/null || apt-get install -y redis-server || echo "make: install the redis-server package (apt-get install redis-server)" >&2
+
+# A development cluster on this machine (docs/CLUSTER.md): three nats-server processes, the partition replicas and one
+# server on $(SILK_PORT), all under ./cluster; `make cluster-down` stops them.
+cluster: build nats-server
+	node dist/bin/silk.js cluster up --dir ./cluster --project examples --port $(SILK_PORT)
+
+cluster-down: build
+	node dist/bin/silk.js cluster down --dir ./cluster
 
 # The cluster suites start nats-server processes of their own (a three-server JetStream cluster on loopback).
 nats-server:
