@@ -30,12 +30,12 @@ redis-server:
 	@command -v redis-server >/dev/null || apt-get install -y redis-server || echo "make: install the redis-server package (apt-get install redis-server)" >&2
 
 # A development cluster on this machine (docs/CLUSTER.md): three nats-server processes, the partition replicas and one
-# server on $(SILK_PORT), all under ./cluster; `make cluster-down` stops them.
+# server on $(SILK_PORT), all under ./cluster-data; `make cluster-down` stops them.
 cluster: build nats-server
-	node dist/bin/silk.js cluster up --dir ./cluster --project examples --port $(SILK_PORT)
+	node dist/bin/silk.js cluster up --dir ./cluster-data --project examples --port $(SILK_PORT)
 
 cluster-down: build
-	node dist/bin/silk.js cluster down --dir ./cluster
+	node dist/bin/silk.js cluster down --dir ./cluster-data
 
 # The cluster suites start nats-server processes of their own (a three-server JetStream cluster on loopback).
 nats-server:
