@@ -55,7 +55,7 @@ export class KvDecisionLog implements DecisionStore {
     const deadlineMs = options.deadlineMs ?? DECISION_DEADLINE_MS_DEFAULT;
     const name = subjects.decisionBucket(options.cluster);
     const kv = await retrying(`opening the decision bucket ${name}`, Date.now() + deadlineMs, () =>
-      new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1 }),
+      new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1, allow_direct: false }),
     );
     return new KvDecisionLog(kv, deadlineMs);
   }
