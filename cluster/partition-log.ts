@@ -26,7 +26,6 @@ import {
   StorageType,
   jetstream,
   jetstreamManager,
-  type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
@@ -122,37 +121,88 @@ export class PartitionLog {
 
   /**
    * Delivers every entry from `fromSequence` on, in order, to `onEntry` (synchronous: the next is delivered after it
-   * returns), until `stop()`. An entry `onEntry` throws on ends the follower with that failure (`done` rejects).
+   * returns), until the follower is stopped. An entry `onEntry` throws on ends the follow with that failure (`done`
+   * rejects). NATS trouble does not: the follower pulls batches through an ordered consumer and, when a pull fails or
+   * comes back empty while the stream holds more, makes a new consumer from the next sequence it needs.
    */
-  async follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void): Promise<LogFollower> {
-    const messages = await whileUnanswered(async () => {
-      const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSequence) });
-      return consumer.consume();
-    });
-    const done = (async () => {
-      for await (const message of messages) onEntry(message.seq, decodeLogEntry(message.data));
+  follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void, logger: Logger): LogFollower {
+    const follower = new LogFollower();
+    let next = Math.max(1, fromSequence);
+    follower.done = (async () => {
+      while (!follower.stopped) {
+        try {
+          const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
+          while (!follower.stopped) {
+            const batch = await consumer.fetch({ max_messages: FOLLOW_BATCH, expires: FOLLOW_EXPIRES_MS });
+            // A pull whose server died may never end by itself: it is stopped after its expiry and a grace period.
+            const guard = setTimeout(() => batch.stop(), FOLLOW_EXPIRES_MS + FOLLOW_GRACE_MS);
+            follower.batch = batch;
+            let delivered = 0;
+            try {
+              for await (const message of batch) {
+                if (follower.stopped) break;
+                if (message.seq < next) continue;
+                try {
+                  onEntry(message.seq, decodeLogEntry(message.data));
+                } catch (cause) {
+                  throw new EntryFailure(cause);
+                }
+                next = message.seq + 1;
+                delivered++;
+              }
+            } finally {
+              clearTimeout(guard);
+              follower.batch = undefined;
+            }
+            if (delivered === 0 && !follower.stopped && (await this.lastSequence()) >= next) break; // a stalled consumer
+          }
+        } catch (cause) {
+          if (cause instanceof EntryFailure) throw cause.cause;
+          if (follower.stopped) break;
+          logger.warn({ stream: this.stream, next, err: String(cause) }, "log follow interrupted; resuming");
+          await follower.pause(FOLLOW_RETRY_MS);
+        }
+      }
     })();
-    return new LogFollower(messages, done);
+    follower.done.catch(() => undefined);
+    return follower;
+  }
+}
+
+/** Entries a follower pulls at a time, and how long a pull waits for the first. */
+const FOLLOW_BATCH = 512;
+const FOLLOW_EXPIRES_MS = 1_000;
+const FOLLOW_RETRY_MS = 200;
+const FOLLOW_GRACE_MS = 2_000;
+
+class EntryFailure extends Error {
+  constructor(override readonly cause: unknown) {
+    super("log entry failed");
   }
 }
 
 /** A running follow of the log. */
 export class LogFollower {
-  private stopped = false;
+  stopped = false;
+  /** Settles when the follow ends: after `stop()`, or rejected with what the entry handler threw. */
+  done: Promise<void> = Promise.resolve();
+  private wake: (() => void) | undefined;
+  /** The pull in flight, stopped by `stop()`. */
+  batch: { stop(): void } | undefined;
 
-  constructor(
-    private readonly messages: ConsumerMessages,
-    /** Settles when the follow ends: after `stop()`, or rejected with what the entry handler threw. */
-    readonly done: Promise<void>,
-  ) {
-    done.catch(() => undefined);
+  /** Waits `ms`, or less if stopped meanwhile. */
+  pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => (clearTimeout(timer), resolve());
+    });
   }
 
-  /** Stops delivering; resolves when no entry is being delivered any more. */
+  /** Stops delivering; resolves when no entry is being delivered any more (a pull in flight ends by its expiry). */
   async stop(): Promise<void> {
-    if (this.stopped) return;
     this.stopped = true;
-    this.messages.stop();
+    this.wake?.();
+    this.batch?.stop();
     await this.done.catch(() => undefined);
   }
 }

@@ -139,10 +139,10 @@ export class PartitionReplica {
   private async startFollowing(): Promise<void> {
     const { store, logger, partition } = this.options;
     const from = store.appliedLogSequence() + 1;
-    const follower = await this.log.follow(from, (sequence, entry) => {
+    const follower = this.log.follow(from, (sequence, entry) => {
       const refused = applyAt(store, sequence, entry);
       if (refused !== undefined) logger.warn({ partition, sequence, code: refused.code, message: refused.message }, "log entry refused (applied as a no-op)");
-    });
+    }, logger);
     this.follower = follower;
     follower.done.then(
       () => undefined,
