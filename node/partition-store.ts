@@ -179,9 +179,14 @@ export class PartitionStore {
     this.reservedTo = next;
   }
 
-  /** A replica that becomes leader hands out IDs only after every reserved one (an earlier leader's included). */
+  /**
+   * A replica that becomes leader hands out IDs only after every reserved one (an earlier leader's included), and only
+   * from blocks it reserved through the log itself.
+   */
   fenceIds(): void {
-    if (this.reservedTo !== undefined && this.nextId <= this.reservedTo) this.nextId = this.reservedTo + 1n;
+    // A store that never saw a reservation hands out nothing until its leader reserved a block through the log.
+    if (this.reservedTo === undefined) this.reservedTo = this.nextId - 1n;
+    else if (this.nextId <= this.reservedTo) this.nextId = this.reservedTo + 1n;
   }
 
   /** The sequence of the last replicated-log entry this replica applied; 0 before the first. */
