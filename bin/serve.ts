@@ -5,12 +5,17 @@
  * (its writer lock is released, so the next start does not have to take over a stale one). `silk dev`
  * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`. `silk serve --cluster DIR` serves
  * the same gateway over a cluster's partitions (cluster/remote.ts; docs/CLUSTER.md) instead of a local database.
+ *
+ * Test hook (an environment variable, not a CLI flag): `SILK_TEST_CRASH_AT=<phase>` makes `silk serve --cluster`
+ * SIGKILL itself the first time a two-phase commit reaches that phase (one of the coordinator's CommitPhase values:
+ * prepared_first, prepared_all, decided, committed_first, committed_all), for the fault tests of a coordinator crash.
  */
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { Database } from "../cluster/embedded.js";
 import { readClusterManifest } from "../cluster/cluster-manifest.js";
+import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../cluster/remote.js";
 import { embedderFromEnvironment, embedderStartMessage } from "../cluster/embedders.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
@@ -166,12 +171,28 @@ export interface ServeClusterOptions {
   readonly timeoutMs?: string;
 }
 
+const COMMIT_PHASES: readonly CommitPhase[] = ["prepared_first", "prepared_all", "decided", "committed_first", "committed_all"];
+
+/** The SILK_TEST_CRASH_AT test hook: a commit-phase callback that SIGKILLs this process at that phase, or undefined. */
+export function crashHook(setting: string | undefined): ((phase: CommitPhase) => void) | undefined {
+  if (setting === undefined || setting === "") return undefined;
+  if (!(COMMIT_PHASES as readonly string[]).includes(setting)) {
+    throw new SilkError("invalid_option", `SILK_TEST_CRASH_AT must be one of ${COMMIT_PHASES.join(", ")}, got ${JSON.stringify(setting)}`);
+  }
+  return (phase) => {
+    if (phase === setting) process.kill(process.pid, "SIGKILL");
+  };
+}
+
 /** `silk serve --cluster DIR`: the gateway over a cluster's partitions; resolves once it listens. */
 export async function runServeCluster(options: ServeClusterOptions): Promise<void> {
   const manifest = readClusterManifest(options.cluster);
   const project = options.project ?? manifest.project;
   const settings = serveSettings({ project, port: options.port ?? String(manifest.port), host: options.host, data: options.cluster, timeoutMs: options.timeoutMs });
+  const onCommitPhase = crashHook(process.env.SILK_TEST_CRASH_AT);
+  if (onCommitPhase !== undefined) settings.logger.warn(`SILK_TEST_CRASH_AT=${process.env.SILK_TEST_CRASH_AT}: this process kills itself at that two-phase-commit phase (a test hook)`);
   const database = await connectClusterDirectory(options.cluster, {
+    onCommitPhase,
     schema: loadSchemaSources(project),
     embedder: settings.embedder,
     defaultTimeoutMs: settings.timeoutMs,

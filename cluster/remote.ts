@@ -16,7 +16,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { mergeIndexStatuses } from "../protocol/indexes.js";
-import { Coordinator } from "./coordinator.js";
+import { Coordinator, type CommitPhase } from "./coordinator.js";
 import { readClusterManifest, streamReplicas, type ClusterManifest } from "./cluster-manifest.js";
 import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
 import { partitionIndexStatuses } from "./index-operations.js";
@@ -46,6 +46,8 @@ export interface ConnectClusterOptions {
   readonly attemptTimeoutMs?: number;
   readonly deadlineMs?: number;
   readonly now?: () => Date;
+  /** Internal, for fault tests: called as a two-phase commit reaches each phase (see Coordinator). */
+  readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
 }
 
 /** Connects to a running cluster and returns its Database; close() closes the NATS connection. */
@@ -74,6 +76,7 @@ export async function connectCluster(options: ConnectClusterOptions): Promise<Da
         now: options.now ?? (() => new Date()),
         defaultTimeoutMs: options.defaultTimeoutMs,
         embedder: options.embedder,
+        onCommitPhase: options.onCommitPhase,
       });
       if (mode === "writer") await coordinator.recover();
       await coordinator.loadIndexCatalog();

@@ -9,6 +9,9 @@
  *   WriteLog is a guarded LeaderWriteLog; starts the index builds (their chunks go through the log too).
  * - Stepping down (lease lost, an append refused or of unknown outcome, `stop()`): unsubscribes first, then waits
  *   for the requests in flight, stops the actor, and follows the log again (from what it applied).
+ * - A leader resolves two-phase-commit intents left prepared longer than `intentTimeoutMs` (cluster/intent-resolver.ts):
+ *   it asks the replicated decision log (presumed abort) and applies the outcome through its log, so a crashed
+ *   coordinator's transactions are resolved even if no coordinator comes back.
  * - Every replica answers stale reads on `subjects.stale` (queue group STALE_QUEUE) from its applied state with a
  *   read-only actor; anything but a read gets `not_leader`.
  *
@@ -25,6 +28,9 @@ import type { PartitionReply, PartitionRequest } from "../protocol/messages.js";
 import type { Schema } from "../protocol/schema.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import type { PartitionStore } from "../node/partition-store.js";
+import type { DecisionStore } from "./decision-log.js";
+import { IntentResolver } from "./intent-resolver.js";
+import { KvDecisionLog } from "./kv-decision-log.js";
 import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
 import { decodeRequest, encodeReply } from "./nats-wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
@@ -45,6 +51,8 @@ export interface ReplicaOptions {
   /** Default 3,000; renewed every ttl/3. */
   readonly leaseTtlMs?: number;
   readonly logger: Logger;
+  /** How long an intent stays prepared (as seen by the leader) before the leader resolves it (default 10,000). */
+  readonly intentTimeoutMs?: number;
   /** A failure that leaves the store unable to follow the log (the replica has stopped). Default: exit code 1. */
   readonly onFatal?: (cause: Error) => void;
 }
@@ -61,6 +69,7 @@ interface Leadership {
   subscription: Subscription | undefined;
   current: boolean;
   readonly inflight: Set<Promise<void>>;
+  resolverTimer: NodeJS.Timeout | undefined;
 }
 
 export class PartitionReplica {
@@ -74,6 +83,8 @@ export class PartitionReplica {
   /** Serializes becoming leader, stepping down and stopping. */
   private transition: Promise<void> = Promise.resolve();
   private readonly ttlMs: number;
+  /** The replicated decision log, opened when an intent first needs resolving. */
+  private decisionLog: Promise<DecisionStore> | undefined;
 
   private constructor(
     private readonly options: ReplicaOptions,
@@ -203,7 +214,7 @@ export class PartitionReplica {
       logger,
     });
     const actor = new PartitionActor({ store, schema: this.options.schema, writable: true, now: this.options.now, embedder: this.options.embedder, log: writeLog });
-    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set() };
+    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set(), resolverTimer: undefined };
     this.leadership = leadership;
     if (store.spareIds() === Infinity) {
       // A store that never saw a reservation would hand out IDs without one (spareIds is unlimited outside a
@@ -226,7 +237,38 @@ export class PartitionReplica {
       },
     });
     actor.startIndexBuilds();
+    this.startResolver(leadership);
     logger.info({ partition, replica, term: this.lease.currentTerm, applied: store.appliedLogSequence() }, "leading");
+  }
+
+  /** Resolves intents left in doubt while this leadership lasts (cluster/intent-resolver.ts). */
+  private startResolver(leadership: Leadership): void {
+    const { store, partition, nc, cluster, replicas } = this.options;
+    const resolver = new IntentResolver({
+      partition,
+      pending: () => store.pendingIntents(),
+      decisions: () => {
+        const opening = (this.decisionLog ??= KvDecisionLog.open({ nc, cluster, replicas }));
+        opening.catch(() => {
+          if (this.decisionLog === opening) this.decisionLog = undefined;
+        });
+        return opening;
+      },
+      apply: async (outcome, txid) => {
+        if (!leadership.current) throw new Error("no longer leading");
+        const reply = await leadership.actor.handle({ type: outcome, txid });
+        if (!reply.ok) throw new Error(`${reply.code}: ${reply.message}`);
+      },
+      timeoutMs: this.options.intentTimeoutMs,
+      logger: this.options.logger,
+    });
+    leadership.resolverTimer = setInterval(() => {
+      if (!leadership.current) return;
+      const work = resolver.sweep().then(() => undefined);
+      leadership.inflight.add(work);
+      void work.finally(() => leadership.inflight.delete(work));
+    }, resolver.intervalMs);
+    leadership.resolverTimer.unref();
   }
 
   /** Called synchronously by the lease: stop serving at once, then clean up in order. */
@@ -243,6 +285,7 @@ export class PartitionReplica {
     if (leadership === undefined) return;
     leadership.current = false;
     leadership.subscription?.unsubscribe();
+    if (leadership.resolverTimer !== undefined) clearInterval(leadership.resolverTimer);
     await Promise.allSettled([...leadership.inflight]);
     await leadership.actor.stop();
     this.leadership = undefined;
