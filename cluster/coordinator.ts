@@ -352,12 +352,30 @@ export class Coordinator {
 
   /** Splits mutations by owning partition and commits them (see commitLists). */
   private async commit(mutations: Mutation[]): Promise<void> {
+    const { map } = this.options;
     const byPartition = new Map<number, Mutation[]>();
-    for (const mutation of mutations) {
-      const partition = this.options.map.partitionOf(mutationOwner(mutation));
+    const add = (partition: number, mutation: Mutation): void => {
       const list = byPartition.get(partition);
       if (list) list.push(mutation);
       else byPartition.set(partition, [mutation]);
+    };
+    for (const mutation of mutations) {
+      const partition = map.partitionOf(mutationOwner(mutation));
+      add(partition, mutation);
+      // An edge whose source another partition owns (a rebalance moved one of them): the source's partition keeps
+      // the out-adjacency, so it gets its own put_out / delete_out.
+      if ((mutation.op === "put_record" || mutation.op === "delete_record") && mutation.record.kind === "edge") {
+        const edge = mutation.record;
+        const sourcePartition = map.partitionOf(edge.from);
+        if (sourcePartition !== partition) {
+          add(
+            sourcePartition,
+            mutation.op === "put_record"
+              ? { op: "put_out", source: edge.from, label: edge.label, edge: edge.id, target: edge.to, targetKind: edge.toKind }
+              : { op: "delete_out", source: edge.from, label: edge.label, edge: edge.id },
+          );
+        }
+      }
     }
     const lists = new Map<number, Uint8Array>();
     for (const [partition, list] of byPartition) lists.set(partition, encodeMutations(list));

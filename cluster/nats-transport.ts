@@ -72,6 +72,10 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     case "abort":
     case "pending_intents":
     case "index_statuses":
+    case "owned_ranges":
+    case "export_range":
+    case "add_ranges": // owning a range twice is owning it once
+    case "drop_range": // a dropped range has nothing left to delete
       return true;
     case "register_plan":
     case "execute_prepared":

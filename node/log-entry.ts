@@ -9,6 +9,7 @@
  * the same LMDB transaction as its effect, so replicas that applied the same prefix of the log hold the same data.
  */
 import type { IndexDefinition } from "../protocol/indexes.js";
+import type { IdRange } from "../protocol/records.js";
 import type { PartitionStore } from "./partition-store.js";
 
 export type LogEntry =
@@ -24,7 +25,10 @@ export type LogEntry =
   | { readonly type: "index_retry"; readonly key: string }
   | { readonly type: "index_build"; readonly key: string; readonly chunkEntities: number }
   /** IDs up to `upTo` belong to the leader that appended this (node/partition-store.ts `reserveIds`). */
-  | { readonly type: "reserve_ids"; readonly upTo: bigint };
+  | { readonly type: "reserve_ids"; readonly upTo: bigint }
+  /** Rebalancing: this partition starts owning `ranges`, or deletes a range's data and stops owning it. */
+  | { readonly type: "add_ranges"; readonly ranges: readonly IdRange[] }
+  | { readonly type: "drop_range"; readonly range: IdRange };
 
 /** Applies one entry to the store; `sequence` is its place in the log, recorded with it (none: the single server). */
 export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?: number): void {
@@ -48,6 +52,10 @@ export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?:
         return store.buildIndexChunk(entry.key, entry.chunkEntities);
       case "reserve_ids":
         return store.reserveIds(entry.upTo);
+      case "add_ranges":
+        return store.addOwnedRanges(entry.ranges);
+      case "drop_range":
+        return store.dropRange(entry.range);
       default: {
         const unreachable: never = entry;
         throw new Error(`unknown log entry ${JSON.stringify(unreachable)}`);

@@ -14,6 +14,7 @@ import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../pr
 import type {
   AdjacencyEntry,
   Direction,
+  IdRange,
   IndexRange,
   RecordKind,
   SearchHit,
@@ -70,6 +71,10 @@ export class SnapshotReader implements BaseReader {
 
   textSearch(request: TextSearchRequest): SearchHit[] {
     return this.snapshot.textSearch(request);
+  }
+
+  exportRange(range: IdRange): Uint8Array {
+    return this.snapshot.exportRange(range);
   }
 }
 
@@ -200,6 +205,16 @@ export class PartitionActor {
         return this.withSnapshot((reader) => ({ type: "hits", hits: reader.vectorSearch(request.request) }));
       case "text_search":
         return this.withSnapshot((reader) => ({ type: "hits", hits: reader.textSearch(request.request) }));
+      case "owned_ranges":
+        return { type: "ranges", ranges: store.ownedRanges() };
+      case "export_range":
+        return this.withSnapshot((reader) => ({ type: "batch", batch: reader.exportRange(request.range) }));
+      case "add_ranges":
+        this.requireWritable();
+        return this.serialized(async () => (await this.change({ type: "add_ranges", ranges: request.ranges }), { type: "done" as const }));
+      case "drop_range":
+        this.requireWritable();
+        return this.serialized(async () => (await this.change({ type: "drop_range", range: request.range }), { type: "done" as const }));
       case "allocate_ids":
         this.requireWritable();
         if (this.options.log === undefined) return { type: "id", id: store.allocateIds(request.count) };

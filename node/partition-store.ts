@@ -15,11 +15,14 @@ import {
   visitMutations,
   type EncodedLabel,
   type EncodedRecord,
+  encodeMutations,
 } from "../protocol/mutation-codec.js";
 import type {
   AdjacencyEntry,
   Direction,
+  IdRange,
   IndexRange,
+  Mutation,
   RecordKind,
   SearchHit,
   StoredRecord,
@@ -74,6 +77,8 @@ const META_NEXT_ID = "next_id";
 const META_LOG_SEQUENCE = "log_sequence";
 /** The last ID of the block the leader reserved through the log (cluster mode): no replica hands out IDs up to it. */
 const META_RESERVED_TO = "reserved_to";
+/** The ID ranges this partition owns when they differ from its allocation range (after a rebalance). */
+const META_OWNED_RANGES = "owned_ranges";
 const EMPTY = Buffer.alloc(0);
 
 export class PartitionStore {
@@ -91,6 +96,10 @@ export class PartitionStore {
   private reservedTo: bigint | undefined;
   /** The log sequence the next write transaction records (set by `atLogSequence`). */
   private pendingLogSequence: number | undefined;
+  /** The ID ranges this partition owns, ascending and disjoint: its allocation range, until a rebalance moves some. */
+  private owned: IdRange[] = [];
+  /** The same ranges as 8-byte keys, for comparing IDs inside encoded lists without BigInts. */
+  private ownedKeys: [Buffer, Buffer][] = [];
 
   private constructor(options: PartitionStoreOptions) {
     this.idFirst = options.idFirst;
@@ -114,6 +123,8 @@ export class PartitionStore {
     this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
     const reserved = this.meta.get(META_RESERVED_TO) as bigint | number | undefined;
     this.reservedTo = reserved === undefined ? undefined : BigInt(reserved);
+    const owned = this.meta.get(META_OWNED_RANGES) as { first: bigint | number; last: bigint | number }[] | undefined;
+    this.setOwnedInMemory(owned === undefined ? [{ first: this.idFirst, last: this.idLast }] : owned.map((range) => ({ first: BigInt(range.first), last: BigInt(range.last) })));
     this.indexes = new IndexCatalog({ meta: this.meta, secondary: binary("index"), text: binary("text") }, {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
@@ -130,7 +141,63 @@ export class PartitionStore {
   }
 
   owns(id: bigint): boolean {
-    return id >= this.idFirst && id <= this.idLast;
+    return this.ownedRangeOf(id) !== undefined;
+  }
+
+  private ownedRangeOf(id: bigint): IdRange | undefined {
+    for (const range of this.owned) if (id >= range.first && id <= range.last) return range;
+    return undefined;
+  }
+
+  /** The ID ranges this partition owns, ascending. */
+  ownedRanges(): readonly IdRange[] {
+    return this.owned;
+  }
+
+  /**
+   * Rebalancing, the receiving side: from now on this partition also owns `ranges` (a log entry, so every replica
+   * agrees). The records arrive afterwards as ordinary writes.
+   */
+  addOwnedRanges(ranges: readonly IdRange[]): void {
+    this.setOwned(mergeRanges([...this.owned, ...ranges]));
+  }
+
+  /**
+   * Rebalancing, the giving side: deletes every record whose ID lies in `range` (with its out-adjacency, label and
+   * index entries) and every in-adjacency entry whose target does, then stops owning the range, in one transaction
+   * (a log entry: every replica deletes the same from the same state).
+   */
+  dropRange(range: IdRange): void {
+    const deletions = this.rangeMutations(range, "delete");
+    this.transact(() => {
+      if (deletions.length > 0) this.write(encodeMutations(deletions));
+      this.putOwned(subtractRange(this.owned, range));
+    });
+    this.setOwnedInMemory(subtractRange(this.owned, range));
+  }
+
+  private setOwned(ranges: IdRange[]): void {
+    this.transact(() => this.putOwned(ranges));
+    this.setOwnedInMemory(ranges);
+  }
+
+  private setOwnedInMemory(ranges: IdRange[]): void {
+    this.owned = ranges;
+    this.ownedKeys = ranges.map((range) => [idKey(range.first), idKey(range.last)]);
+  }
+
+  private putOwned(ranges: readonly IdRange[]): void {
+    this.meta.putSync(META_OWNED_RANGES, ranges.map((range) => ({ first: range.first, last: range.last })));
+  }
+
+  /**
+   * The records and in-adjacency entries of an ID range as one mutation list: `put` to copy them to another
+   * partition (rebalancing exports it from a snapshot), `delete` to remove them here. Read in the current state.
+   */
+  private rangeMutations(range: IdRange, op: "put" | "delete"): Mutation[] {
+    const after = subtractRange(this.owned, range);
+    const stillOwned = (id: bigint): boolean => after.some((kept) => id >= kept.first && id <= kept.last);
+    return rangeMutationsOf(this.records, this.adjacency, range, op, undefined, stillOwned);
   }
 
   /**
@@ -141,10 +208,13 @@ export class PartitionStore {
     return this.allocateIds(1);
   }
 
-  /** Reserves `count` consecutive IDs and returns the first. */
+  /** Reserves `count` consecutive IDs and returns the first (all inside one range this partition owns). */
   allocateIds(count: number): bigint {
     const first = this.nextId;
-    if (first + BigInt(count) - 1n > this.idLast) throw new SilkError("limit_exceeded", "this partition's ID range is exhausted");
+    const range = this.ownedRangeOf(first);
+    if (first + BigInt(count) - 1n > this.idLast || range === undefined || first + BigInt(count) - 1n > range.last) {
+      throw new SilkError("limit_exceeded", "this partition's ID range is exhausted");
+    }
     if (this.reservedTo !== undefined && first + BigInt(count) - 1n > this.reservedTo) {
       throw new SilkError("internal", "internal error (a bug in Silk): IDs handed out beyond the reserved block");
     }
@@ -366,7 +436,17 @@ export class PartitionStore {
       deleteRecord: (bytes, record) => check(bytes, record.idAt),
       putIn: (bytes, targetAt) => check(bytes, targetAt),
       deleteIn: (bytes, targetAt) => check(bytes, targetAt),
+      putOut: (bytes, sourceAt) => check(bytes, sourceAt),
+      deleteOut: (bytes, sourceAt) => check(bytes, sourceAt),
     });
+  }
+
+  /** Whether this partition owns the ID at `at` in `bytes`, compared as bytes (no BigInt: the edge write path). */
+  private ownsAt(bytes: Buffer, at: number): boolean {
+    for (const [first, last] of this.ownedKeys) {
+      if (bytes.compare(first, 0, ID_BYTES, at, at + ID_BYTES) >= 0 && bytes.compare(last, 0, ID_BYTES, at, at + ID_BYTES) <= 0) return true;
+    }
+    return false;
   }
 
   /**
@@ -391,10 +471,13 @@ export class PartitionStore {
         }
         this.records[record.kind].putSync(key, encodeRecordFrom(bytes, record));
         if (record.kind === "edge") {
-          this.adjacency.out.putSync(
-            adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt),
-            adjacencyValueFrom(bytes, record.toAt, record.toKindByte),
-          );
+          // The out-adjacency lives with the source; another partition's source gets it through a put_out.
+          if (this.ownsAt(bytes, record.fromAt)) {
+            this.adjacency.out.putSync(
+              adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt),
+              adjacencyValueFrom(bytes, record.toAt, record.toKindByte),
+            );
+          }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
         if (id > highest) highest = id;
       },
@@ -402,8 +485,9 @@ export class PartitionStore {
         owned(bytes, record.idAt);
         if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
-        if (record.kind === "edge") this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
-        else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
+        if (record.kind === "edge") {
+          if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
+        } else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
       },
       putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) => {
         owned(bytes, targetAt);
@@ -412,6 +496,14 @@ export class PartitionStore {
       deleteIn: (bytes, targetAt, label, edgeAt) => {
         owned(bytes, targetAt);
         this.adjacency.in.removeSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt));
+      },
+      putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
+        owned(bytes, sourceAt);
+        this.adjacency.out.putSync(adjacencyKeyFrom(bytes, sourceAt, label.bytes, edgeAt), adjacencyValueFrom(bytes, targetAt, targetKindByte));
+      },
+      deleteOut: (bytes, sourceAt, label, edgeAt) => {
+        owned(bytes, sourceAt);
+        this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, sourceAt, label.bytes, edgeAt));
       },
     });
     indexes.flush();
@@ -563,6 +655,86 @@ export function encodeRecord(record: StoredRecord): Buffer {
   }
 }
 
+/**
+ * Every record with an ID in `range`, every in-adjacency entry whose target is in it and every out-adjacency entry
+ * whose source is in it (and whose edge is not: an edge record's own write carries its out-adjacency when its
+ * partition owns the source), as `put` or `delete` mutations. Deleting an edge of the range whose source stays
+ * (`stillOwned`) puts its out-adjacency back after the delete.
+ */
+function rangeMutationsOf(
+  records: Record<RecordKind, Database<Buffer, Buffer>>,
+  adjacency: Record<Direction, Database<Buffer, Buffer>>,
+  range: IdRange,
+  op: "put" | "delete",
+  transaction: Transaction | undefined,
+  stillOwned: (id: bigint) => boolean = () => false,
+): Mutation[] {
+  const mutations: Mutation[] = [];
+  const start = idKey(range.first);
+  const end = range.last === 2n ** 64n - 1n ? undefined : idKey(range.last + 1n);
+  const inRange = (id: bigint): boolean => id >= range.first && id <= range.last;
+  /** Out-adjacency entries the edge records' own writes do not carry (their edge or their source is on the other side). */
+  const keptOut: Mutation[] = [];
+  for (const kind of ["node", "vector", "edge"] as const) {
+    for (const { key, value } of records[kind].getRange({ start, end, transaction })) {
+      const record = decodeRecord(kind, readId(key), value);
+      mutations.push(op === "put" ? { op: "put_record", record } : { op: "delete_record", record });
+      // Deleting an edge record here deletes its out-adjacency too; a source that stays here keeps it.
+      if (op === "delete" && record.kind === "edge" && !inRange(record.from) && stillOwned(record.from)) {
+        keptOut.push({ op: "put_out", source: record.from, label: record.label, edge: record.id, target: record.to, targetKind: record.toKind });
+      }
+    }
+  }
+  for (const { key, value } of adjacency.in.getRange({ start, end, transaction })) {
+    const target = readId(key);
+    const label = adjacencyKeyLabel(key);
+    const edge = adjacencyKeyEdge(key);
+    mutations.push(
+      op === "put"
+        ? { op: "put_in", target, label, edge, source: value.readBigUInt64BE(0), sourceKind: adjacencyValueKind(value) }
+        : { op: "delete_in", target, label, edge },
+    );
+  }
+  // Out-adjacency of sources in the range whose edge records are not: it moves with the source.
+  for (const { key, value } of adjacency.out.getRange({ start, end, transaction })) {
+    const edge = adjacencyKeyEdge(key);
+    if (inRange(edge)) continue;
+    const source = readId(key);
+    const label = adjacencyKeyLabel(key);
+    mutations.push(
+      op === "put"
+        ? { op: "put_out", source, label, edge, target: value.readBigUInt64BE(0), targetKind: adjacencyValueKind(value) }
+        : { op: "delete_out", source, label, edge },
+    );
+  }
+  return [...mutations, ...keptOut];
+}
+
+/** Ascending, disjoint, adjacent ranges joined. */
+function mergeRanges(ranges: readonly IdRange[]): IdRange[] {
+  const sorted = [...ranges].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  const merged: IdRange[] = [];
+  for (const range of sorted) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && range.first <= last.last + 1n) merged[merged.length - 1] = { first: last.first, last: range.last > last.last ? range.last : last.last };
+    else merged.push(range);
+  }
+  return merged;
+}
+
+/** `ranges` without the IDs of `removed`. */
+function subtractRange(ranges: readonly IdRange[], removed: IdRange): IdRange[] {
+  const result: IdRange[] = [];
+  for (const range of ranges) {
+    if (removed.last < range.first || removed.first > range.last) result.push(range);
+    else {
+      if (range.first < removed.first) result.push({ first: range.first, last: removed.first - 1n });
+      if (range.last > removed.last) result.push({ first: removed.last + 1n, last: range.last });
+    }
+  }
+  return result;
+}
+
 /** A record as index maintenance sees it. */
 function indexedRecord(record: StoredRecord): IndexedRecord {
   return record.kind === "vector" ? { id: record.id, props: record.props, vector: record.vector } : { id: record.id, props: record.props };
@@ -602,6 +774,11 @@ export class Snapshot {
 
   vectorSearch(request: VectorSearchRequest): SearchHit[] {
     return this.indexes.vectorSearch(this.transaction, request);
+  }
+
+  /** The records and in-adjacency entries of an ID range as an encoded `put` mutation list (rebalancing copies it). */
+  exportRange(range: IdRange): Uint8Array {
+    return encodeMutations(rangeMutationsOf(this.records, this.adjacencyDbs, range, "put", this.transaction));
   }
 
   textSearch(request: TextSearchRequest): SearchHit[] {

@@ -8,6 +8,7 @@ import type { IndexDefinition, IndexStatus } from "./indexes.js";
 import type {
   AdjacencyEntry,
   Direction,
+  IdRange,
   IndexRange,
   RecordKind,
   SearchHit,
@@ -34,6 +35,11 @@ export type PartitionRequest =
   /** The partition's k best hits of an active vector or text index (the coordinator merges partitions). */
   | { readonly type: "vector_search"; readonly request: VectorSearchRequest }
   | { readonly type: "text_search"; readonly request: TextSearchRequest }
+  /** Rebalancing (cluster/rebalance.ts): the ranges a partition owns; a range's data as a `put` list; taking and giving ranges. */
+  | { readonly type: "owned_ranges" }
+  | { readonly type: "export_range"; readonly range: IdRange }
+  | { readonly type: "add_ranges"; readonly ranges: readonly IdRange[] }
+  | { readonly type: "drop_range"; readonly range: IdRange }
   /** Reserves `count` consecutive IDs from the partition's range; the reply names the first. */
   | { readonly type: "allocate_ids"; readonly count: number }
   /** A single-partition commit of a coordinator-planned transaction; `batch` is an encoded mutation list. */
@@ -57,6 +63,9 @@ export type PartitionReplyBody =
   /** null when the partition has no active index of that field (the caller scans instead). */
   | { readonly type: "index_ids"; readonly ids: bigint[] | null }
   | { readonly type: "hits"; readonly hits: SearchHit[] }
+  | { readonly type: "ranges"; readonly ranges: readonly IdRange[] }
+  /** An encoded mutation list (protocol/mutation-codec.ts). */
+  | { readonly type: "batch"; readonly batch: Uint8Array }
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
   | { readonly type: "indexes"; readonly statuses: IndexStatus[] }

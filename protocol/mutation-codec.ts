@@ -6,12 +6,13 @@
  * Layout (all integers big-endian):
  *   u32 label count, then each label as u16 byte length + UTF-8
  *   u32 mutation count, then each mutation:
- *     u8 op (1 put_record, 2 delete_record, 3 put_in, 4 delete_in)
+ *     u8 op (1 put_record, 2 delete_record, 3 put_in, 4 delete_in, 5 put_out, 6 delete_out)
  *     records: u8 kind (N, E, V), u64 id, u32 label index,
  *              edge: u64 from, u64 to, u8 from kind, u8 to kind; vector: u32 dimensions, f64 each;
  *              u32 property byte length + msgpack properties (length 0 = no properties)
  *     put_in: u64 target, u32 label index, u64 edge, u64 source, u8 source kind
  *     delete_in: u64 target, u32 label index, u64 edge
+ *     put_out, delete_out: as put_in and delete_in with source and target swapped (u64 source first)
  */
 import { Packr } from "msgpackr";
 import { SilkError } from "./errors.js";
@@ -20,7 +21,7 @@ import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "./records
 import type { Properties } from "./values.js";
 
 const properties = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
-const OP = { put_record: 1, delete_record: 2, put_in: 3, delete_in: 4 } as const;
+const OP = { put_record: 1, delete_record: 2, put_in: 3, delete_in: 4, put_out: 5, delete_out: 6 } as const;
 const KIND_BYTE: Record<RecordKind, number> = { node: 0x4e, edge: 0x45, vector: 0x56 };
 
 class Writer {
@@ -147,21 +148,32 @@ export class MutationListWriter {
   }
 
   putIn(target: bigint, label: string, edge: bigint, source: bigint, sourceKind: EndpointKind): void {
-    this.count += 1;
-    this.body.u8(OP.put_in);
-    this.body.u64(target);
-    this.body.u32(this.labelIndex(label));
-    this.body.u64(edge);
-    this.body.u64(source);
-    this.body.u8(endpointByte(sourceKind));
+    this.adjacency(OP.put_in, target, label, edge, source, sourceKind);
   }
 
   deleteIn(target: bigint, label: string, edge: bigint): void {
+    this.adjacency(OP.delete_in, target, label, edge);
+  }
+
+  putOut(source: bigint, label: string, edge: bigint, target: bigint, targetKind: EndpointKind): void {
+    this.adjacency(OP.put_out, source, label, edge, target, targetKind);
+  }
+
+  deleteOut(source: bigint, label: string, edge: bigint): void {
+    this.adjacency(OP.delete_out, source, label, edge);
+  }
+
+  /** An adjacency entry: its owner, label and edge, and for a put the record at the other end. */
+  private adjacency(op: number, owner: bigint, label: string, edge: bigint, other?: bigint, otherKind?: EndpointKind): void {
     this.count += 1;
-    this.body.u8(OP.delete_in);
-    this.body.u64(target);
+    this.body.u8(op);
+    this.body.u64(owner);
     this.body.u32(this.labelIndex(label));
     this.body.u64(edge);
+    if (other !== undefined) {
+      this.body.u64(other);
+      this.body.u8(endpointByte(otherKind!));
+    }
   }
 
   get size(): number {
@@ -197,6 +209,12 @@ export function encodeMutations(mutations: readonly Mutation[]): Buffer {
         break;
       case "delete_in":
         writer.deleteIn(mutation.target, mutation.label, mutation.edge);
+        break;
+      case "put_out":
+        writer.putOut(mutation.source, mutation.label, mutation.edge, mutation.target, mutation.targetKind);
+        break;
+      case "delete_out":
+        writer.deleteOut(mutation.source, mutation.label, mutation.edge);
         break;
       default: {
         const unreachable: never = mutation;
@@ -251,6 +269,9 @@ export interface EncodedMutationVisitor {
   /** Offsets of target, edge and source IDs; the source's kind as a record-kind byte. */
   putIn(bytes: Buffer, targetAt: number, label: EncodedLabel, edgeAt: number, sourceAt: number, sourceKindByte: number): void;
   deleteIn(bytes: Buffer, targetAt: number, label: EncodedLabel, edgeAt: number): void;
+  /** Offsets of source, edge and target IDs; the target's kind as a record-kind byte. */
+  putOut(bytes: Buffer, sourceAt: number, label: EncodedLabel, edgeAt: number, targetAt: number, targetKindByte: number): void;
+  deleteOut(bytes: Buffer, sourceAt: number, label: EncodedLabel, edgeAt: number): void;
 }
 
 export const ENDPOINT_KIND_BYTES: Readonly<Record<EndpointKind, number>> = { node: KIND_BYTE.node, vector: KIND_BYTE.vector };
@@ -305,6 +326,12 @@ export function visitMutations(encoded: Uint8Array, visitor: EncodedMutationVisi
     } else if (op === OP.delete_in) {
       visitor.deleteIn(bytes, offset, labels[bytes.readUInt32BE(offset + 8)], offset + 12);
       offset += 20;
+    } else if (op === OP.put_out) {
+      visitor.putOut(bytes, offset, labels[bytes.readUInt32BE(offset + 8)], offset + 12, offset + 20, bytes[offset + 28]);
+      offset += 29;
+    } else if (op === OP.delete_out) {
+      visitor.deleteOut(bytes, offset, labels[bytes.readUInt32BE(offset + 8)], offset + 12);
+      offset += 20;
     } else throw new SilkError("internal", `corrupt mutation list: op ${op}`);
   }
   if (offset !== bytes.length) throw new SilkError("internal", "corrupt mutation list: trailing bytes");
@@ -355,6 +382,17 @@ export function decodeMutations(encoded: Uint8Array): Mutation[] {
       }),
     deleteIn: (bytes, targetAt, label, edgeAt) =>
       mutations.push({ op: "delete_in", target: bytes.readBigUInt64BE(targetAt), label: label.text, edge: bytes.readBigUInt64BE(edgeAt) }),
+    putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) =>
+      mutations.push({
+        op: "put_out",
+        source: bytes.readBigUInt64BE(sourceAt),
+        label: label.text,
+        edge: bytes.readBigUInt64BE(edgeAt),
+        target: bytes.readBigUInt64BE(targetAt),
+        targetKind: endpointKind(targetKindByte),
+      }),
+    deleteOut: (bytes, sourceAt, label, edgeAt) =>
+      mutations.push({ op: "delete_out", source: bytes.readBigUInt64BE(sourceAt), label: label.text, edge: bytes.readBigUInt64BE(edgeAt) }),
   });
   return mutations;
 }

@@ -60,6 +60,12 @@ export interface IndexRange {
   readonly highInclusive: boolean;
 }
 
+/** An inclusive range of IDs (a partition owns a set of them; rebalancing moves them between partitions). */
+export interface IdRange {
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
 /** One search result: a record and its score (a vector search's distance, lower is better; BM25, higher is better). */
 export interface SearchHit {
   readonly id: bigint;
@@ -102,8 +108,10 @@ export interface TextSearchRequest {
 }
 
 /**
- * The primitive writes. Each names the partition-owned key it touches: records by their id, the out-adjacency
- * by the edge's source (it lives with the edge record), the in-adjacency by the edge's target.
+ * The primitive writes. Each names the partition-owned key it touches: records by their id, the out-adjacency by the
+ * edge's source, the in-adjacency by the edge's target. An edge record's own write also writes its out-adjacency when
+ * the same partition owns the edge and its source (always, until a rebalance moves one of them); otherwise the
+ * coordinator adds a `put_out`/`delete_out` for the source's partition.
  */
 export type Mutation =
   | { readonly op: "put_record"; readonly record: StoredRecord }
@@ -116,7 +124,16 @@ export type Mutation =
       readonly source: bigint;
       readonly sourceKind: EndpointKind;
     }
-  | { readonly op: "delete_in"; readonly target: bigint; readonly label: string; readonly edge: bigint };
+  | { readonly op: "delete_in"; readonly target: bigint; readonly label: string; readonly edge: bigint }
+  | {
+      readonly op: "put_out";
+      readonly source: bigint;
+      readonly label: string;
+      readonly edge: bigint;
+      readonly target: bigint;
+      readonly targetKind: EndpointKind;
+    }
+  | { readonly op: "delete_out"; readonly source: bigint; readonly label: string; readonly edge: bigint };
 
 /** The id whose owning partition must apply this mutation. */
 export function mutationOwner(mutation: Mutation): bigint {
@@ -127,6 +144,9 @@ export function mutationOwner(mutation: Mutation): bigint {
     case "put_in":
     case "delete_in":
       return mutation.target;
+    case "put_out":
+    case "delete_out":
+      return mutation.source;
     default: {
       const unreachable: never = mutation;
       throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);

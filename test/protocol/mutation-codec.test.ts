@@ -31,6 +31,8 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ op: fc.constant("delete_record" as const), record }),
   fc.record({ op: fc.constant("put_in" as const), target: id, label, edge: id, source: id, sourceKind: endpoint }),
   fc.record({ op: fc.constant("delete_in" as const), target: id, label, edge: id }),
+  fc.record({ op: fc.constant("put_out" as const), source: id, label, edge: id, target: id, targetKind: endpoint }),
+  fc.record({ op: fc.constant("delete_out" as const), source: id, label, edge: id }),
 );
 
 describe("mutation codec", () => {
