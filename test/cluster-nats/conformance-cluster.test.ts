@@ -5,14 +5,17 @@
  *
  * - Each case gets a fresh database: a fresh cluster name on one long-lived nats-server (streams of one replica),
  *   one partition × one in-process PartitionReplica (its own LMDB), and connectCluster as the coordinator; calls go
- *   through db.query. One partition, because the cases' expected IDs are those of the embedded suite's single
- *   partition (1, 2, 3...; with two, new records alternate between the partitions' ID ranges).
+ *   through db.query (mode `cluster`) and, on another fresh cluster, through a real gateway over it (buildGateway
+ *   on loopback, `POST /<query>` with fetch, status and body checked: mode `cluster http`). One partition, because
+ *   the cases' expected IDs are those of the embedded suite's single partition (1, 2, 3...; with two, new records
+ *   alternate between the partitions' ID ranges).
  * - A case whose project does not check: connectCluster must refuse it with the expected error (mode `cluster load`).
  * - Two partitions × three replicas on three nats-servers, for a fixed subset (every case of traversals.hxt and
  *   mutations.hxt): every answer (value, or error code, status and message) must equal the answer of an embedded
  *   database with two partitions, run in the same test; that run crosses partitions (2PC, edges between them).
  *
- * Cases run a few at a time (each on its own cluster name, so they cannot see each other). Everything stops in
+ * The cases of a file run concurrently, five at a time (vitest's maxConcurrency; each on its own cluster name, so
+ * they cannot see each other). The whole file takes about a minute on two cores. Everything stops in
  * afterAll, which also checks that no nats-server process it started is left.
  */
 import { readFileSync } from "node:fs";
@@ -20,7 +23,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open, type Database } from "../../cluster/embedded.js";
 import { parseCaseFile, type Case } from "../conformance/case-file.js";
-import { answersOf, CASES_DIRECTORY, caseFiles, embeddedSession, runCalls, runLoad, type Session } from "../conformance/runner.js";
+import { answersOf, CASES_DIRECTORY, caseFiles, embeddedSession, httpSession, runCalls, runLoad, type Session } from "../conformance/runner.js";
 import { leftovers, startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";
 
 /** The files whose every case also runs on 2 partitions × 3 replicas, compared with a 2-partition embedded database. */
@@ -45,11 +48,20 @@ afterAll(async () => {
   if (process.env.SILK_TIMINGS === "1") process.stdout.write(`conformance-cluster: ${Date.now() - suiteStartedMs} ms\n`);
 }, 30_000);
 
-/** A session over a cluster's database whose close() stops the whole cluster. */
-async function clusterSession(cluster: TestCluster): Promise<Session> {
-  const session = await embeddedSession(cluster.database);
-  return { run: session.run, close: () => cluster.close() };
+/** A session over a cluster's database (db.query, or a real gateway over it) whose close() stops the whole cluster. */
+async function clusterSession(cluster: TestCluster, over: typeof embeddedSession = embeddedSession): Promise<Session> {
+  const session = await over(cluster.database);
+  return {
+    run: session.run,
+    close: async () => {
+      await session.close();
+      await cluster.close();
+    },
+  };
 }
+
+/** The modes of the one-partition run: db.query on the cluster's Database, and POST /<query> to a gateway over it. */
+const CLUSTER_MODES = { cluster: embeddedSession, "cluster http": httpSession } as const;
 
 /**
  * Every replica of each partition reaches the same applied log sequence (the leader's), and some log holds entries
@@ -93,10 +105,12 @@ for (const file of caseFiles()) {
         it(`${title} [cluster load]`, () => runLoad(file, testCase, loadError, clusterOpener, "cluster load", false), CASE_TIMEOUT_MS);
         continue;
       }
-      it(`${title} [cluster]`, async () => {
-        const start = async (): Promise<Session> => clusterSession(await startTestCluster(single!, { partitions: 1, replicas: 1, schema: testCase.sources }));
-        await withSession(start, (session) => runCalls(file, testCase, session, "cluster", false));
-      }, CASE_TIMEOUT_MS);
+      for (const [mode, over] of Object.entries(CLUSTER_MODES)) {
+        it(`${title} [${mode}]`, async () => {
+          const start = async (): Promise<Session> => clusterSession(await startTestCluster(single!, { partitions: 1, replicas: 1, schema: testCase.sources }), over);
+          await withSession(start, (session) => runCalls(file, testCase, session, mode, false));
+        }, CASE_TIMEOUT_MS);
+      }
       if (!REPLICATED_FILES.has(file)) continue;
       it(`${title} [cluster 2x3 = embedded 2 partitions]`, async () => {
         const embedded = await withSession(async () => embeddedSession(await open({ storage: "memory", partitions: 2, schema: testCase.sources })), (session) => answersOf(testCase, session));
