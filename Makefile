@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors redis-server clean
+.PHONY: install build run test nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-cluster redis-server clean
 
 # npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
 # registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
@@ -69,3 +69,9 @@ bench-text: install
 # manhattan HNSW against an exact scan (docs/BENCHMARKS.md).
 bench-vectors: install
 	npx tsx bench/vectors.ts
+
+# The cluster next to a single server (docs/BENCHMARKS.md, "Cluster"): starts 3 nats-server and 9 silk partition
+# processes of its own, and stops them.
+bench-cluster: build nats-server
+	npx tsx bench/cluster.ts
+
