@@ -114,9 +114,15 @@ class ScatterReader implements BaseReader {
   }
 
   private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
-    const replies = await Promise.all(this.map.ranges.map((range) => this.transport.request(range.index, request)));
-    // Partitions own ascending ID ranges, so concatenating in partition order keeps ID order.
-    return replies.flatMap((reply) => expect(reply, "ids").ids);
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
+    // With one ascending range per partition, concatenating in partition order keeps ID order; after a rebalance
+    // interleaved partitions' ranges, the merged list is sorted.
+    return this.inIdOrder(replies.map((reply) => expect(reply, "ids").ids));
+  }
+
+  private inIdOrder(lists: bigint[][]): bigint[] {
+    const ids = lists.flat();
+    return this.map.idOrderFollowsPartitions ? ids : ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
@@ -127,12 +133,12 @@ class ScatterReader implements BaseReader {
     return this.everyPartition({ type: "read_all", kind });
   }
 
-  /** Every partition's index hits, in partition (so ID) order; undefined unless the index is active on all of them. */
+  /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */
   async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
     const request = { type: "read_index", kind, label, field, ranges } as const;
-    const replies = await Promise.all(this.map.ranges.map((range) => this.transport.request(range.index, request)));
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
     const lists = replies.map((reply) => expect(reply, "index_ids").ids);
-    return lists.some((ids) => ids === null) ? undefined : lists.flatMap((ids) => ids!);
+    return lists.some((ids) => ids === null) ? undefined : this.inIdOrder(lists as bigint[][]);
   }
 
   /** Every partition's k nearest (or only the partitions owning candidates), merged by ascending distance. */
@@ -159,7 +165,7 @@ class ScatterReader implements BaseReader {
   ): Promise<SearchHit[]> {
     const parts: [number, R][] =
       request.candidates === undefined
-        ? this.map.ranges.map((range) => [range.index, request])
+        ? this.map.partitions.map((partition) => [partition, request])
         : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
     const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)))));
     const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
@@ -167,6 +173,7 @@ class ScatterReader implements BaseReader {
   }
 }
 
+/** New records go round-robin over partitions; an edge goes to its source's partition. */
 /** New records go round-robin over partitions; an edge goes to its source's partition. */
 class RemoteIdSource implements IdSource {
   private next = 0;
@@ -233,13 +240,44 @@ export class Coordinator {
   /** The indexes index operations created (`kind:Label.field`), for the planner of plans run here over several partitions. */
   private runtimeIndexes = new Map<string, SecondaryIndexDefinition>();
   private readonly runtimeIndex: RuntimeIndexLookup = (kind, label, field) => this.runtimeIndexes.get(`${kind}:${label}.${field}`);
+  /** The partition map in force; rebalancing swaps it under the write lock (`exclusive`). */
+  private map: PartitionMap;
+  /** Reads running unlocked on the only partition (the one-partition fast path), and who waits for them to end. */
+  private unlockedReads = 0;
+  private unlockedDrained: (() => void)[] = [];
 
-  constructor(private readonly options: CoordinatorOptions) {}
+  constructor(private readonly options: CoordinatorOptions) {
+    this.map = options.map;
+  }
+
+  /** The partition map in force. */
+  currentMap(): PartitionMap {
+    return this.map;
+  }
+
+  /** This coordinator's options with the map in force (for code that takes the whole context). */
+  private context(): CoordinatorOptions {
+    return { ...this.options, map: this.map };
+  }
+
+  /**
+   * Runs `work` with no invocation in flight (under the write lock, after unlocked one-partition reads ended): no
+   * transaction's reads or two-phase commit span it. `work` may swap the map with `setMap` (rebalancing).
+   */
+  async exclusive<T>(work: (control: { setMap: (map: PartitionMap) => void }) => Promise<T>): Promise<T> {
+    const release = await this.lock.acquire(true);
+    try {
+      while (this.unlockedReads > 0) await new Promise<void>((resume) => this.unlockedDrained.push(resume));
+      return await work({ setMap: (map) => (this.map = map) });
+    } finally {
+      release();
+    }
+  }
 
   /** Reads which runtime indexes the partitions hold (at open, and after every index operation). */
   async loadIndexCatalog(): Promise<void> {
     const catalog = new Map<string, SecondaryIndexDefinition>();
-    for (const statuses of await partitionIndexStatuses(this.options)) {
+    for (const statuses of await partitionIndexStatuses(this.context())) {
       for (const status of statuses) if (status.origin === "runtime" && status.family === "secondary") catalog.set(`${status.kind}:${status.name}`, status);
     }
     this.runtimeIndexes = catalog;
@@ -251,7 +289,7 @@ export class Coordinator {
     const release = await this.lock.acquire(true);
     try {
       try {
-        return await runIndexOperations(plan, this.options);
+        return await runIndexOperations(plan, this.context());
       } finally {
         // Also after a failure: the batch's earlier operations took effect.
         await this.loadIndexCatalog();
@@ -271,8 +309,9 @@ export class Coordinator {
    */
   async prepare(plan: Plan): Promise<PreparedPlan> {
     const planId = (this.planCounter += 1);
-    const { transport, map } = this.options;
-    if (map.count === 1) await transport.request(0, { type: "register_plan", planId, plan });
+    const { transport } = this.options;
+    const registered = this.map.count === 1;
+    if (registered) await transport.request(0, { type: "register_plan", planId, plan });
     let released = false;
     return {
       run: (parameters) => {
@@ -283,13 +322,13 @@ export class Coordinator {
       release: async () => {
         if (released) return;
         released = true;
-        if (map.count === 1) await transport.request(0, { type: "release_plan", planId });
+        if (registered) await transport.request(0, { type: "release_plan", planId });
       },
     };
   }
 
   private async runOn(plan: Plan, request: Extract<PartitionRequest, { type: "execute" | "execute_prepared" }>): Promise<QueryResult> {
-    const { transport, map } = this.options;
+    const { transport } = this.options;
     if (isIndexOperationPlan(plan)) return this.runIndexPlan(plan);
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
     // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
@@ -301,9 +340,10 @@ export class Coordinator {
     };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
     // its endpoints, then commits) cannot interleave with them.
-    if (map.count === 1 && plan.requestType === "read") return executeOnOnlyPartition();
+    if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
     const release = await this.lock.acquire(plan.requestType === "write");
     try {
+      const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
       const view = new TxnView(new ScatterReader(transport, map), new RemoteIdSource(transport, map));
       const result = await executePlan(plan, {
@@ -322,12 +362,24 @@ export class Coordinator {
     }
   }
 
+  /** A read on the only partition, outside the lock; `exclusive` waits for such reads to end. */
+  private async unlocked<T>(read: () => Promise<T>): Promise<T> {
+    this.unlockedReads += 1;
+    try {
+      return await read();
+    } finally {
+      this.unlockedReads -= 1;
+      if (this.unlockedReads === 0) for (const resume of this.unlockedDrained.splice(0)) resume();
+    }
+  }
+
   /** Writes a bulk-import batch as one transaction (see bulk-import.ts). */
   async importBatch(batch: ImportBatch): Promise<ImportResult> {
     if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
-    const { transport, map, schema, now } = this.options;
+    const { transport, schema, now } = this.options;
     const release = await this.lock.acquire(true);
     try {
+      const map = this.map;
       const reader = new ScatterReader(transport, map);
       const ids = new RemoteIdSource(transport, map);
       return await importBatch(batch, {
@@ -352,7 +404,7 @@ export class Coordinator {
 
   /** Splits mutations by owning partition and commits them (see commitLists). */
   private async commit(mutations: Mutation[]): Promise<void> {
-    const { map } = this.options;
+    const map = this.map;
     const byPartition = new Map<number, Mutation[]>();
     const add = (partition: number, mutation: Mutation): void => {
       const list = byPartition.get(partition);
@@ -432,15 +484,15 @@ export class Coordinator {
    * serves anything.
    */
   async recover(): Promise<{ committed: number; aborted: number }> {
-    const { transport, map, decisions } = this.options;
+    const { transport, decisions } = this.options;
     let committed = 0;
     let aborted = 0;
-    for (const range of map.ranges) {
-      const { txids } = expect(await transport.request(range.index, { type: "pending_intents" }), "intents");
+    for (const partition of this.map.partitions) {
+      const { txids } = expect(await transport.request(partition, { type: "pending_intents" }), "intents");
       for (const txid of txids) {
         // No decision yet: abort wins (presumed abort), and a late commit decision can no longer be written.
-        const outcome = await decisions.decide(txid, "abort", [range.index]);
-        await transport.request(range.index, { type: outcome, txid });
+        const outcome = await decisions.decide(txid, "abort", [partition]);
+        await transport.request(partition, { type: outcome, txid });
         if (outcome === "commit") committed += 1;
         else aborted += 1;
       }

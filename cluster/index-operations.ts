@@ -61,7 +61,7 @@ export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = stat
 
 /** Every partition's index statuses, in partition order. */
 export async function partitionIndexStatuses(context: IndexOperationContext): Promise<IndexStatus[][]> {
-  const replies = await Promise.all(context.map.ranges.map((range) => context.transport.request(range.index, { type: "index_statuses" })));
+  const replies = await Promise.all(context.map.partitions.map((partition) => context.transport.request(partition, { type: "index_statuses" })));
   return replies.map((reply) => expectType(reply, "indexes").statuses);
 }
 
@@ -95,7 +95,7 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
   const perPartition = await partitionIndexStatuses(context);
   const own = perPartition.map((statuses) => statuses.find((status) => status.kind === operation.kind && status.name === name));
   const [merged] = mergeIndexStatuses(own.map((status) => (status === undefined ? [] : [status])));
-  const holders = context.map.ranges.filter((_, i) => own[i] !== undefined).map((range) => range.index);
+  const holders = context.map.partitions.filter((_, i) => own[i] !== undefined);
   const send = async (partitions: readonly number[], request: PartitionRequest): Promise<void> => {
     for (const partition of partitions) await context.transport.request(partition, request);
   };
@@ -104,7 +104,7 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
     if (after === undefined) throw new SilkError("internal", `internal error (a bug in Silk): ${name} vanished during its operation`);
     return answerOf(after);
   };
-  const everyPartition = context.map.ranges.map((range) => range.index);
+  const everyPartition = context.map.partitions;
   switch (operation.action) {
     case "create": {
       const definition = declaredDefinition(operation, context.schema);
