@@ -5,8 +5,10 @@
  * and the replicated KvDecisionLog (cluster/kv-decision-log.ts) instead of a local LMDB one.
  *
  * Invariants:
- * - The PartitionMap is built from the manifest's partition count with the same class the partitions use for their
- *   ID ranges, so coordinator and partitions agree on every ID's owner.
+ * - The PartitionMap comes from the cluster's map bucket (cluster/map-store.ts; created there from the manifest's
+ *   partition count if absent), the same map the partitions read their allocation ranges from, so coordinator and
+ *   partitions agree on every ID's owner. Rebalancing (cluster/rebalance.ts) changes it under the coordinator's
+ *   write lock; a writer resumes a move a crash interrupted before it serves, and answers the admin subject.
  * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything.
  * - Isolation in this slice: one coordinator process per cluster. Its readers/writer lock keeps docs/ISOLATION.md's
  *   guarantee only among the invocations it runs; several coordinators need record locks (a later slice).
@@ -21,8 +23,9 @@ import { readClusterManifest, streamReplicas, type ClusterManifest } from "./clu
 import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
 import { partitionIndexStatuses } from "./index-operations.js";
 import { KvDecisionLog } from "./kv-decision-log.js";
+import { MapStore } from "./map-store.js";
+import { Rebalancer, type RebalancerOptions } from "./rebalance.js";
 import { NatsTransport } from "./nats-transport.js";
-import { PartitionMap } from "./partition-map.js";
 import { checkClusterName } from "./subjects.js";
 
 export interface ConnectClusterOptions {
@@ -48,12 +51,24 @@ export interface ConnectClusterOptions {
   readonly now?: () => Date;
   /** Internal, for fault tests: called as a two-phase commit reaches each phase (see Coordinator). */
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+  /** Internal, for fault tests: rebalancing's chunk size and step hook (cluster/rebalance.ts). */
+  readonly rebalance?: Pick<RebalancerOptions, "chunkIds" | "onMoveStep">;
+}
+
+/** A cluster's Database and (writer only) the Rebalancer that moves its ranges. */
+export interface OpenedCluster {
+  readonly database: Database;
+  readonly rebalancer: Rebalancer | undefined;
 }
 
 /** Connects to a running cluster and returns its Database; close() closes the NATS connection. */
 export async function connectCluster(options: ConnectClusterOptions): Promise<Database> {
+  return (await openCluster(options)).database;
+}
+
+/** connectCluster, also returning the writer's Rebalancer. */
+export async function openCluster(options: ConnectClusterOptions): Promise<OpenedCluster> {
   const cluster = checkClusterName(options.cluster);
-  const map = new PartitionMap(options.partitions);
   if (options.servers.length === 0) throw new SilkError("invalid_option", "connectCluster needs at least one NATS server URL");
   const mode = options.mode ?? "writer";
   if (mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
@@ -63,10 +78,14 @@ export async function connectCluster(options: ConnectClusterOptions): Promise<Da
   } catch (cause) {
     throw new SilkError("partition_unavailable", `cannot reach NATS at ${options.servers.join(", ")}: ${(cause as Error).message}`);
   }
+  let rebalancer: Rebalancer | undefined;
   try {
-    return await Database.fromEngine(options.schema, mode, async (schema) => {
+    const database = await Database.fromEngine(options.schema, mode, async (schema) => {
+      const replicas = options.decisionReplicas ?? Math.min(3, options.servers.length);
+      const maps = await MapStore.open({ nc, cluster, replicas });
+      const { value: map, revision } = await maps.load(options.partitions);
       const transport = new NatsTransport({ nc, cluster, staleReads: options.staleReads, timeoutMs: options.attemptTimeoutMs, deadlineMs: options.deadlineMs });
-      const decisions = await KvDecisionLog.open({ nc, cluster, replicas: options.decisionReplicas ?? Math.min(3, options.servers.length) });
+      const decisions = await KvDecisionLog.open({ nc, cluster, replicas });
       const coordinator = new Coordinator({
         transport,
         map,
@@ -78,21 +97,28 @@ export async function connectCluster(options: ConnectClusterOptions): Promise<Da
         embedder: options.embedder,
         onCommitPhase: options.onCommitPhase,
       });
-      if (mode === "writer") await coordinator.recover();
+      if (mode === "writer") {
+        await coordinator.recover();
+        rebalancer = new Rebalancer({ coordinator, transport, maps, revision, ...options.rebalance });
+        await rebalancer.resume();
+      }
       await coordinator.loadIndexCatalog();
+      const admin = rebalancer?.serveAdmin(nc, cluster);
       const engine: DatabaseEngine = {
         coordinator,
         indexes: () => {
           throw new SilkError("unsupported_operation", "a cluster's index statuses are asked of its partitions: use indexStatuses()");
         },
-        indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map, schema })),
+        indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map: coordinator.currentMap(), schema })),
         close: async () => {
+          admin?.unsubscribe();
           await decisions.close();
           await nc.close();
         },
       };
       return engine;
     });
+    return { database, rebalancer };
   } catch (cause) {
     await nc.close();
     throw cause;
