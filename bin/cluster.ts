@@ -8,7 +8,12 @@
  *   `down` stops what `up` started even when `up` failed half-way (up then stops them itself).
  * - down: SIGTERM to the serve and replica processes, SIGKILL after a grace period, NATS servers last.
  * - status: each partition's leader (from its lease), the log's last sequence and each replica's applied sequence
- *   (read from its LMDB, read-only, as a second reader does).
+ *   (read from its LMDB, read-only, as a second reader does), and the partition map's version and ranges.
+ * - add-partition: asks the coordinator (admin subject, cluster/rebalance.ts) to carve partition N's allocation
+ *   range, records N in cluster.json, starts N's replica processes, waits for N's leader, then asks the coordinator
+ *   to make N serve. Run again after a failure, it reuses the partition already carved.
+ * - move --from P --to Q [--ids N]: asks the coordinator to move the upper N (default half) of P's used IDs to Q,
+ *   chunk by chunk, and waits for it to finish.
  */
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, rmSync } from "node:fs";
@@ -22,6 +27,7 @@ import {
   checkClusterManifest,
   clusterPaths,
   readClusterManifest,
+  streamReplicas,
   readClusterProcesses,
   writeClusterManifest,
   writeClusterProcesses,
@@ -29,7 +35,9 @@ import {
   type ClusterProcesses,
 } from "../cluster/cluster-manifest.js";
 import { freePort, LocalNatsCluster } from "../cluster/nats-servers.js";
+import { MapStore } from "../cluster/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
+import { adminSubject } from "../cluster/rebalance.js";
 import { subjects } from "../cluster/subjects.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
@@ -121,6 +129,12 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
   const manifest: ClusterManifest = { format: CLUSTER_FORMAT, name: options.name, nats: nats.urls, partitions: options.partitions, replicas: options.replicas, project: resolve(options.project), port };
   try {
     writeClusterManifest(dir, manifest);
+    const mapConnection = await connect({ servers: nats.urls });
+    try {
+      await (await MapStore.open({ nc: mapConnection, cluster: manifest.name, replicas: streamReplicas(manifest) })).load(manifest.partitions);
+    } finally {
+      await mapConnection.close();
+    }
     for (let partition = 0; partition < manifest.partitions; partition++) {
       for (let replica = 0; replica < manifest.replicas; replica++) {
         const args = ["partition", "--dir", dir, "--partition", String(partition), "--replica", String(replica)];
@@ -207,14 +221,18 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
   try {
     const jsm = await jetstreamManager(nc);
     const holders = await leaders(nc, manifest);
-    const map = new PartitionMap(manifest.partitions);
+    const stored = await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest), deadlineMs: 3_000 }).then((maps) => maps.read()).catch(() => undefined);
+    const map = stored?.value ?? new PartitionMap(manifest.partitions);
     out.write(`cluster ${manifest.name}: ${manifest.partitions} partitions x ${manifest.replicas} replicas, nats ${manifest.nats.join(" ")}\n`);
+    const owned = map.partitions.map((partition) => map.rangesOf(partition).map((range) => `${range.first}..${range.last}`).join(" "));
+    out.write(`map version ${map.version}${map.pending === undefined ? "" : `, partition ${map.pending} being added`}\n`);
     for (const range of map.ranges) {
       const last = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state.last_seq, () => undefined);
       const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(dir, range, replica)}`);
       const holder = holders[range.index];
       const leader = holder === undefined ? "none" : `${holder.replica} (term ${holder.term})`;
       out.write(`p${range.index}: leader ${leader}, log last sequence ${last ?? "none"}, applied ${applied.join(" ")}\n`);
+      out.write(`  owns ${owned[range.index]}\n`);
     }
   } finally {
     await nc.close();
@@ -232,6 +250,64 @@ function appliedSequence(dir: string, range: { index: number; first: bigint; las
   }
 }
 
+/** Sends one admin request to the cluster's coordinator and returns its answer; its refusal is thrown as it was. */
+async function adminRequest(nc: NatsConnection, cluster: string, request: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+  let reply;
+  try {
+    reply = await nc.request(adminSubject(cluster), new TextEncoder().encode(JSON.stringify(request)), { timeout: timeoutMs });
+  } catch (cause) {
+    throw new SilkError("partition_unavailable", `the cluster's coordinator (silk serve --cluster) did not answer ${String(request.action)}: ${(cause as Error).message}`);
+  }
+  const answer = JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>;
+  if (answer.ok !== true) throw new SilkError(answer.code as ConstructorParameters<typeof SilkError>[0], String(answer.message));
+  return answer;
+}
+
+async function withNats<T>(manifest: ClusterManifest, work: (nc: NatsConnection) => Promise<T>): Promise<T> {
+  const nc = await connect({ servers: [...manifest.nats], timeout: 2_000 }).catch((cause: unknown) => {
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
+  });
+  try {
+    return await work(nc);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** How long `move` waits for the coordinator to finish (a move of millions of IDs takes a while). */
+export const CLUSTER_MOVE_TIMEOUT_MS = 3_600_000;
+
+export async function runClusterAddPartition(dir: string, out: CommandOutput): Promise<void> {
+  const directory = resolve(dir);
+  const manifest = readClusterManifest(directory);
+  await withNats(manifest, async (nc) => {
+    const carved = await adminRequest(nc, manifest.name, { action: "carve" }, 60_000);
+    const partition = carved.partition as number;
+    const grown: ClusterManifest = { ...manifest, partitions: Math.max(manifest.partitions, partition + 1) };
+    writeClusterManifest(directory, grown);
+    const processes = readClusterProcesses(directory) ?? { nats: {}, replicas: {} };
+    const replicas: Record<string, number> = { ...processes.replicas };
+    for (let replica = 0; replica < manifest.replicas; replica++) {
+      const key = `p${partition}-r${replica}`;
+      if (replicas[key] !== undefined && alive(replicas[key])) continue;
+      replicas[key] = spawnSilk(["partition", "--dir", directory, "--partition", String(partition), "--replica", String(replica)], `${clusterPaths.replicaLog(directory, partition, replica)}.out`);
+      writeClusterProcesses(directory, { ...processes, replicas });
+    }
+    const deadline = Date.now() + CLUSTER_UP_TIMEOUT_MS;
+    await waitFor(`a leader of partition ${partition}`, deadline, async () => ((await leaders(nc, grown))[partition] !== undefined ? true : undefined));
+    const served = await adminRequest(nc, manifest.name, { action: "activate" }, 60_000);
+    out.write(`silk: partition ${partition} (IDs ${String(carved.first)}..${String(carved.last)}) serves; map version ${String(served.version)}\n`);
+  });
+}
+
+export async function runClusterMove(options: { dir: string; from: number; to: number; ids?: number }, out: CommandOutput): Promise<void> {
+  const manifest = readClusterManifest(resolve(options.dir));
+  await withNats(manifest, async (nc) => {
+    const moved = await adminRequest(nc, manifest.name, { action: "move", from: options.from, to: options.to, ids: options.ids }, CLUSTER_MOVE_TIMEOUT_MS);
+    out.write(`silk: moved ${String(moved.ids)} IDs from partition ${options.from} to ${options.to} in ${String(moved.chunks)} chunks; map version ${String(moved.version)}\n`);
+  });
+}
+
 function clusterName(text: string): string {
   if (!/^[a-z0-9-]{1,32}$/.test(text)) throw new InvalidArgumentError("1 to 32 lowercase letters, digits or -");
   return text;
@@ -247,6 +323,10 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
     }
     // The NATS servers started by `up` are children of this process: exit without waiting for them.
     process.exit(process.exitCode ?? 0);
+  };
+  const partitionNumber = (text: string): number => {
+    if (!/^[0-9]{1,3}$/.test(text)) throw new InvalidArgumentError("expected a partition number");
+    return Number(text);
   };
   const portOption = (text: string): number => {
     if (!/^[0-9]+$/.test(text) || Number(text) > 65_535) throw new InvalidArgumentError("expected a port from 0 to 65535");
@@ -270,6 +350,21 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
         .description("stop every process `cluster up` started (SIGTERM, then SIGKILL; NATS last)")
         .requiredOption("--dir <dir>", "the cluster directory")
         .action((flags: { dir: string }) => run(() => runClusterDown(flags.dir, process.stdout))()),
+    )
+    .addCommand(
+      new Command("add-partition")
+        .description("add a partition (carved from the one with the most free IDs), start its replicas, make it serve")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .action((flags: { dir: string }) => run(() => runClusterAddPartition(flags.dir, process.stdout))()),
+    )
+    .addCommand(
+      new Command("move")
+        .description("move the upper IDs of one partition's used IDs to another, online, chunk by chunk")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .requiredOption("--from <p>", "the partition giving IDs", partitionNumber)
+        .requiredOption("--to <q>", "the partition taking them", partitionNumber)
+        .option("--ids <n>", "how many IDs (default: half of the used ones)", positiveInteger)
+        .action((flags: { dir: string; from: number; to: number; ids?: number }) => run(() => runClusterMove(flags, process.stdout))()),
     )
     .addCommand(
       new Command("status")

@@ -1,7 +1,9 @@
 /**
  * `silk partition --dir DIR --partition I --replica R`: one replica process of one partition of the cluster that
  * DIR/cluster.json describes (cluster/cluster-manifest.ts). It opens its own LMDB at DIR/partitions/p<I>/r<R> with
- * the partition's ID range (the same PartitionMap as every other process) and the schema's index definitions, runs
+ * the partition's allocation range from the cluster's map in NATS KV (cluster/map-store.ts; created from the
+ * manifest's partition count if absent; a partition being added has one before it serves) and the schema's index
+ * definitions; the ranges it owns come from its log (add_ranges, drop_range). It runs
  * cluster/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
  * DIR/logs/p<I>-r<R>.log.
  *
@@ -13,7 +15,7 @@ import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cluster-manifest.js";
 import { embedderFromEnvironment } from "../cluster/embedders.js";
-import { PartitionMap } from "../cluster/partition-map.js";
+import { MapStore } from "../cluster/map-store.js";
 import { PartitionReplica } from "../cluster/replica.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
@@ -31,9 +33,9 @@ export interface PartitionCommandOptions {
 /** Starts the replica; resolves once it runs. The process then lives until a signal stops it. */
 export async function runPartition(options: PartitionCommandOptions): Promise<void> {
   const manifest = readClusterManifest(options.dir);
-  const map = new PartitionMap(manifest.partitions);
-  const range = map.ranges[options.partition];
-  if (range === undefined) throw new SilkError("invalid_option", `--partition must be from 0 to ${manifest.partitions - 1}, not ${options.partition}`);
+  if (!Number.isInteger(options.partition) || options.partition < 0 || options.partition >= manifest.partitions) {
+    throw new SilkError("invalid_option", `--partition must be from 0 to ${manifest.partitions - 1}, not ${options.partition}`);
+  }
   if (!Number.isInteger(options.replica) || options.replica < 0 || options.replica >= manifest.replicas) {
     throw new SilkError("invalid_option", `--replica must be from 0 to ${manifest.replicas - 1}, not ${options.replica}`);
   }
@@ -47,6 +49,18 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     { name: `silk-p${options.partition}-${replicaName}`, level: process.env.SILK_LOG_LEVEL ?? "info" },
     pino.destination({ dest: clusterPaths.replicaLog(options.dir, options.partition, options.replica), mkdir: true, sync: true }),
   );
+  const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, name: `silk-p${options.partition}-${replicaName}` }).catch((cause: unknown) => {
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
+  });
+  let range;
+  try {
+    const { value: map } = await (await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest) })).load(manifest.partitions);
+    range = map.allocationOf(options.partition);
+    if (range === undefined) throw new SilkError("invalid_option", `--partition must be from 0 to ${map.count - 1} (the cluster's map), not ${options.partition}`);
+  } catch (cause) {
+    await nc.close();
+    throw cause;
+  }
   const store = PartitionStore.open({
     path: clusterPaths.replicaStore(options.dir, options.partition, options.replica),
     readOnly: false,
@@ -54,10 +68,6 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     idFirst: range.first,
     idLast: range.last,
     indexes: schemaIndexDefinitions(schema),
-  });
-  const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, name: `silk-p${options.partition}-${replicaName}` }).catch(async (cause: unknown) => {
-    await store.close();
-    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
   });
   let stopping = false;
   const shutdown = async (code: number): Promise<void> => {
