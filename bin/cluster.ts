@@ -37,7 +37,6 @@ import {
 import { freePort, LocalNatsCluster } from "../cluster/nats-servers.js";
 import { MapStore } from "../cluster/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
-import { adminSubject } from "../cluster/rebalance.js";
 import { subjects } from "../cluster/subjects.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
@@ -254,7 +253,7 @@ function appliedSequence(dir: string, range: { index: number; first: bigint; las
 async function adminRequest(nc: NatsConnection, cluster: string, request: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
   let reply;
   try {
-    reply = await nc.request(adminSubject(cluster), new TextEncoder().encode(JSON.stringify(request)), { timeout: timeoutMs });
+    reply = await nc.request(subjects.admin(cluster), new TextEncoder().encode(JSON.stringify(request)), { timeout: timeoutMs });
   } catch (cause) {
     throw new SilkError("partition_unavailable", `the cluster's coordinator (silk serve --cluster) did not answer ${String(request.action)}: ${(cause as Error).message}`);
   }

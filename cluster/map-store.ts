@@ -16,16 +16,12 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
 import type { IdRange } from "../protocol/records.js";
 import { PartitionMap } from "./partition-map.js";
+import { subjects } from "./subjects.js";
 
 export const MAP_KEY = "map";
 export const MOVE_KEY = "move";
 const DEADLINE_MS_DEFAULT = 20_000;
 const RETRY_MS = 200;
-
-/** The map bucket's name (next to subjects.ts's leases and decisions buckets). */
-export function mapBucket(cluster: string): string {
-  return `SILK_${cluster.toUpperCase().replaceAll("-", "_")}_MAP`;
-}
 
 /** A range move in flight: the chunks still to move from `from` to `to`, in order (the first is under way). */
 export interface MoveProgress {
@@ -69,7 +65,7 @@ export class MapStore {
   /** Opens the bucket, creating it if absent. */
   static async open(options: MapStoreOptions): Promise<MapStore> {
     const deadlineMs = options.deadlineMs ?? DEADLINE_MS_DEFAULT;
-    const name = mapBucket(options.cluster);
+    const name = subjects.mapBucket(options.cluster);
     const kv = await retrying(`opening the map bucket ${name}`, Date.now() + deadlineMs, () =>
       new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1, allow_direct: false }),
     );

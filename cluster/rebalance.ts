@@ -31,6 +31,7 @@ import { partitionIndexStatuses } from "./index-operations.js";
 import type { MapStore, MoveProgress } from "./map-store.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
+import { subjects } from "./subjects.js";
 
 /** IDs per chunk: each chunk is one pause of the coordinator's write lock. */
 export const CHUNK_IDS = 1_024;
@@ -223,7 +224,7 @@ export class Rebalancer {
 
   /** Answers admin requests on `silk.<cluster>.admin` (JSON in, JSON out) until the subscription closes. */
   serveAdmin(nc: NatsConnection, cluster: string): Subscription {
-    const subscription = nc.subscribe(adminSubject(cluster));
+    const subscription = nc.subscribe(subjects.admin(cluster));
     void (async () => {
       for await (const message of subscription) {
         void this.admin(message.data).then((reply) => message.respond(new TextEncoder().encode(JSON.stringify(reply))));
@@ -254,10 +255,6 @@ export class Rebalancer {
       return { ok: false, code: error.code, message: error.message };
     }
   }
-}
-
-export function adminSubject(cluster: string): string {
-  return `silk.${cluster}.admin`;
 }
 
 /** The top `wanted` IDs of `used` (ascending ranges), as chunks of at most `chunk` IDs, highest first. */

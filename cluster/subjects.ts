@@ -9,6 +9,8 @@
  *   entries, msgpack).
  * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease.
  * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
+ * - KV bucket `SILK_<CLUSTER>_MAP`, keys `map` and `move`: the partition map and a range move in flight.
+ * - `silk.<cluster>.admin`: rebalancing requests to the writer coordinator (JSON; cluster/rebalance.ts).
  */
 import { SilkError } from "../protocol/errors.js";
 
@@ -29,6 +31,8 @@ export const subjects = {
   leaseBucket: (cluster: string): string => `SILK_${upper(cluster)}_LEASES`,
   leaseKey: (partition: number): string => `p${partition}`,
   decisionBucket: (cluster: string): string => `SILK_${upper(cluster)}_DECISIONS`,
+  mapBucket: (cluster: string): string => `SILK_${upper(cluster)}_MAP`,
+  admin: (cluster: string): string => `silk.${cluster}.admin`,
 } as const;
 
 /** The queue group of the replicas answering stale reads. */

@@ -479,7 +479,8 @@ export class PartitionStore {
             );
           }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
-        if (id > highest) highest = id;
+        // Only IDs of this partition's own allocation range move its counter (a rebalance brings others).
+        if (id > highest && id >= this.idFirst && id <= this.idLast) highest = id;
       },
       deleteRecord: (bytes, record) => {
         owned(bytes, record.idAt);

@@ -156,6 +156,7 @@ async function deleteClusterStreams(nats: TestNats, cluster: string, partitions:
       ...Array.from({ length: partitions }, (_, partition) => subjects.logStream(cluster, partition)),
       `KV_${subjects.leaseBucket(cluster)}`,
       `KV_${subjects.decisionBucket(cluster)}`,
+      `KV_${subjects.mapBucket(cluster)}`,
     ];
     for (const name of names) await jsm.streams.delete(name).catch(() => false); // absent when nothing created it
   } finally {
