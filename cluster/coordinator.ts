@@ -7,35 +7,26 @@
  *   per partition per step), collects the writes, splits them into one mutation list per owning partition (the
  *   sub-plans), and commits them by two-phase commit when more than one partition is touched.
  *
- * Architecture invariant: in-process, invocations on a multi-partition database are serialized by a
- * readers/writer lock, so a reader never sees part of a multi-partition transaction and every invocation is
- * serializable. The cluster issue replaces the lock with per-record locks held from prepare to apply.
+ * Architecture invariant: invocations on a multi-partition database are serialized by a readers/writer lock
+ * (cluster/read-write-lock.ts), held until every participant of a two-partition commit applied it, so a reader never
+ * sees part of a multi-partition transaction and every invocation is serializable. This holds for one coordinator per
+ * database; several coordinators (the cluster's later slice) need per-record locks held from prepare to apply.
  */
 import { randomBytes } from "node:crypto";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
-import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
-import {
-  mutationOwner,
-  type AdjacencyEntry,
-  type Direction,
-  type EndpointKind,
-  type IndexRange,
-  type Mutation,
-  type RecordKind,
-  type SearchHit,
-  type StoredRecord,
-  type TextSearchRequest,
-  type VectorSearchRequest,
-} from "../protocol/records.js";
+import type { PartitionRequest } from "../protocol/messages.js";
+import { mutationOwner, type EndpointKind, type Mutation } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
-import { neighboursOf, TxnView, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
+import { TxnView } from "../node/txn-view.js";
 import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
+import { ReadWriteLock } from "./read-write-lock.js";
+import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
@@ -60,172 +51,6 @@ export interface CoordinatorOptions {
   readonly embedder?: Embedder;
 }
 
-function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
-  if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
-  return body as Extract<PartitionReplyBody, { type: T }>;
-}
-
-/** Committed reads across every partition: each request is split by owner and sent as one message per partition. */
-class ScatterReader implements BaseReader {
-  constructor(
-    private readonly transport: Transport,
-    private readonly map: PartitionMap,
-  ) {}
-
-  private group(ids: readonly bigint[]): Map<number, number[]> {
-    const groups = new Map<number, number[]>();
-    ids.forEach((id, i) => {
-      const partition = this.map.partitionOf(id);
-      const list = groups.get(partition);
-      if (list) list.push(i);
-      else groups.set(partition, [i]);
-    });
-    return groups;
-  }
-
-  async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
-    const result: (StoredRecord | undefined)[] = new Array(ids.length);
-    await Promise.all(
-      [...this.group(ids)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) });
-        expect(reply, "records").records.forEach((record, j) => (result[indexes[j]] = record));
-      }),
-    );
-    return result;
-  }
-
-  async exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
-    return (await this.records(kind, ids)).map((record) => record !== undefined);
-  }
-
-  async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
-    const result: AdjacencyEntry[][] = new Array(owners.length);
-    await Promise.all(
-      [...this.group(owners)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label });
-        expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
-      }),
-    );
-    return result;
-  }
-
-  async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
-    return neighboursOf(await this.adjacency(owners, direction, label));
-  }
-
-  private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
-    // With one ascending range per partition, concatenating in partition order keeps ID order; after a rebalance
-    // interleaved partitions' ranges, the merged list is sorted.
-    return this.inIdOrder(replies.map((reply) => expect(reply, "ids").ids));
-  }
-
-  private inIdOrder(lists: bigint[][]): bigint[] {
-    const ids = lists.flat();
-    return this.map.idOrderFollowsPartitions ? ids : ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  }
-
-  idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
-    return this.everyPartition({ type: "read_label", kind, label });
-  }
-
-  allIds(kind: RecordKind): Promise<bigint[]> {
-    return this.everyPartition({ type: "read_all", kind });
-  }
-
-  /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */
-  async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
-    const request = { type: "read_index", kind, label, field, ranges } as const;
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
-    const lists = replies.map((reply) => expect(reply, "index_ids").ids);
-    return lists.some((ids) => ids === null) ? undefined : this.inIdOrder(lists as bigint[][]);
-  }
-
-  /** Every partition's k nearest (or only the partitions owning candidates), merged by ascending distance. */
-  vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
-    return this.search(request, (part) => ({ type: "vector_search", request: part }), (a, b) => a.score - b.score);
-  }
-
-  /** Every partition's k best BM25 hits, merged by descending score (each partition scores with its own statistics). */
-  textSearch(request: TextSearchRequest): Promise<SearchHit[]> {
-    return this.search(request, (part) => ({ type: "text_search", request: part }), (a, b) => b.score - a.score);
-  }
-
-  /** A partition ranks only the overlay records it owns (each record once over all partitions). */
-  private ownOverlay<R extends VectorSearchRequest | TextSearchRequest>(partition: number, request: R): R {
-    if (!("overlay" in request) || request.overlay === undefined) return request;
-    const records = request.overlay.records.filter((record) => this.map.partitionOf(record.id) === partition);
-    return { ...request, overlay: { changed: request.overlay.changed, records } };
-  }
-
-  private async search<R extends VectorSearchRequest | TextSearchRequest>(
-    request: R,
-    message: (part: R) => PartitionRequest,
-    order: (a: SearchHit, b: SearchHit) => number,
-  ): Promise<SearchHit[]> {
-    const parts: [number, R][] =
-      request.candidates === undefined
-        ? this.map.partitions.map((partition) => [partition, request])
-        : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
-    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)))));
-    const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
-    return hits.sort((a, b) => order(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.k);
-  }
-}
-
-/** New records go round-robin over partitions; an edge goes to its source's partition. */
-/** New records go round-robin over partitions; an edge goes to its source's partition. */
-class RemoteIdSource implements IdSource {
-  private next = 0;
-
-  constructor(
-    private readonly transport: Transport,
-    private readonly map: PartitionMap,
-  ) {}
-
-  async allocate(_kind: RecordKind, near?: bigint): Promise<bigint> {
-    const partition = near !== undefined ? this.map.partitionOf(near) : this.next++ % this.map.count;
-    return expect(await this.transport.request(partition, { type: "allocate_ids", count: 1 }), "id").id;
-  }
-
-  /** Reserves a block of IDs on one partition (bulk import). */
-  async allocateBlock(partition: number, count: number): Promise<bigint> {
-    return expect(await this.transport.request(partition, { type: "allocate_ids", count }), "id").id;
-  }
-}
-
-/** A readers/writer lock: many readers, or one writer. */
-class ReadWriteLock {
-  private readers = 0;
-  private writer = false;
-  private waiting: { write: boolean; resume: () => void }[] = [];
-
-  async acquire(write: boolean): Promise<() => void> {
-    if (this.canEnter(write) && this.waiting.length === 0) this.enter(write);
-    else await new Promise<void>((resume) => this.waiting.push({ write, resume }));
-    return () => this.release(write);
-  }
-
-  private canEnter(write: boolean): boolean {
-    return write ? !this.writer && this.readers === 0 : !this.writer;
-  }
-
-  private enter(write: boolean): void {
-    if (write) this.writer = true;
-    else this.readers += 1;
-  }
-
-  private release(write: boolean): void {
-    if (write) this.writer = false;
-    else this.readers -= 1;
-    while (this.waiting.length > 0 && this.canEnter(this.waiting[0].write)) {
-      const next = this.waiting.shift()!;
-      this.enter(next.write);
-      next.resume();
-    }
-  }
-}
-
 /** A plan kept for repeated runs with different parameters. */
 export interface PreparedPlan {
   run(parameters: Readonly<Record<string, unknown>>): Promise<QueryResult>;
@@ -246,8 +71,12 @@ export class Coordinator {
   private unlockedReads = 0;
   private unlockedDrained: (() => void)[] = [];
 
+  /** New records' IDs, in blocks per partition, for every transaction this coordinator runs itself. */
+  private readonly ids: RemoteIdSource;
+
   constructor(private readonly options: CoordinatorOptions) {
     this.map = options.map;
+    this.ids = new RemoteIdSource(options.transport, () => this.map);
   }
 
   /** The partition map in force. */
@@ -345,7 +174,7 @@ export class Coordinator {
     try {
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
-      const view = new TxnView(new ScatterReader(transport, map), new RemoteIdSource(transport, map));
+      const view = new TxnView(new ScatterReader(transport, map), this.ids);
       const result = await executePlan(plan, {
         view,
         schema: this.options.schema,
@@ -381,7 +210,7 @@ export class Coordinator {
     try {
       const map = this.map;
       const reader = new ScatterReader(transport, map);
-      const ids = new RemoteIdSource(transport, map);
+      const ids = this.ids;
       return await importBatch(batch, {
         map,
         schema,
@@ -470,12 +299,30 @@ export class Coordinator {
     }
     let committed = 0;
     for (const partition of participants) {
-      await transport.request(partition, { type: "commit", txid });
+      await this.commitDecided(partition, txid);
       committed += 1;
       if (committed === 1) hook("committed_first", txid);
     }
     hook("committed_all", txid);
     await decisions.forget(txid);
+  }
+
+  /**
+   * Applies a commit decision on one participant, retrying until it succeeds. The decision is durable, so the
+   * transaction is committed whatever happens; answering (and releasing the lock) before every participant applied
+   * it would let a reader see part of it. A participant out of reach holds the coordinator here (the partition's own
+   * intent resolver applies the decision too, once it has a leader again).
+   */
+  private async commitDecided(partition: number, txid: string): Promise<void> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await this.options.transport.request(partition, { type: "commit", txid });
+        return;
+      } catch (cause) {
+        if (cause instanceof SilkError && cause.kind === "user") throw cause;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** attempt)));
+      }
+    }
   }
 
   /**

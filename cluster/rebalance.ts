@@ -163,16 +163,13 @@ export class Rebalancer {
       if ((await this.options.maps.readMove()) !== undefined) throw new SilkError("invalid_option", "a move is already in progress (it resumes when its coordinator restarts)");
       const chunks = await this.options.coordinator.exclusive(async () => {
         const next = await this.nextId(from);
-        const used = (await this.owned(from)).filter((range) => range.first < next).map((range) => ({ first: range.first, last: range.last < next ? range.last : next - 1n }));
+        const allocation = map.allocationOf(from);
+        const used = usedRanges(await this.owned(from), allocation, next);
         const total = used.reduce((sum, range) => sum + size(range), 0n);
         const wanted = request.ids === undefined ? total / 2n : BigInt(request.ids);
         if (wanted <= 0n) throw new SilkError("invalid_option", `partition ${from} has no used IDs to move`);
         if (wanted > total) throw new SilkError("invalid_option", `partition ${from} has ${total} used IDs, fewer than ${wanted}`);
         const planned = chunksOf(used, wanted, BigInt(this.options.chunkIds ?? CHUNK_IDS));
-        const toNext = await this.nextId(to);
-        if (planned.some((chunk) => chunk.last >= toNext)) {
-          throw new SilkError("invalid_option", `partition ${to} hands out IDs below the moved ones (its next ID is ${toNext}): move to a partition whose IDs lie above them`);
-        }
         return planned;
       });
       await this.options.maps.writeMove({ from, to, chunks }, undefined);
@@ -258,6 +255,20 @@ export class Rebalancer {
 }
 
 /** The top `wanted` IDs of `used` (ascending ranges), as chunks of at most `chunk` IDs, highest first. */
+/**
+ * The IDs of a partition that can hold records: of its own allocation range, those below its next ID; every range
+ * it owns outside it (brought by earlier moves) whole.
+ */
+export function usedRanges(owned: readonly IdRange[], allocation: IdRange | undefined, next: bigint): IdRange[] {
+  const used: IdRange[] = [];
+  for (const range of owned) {
+    const inside = allocation !== undefined && range.first >= allocation.first && range.last <= allocation.last;
+    if (!inside) used.push(range);
+    else if (range.first < next) used.push({ first: range.first, last: range.last < next ? range.last : next - 1n });
+  }
+  return used;
+}
+
 export function chunksOf(used: readonly IdRange[], wanted: bigint, chunk: bigint): IdRange[] {
   const chunks: IdRange[] = [];
   let left = wanted;

@@ -265,7 +265,7 @@ describe("rebalancing a cluster online", () => {
     const rebalancer = opened!.rebalancer!;
     const maps = await MapStore.open({ nc: replicas[0].nc, cluster, replicas: 1 });
     const before = (await maps.read())!.revision;
-    for (const request of [{ from: 0, to: 0 }, { from: 0, to: 7 }, { from: 9, to: 1 }, { from: 0, to: 2, ids: 0 }, { from: 0, to: 2, ids: 10 ** 12 }, { from: 1, to: 2 }]) {
+    for (const request of [{ from: 0, to: 0 }, { from: 0, to: 7 }, { from: 9, to: 1 }, { from: 0, to: 2, ids: 0 }, { from: 0, to: 2, ids: 10 ** 12 }]) {
       await expect(rebalancer.move(request)).rejects.toMatchObject({ code: "invalid_option" });
     }
     await expect(rebalancer.activatePartition()).rejects.toMatchObject({ code: "invalid_option" });
@@ -293,4 +293,18 @@ describe("rebalancing a cluster online", () => {
       await checkPlacement(map);
     }, 60_000);
   }
+
+  it("moves a range back to a partition whose own IDs lie below it, and moves received ranges on", async () => {
+    const rebalancer = opened!.rebalancer!;
+    const maps = await MapStore.open({ nc: replicas[0].nc, cluster, replicas: 1 });
+    // Partition 2 holds ranges received from 0 and IDs of its own; partition 1's own IDs lie above 0's.
+    await rebalancer.move({ from: 2, to: 0, ids: 2 * CHUNK_IDS });
+    await rebalancer.move({ from: 1, to: 0, ids: CHUNK_IDS });
+    for (let n = 3_000; n < 3_020; n++) await link(pick(), (await addPerson(n)).id);
+    const map = (await maps.read())!.value;
+    await checkEverything();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await checkPlacement(map);
+  }, 60_000);
 });
+

@@ -1,0 +1,176 @@
+/**
+ * How a coordinator reads and allocates across partitions when it runs a plan itself (several partitions): the
+ * scatter/gather reader (each batched read split by owner into one message per partition; searches merged by
+ * score) and the ID source. Used by cluster/coordinator.ts.
+ *
+ * Invariant: a merged list of IDs is in ascending ID order whatever the partition map (sorted when partitions' ranges
+ * interleave after a rebalance).
+ */
+import { SilkError } from "../protocol/errors.js";
+import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  IndexRange,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "../protocol/records.js";
+import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
+import type { PartitionMap } from "./partition-map.js";
+import type { Transport } from "./transport.js";
+
+export function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
+  if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
+  return body as Extract<PartitionReplyBody, { type: T }>;
+}
+
+/** Committed reads across every partition: each request is split by owner and sent as one message per partition. */
+export class ScatterReader implements BaseReader {
+  constructor(
+    private readonly transport: Transport,
+    private readonly map: PartitionMap,
+  ) {}
+
+  private group(ids: readonly bigint[]): Map<number, number[]> {
+    const groups = new Map<number, number[]>();
+    ids.forEach((id, i) => {
+      const partition = this.map.partitionOf(id);
+      const list = groups.get(partition);
+      if (list) list.push(i);
+      else groups.set(partition, [i]);
+    });
+    return groups;
+  }
+
+  async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
+    const result: (StoredRecord | undefined)[] = new Array(ids.length);
+    await Promise.all(
+      [...this.group(ids)].map(async ([partition, indexes]) => {
+        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) });
+        expect(reply, "records").records.forEach((record, j) => (result[indexes[j]] = record));
+      }),
+    );
+    return result;
+  }
+
+  async exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
+    return (await this.records(kind, ids)).map((record) => record !== undefined);
+  }
+
+  async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
+    const result: AdjacencyEntry[][] = new Array(owners.length);
+    await Promise.all(
+      [...this.group(owners)].map(async ([partition, indexes]) => {
+        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label });
+        expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
+      }),
+    );
+    return result;
+  }
+
+  async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
+    return neighboursOf(await this.adjacency(owners, direction, label));
+  }
+
+  private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
+    // With one ascending range per partition, concatenating in partition order keeps ID order; after a rebalance
+    // interleaved partitions' ranges, the merged list is sorted.
+    return this.inIdOrder(replies.map((reply) => expect(reply, "ids").ids));
+  }
+
+  private inIdOrder(lists: bigint[][]): bigint[] {
+    const ids = lists.flat();
+    return this.map.idOrderFollowsPartitions ? ids : ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
+    return this.everyPartition({ type: "read_label", kind, label });
+  }
+
+  allIds(kind: RecordKind): Promise<bigint[]> {
+    return this.everyPartition({ type: "read_all", kind });
+  }
+
+  /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */
+  async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
+    const request = { type: "read_index", kind, label, field, ranges } as const;
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
+    const lists = replies.map((reply) => expect(reply, "index_ids").ids);
+    return lists.some((ids) => ids === null) ? undefined : this.inIdOrder(lists as bigint[][]);
+  }
+
+  /** Every partition's k nearest (or only the partitions owning candidates), merged by ascending distance. */
+  vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
+    return this.search(request, (part) => ({ type: "vector_search", request: part }), (a, b) => a.score - b.score);
+  }
+
+  /** Every partition's k best BM25 hits, merged by descending score (each partition scores with its own statistics). */
+  textSearch(request: TextSearchRequest): Promise<SearchHit[]> {
+    return this.search(request, (part) => ({ type: "text_search", request: part }), (a, b) => b.score - a.score);
+  }
+
+  /** A partition ranks only the overlay records it owns (each record once over all partitions). */
+  private ownOverlay<R extends VectorSearchRequest | TextSearchRequest>(partition: number, request: R): R {
+    if (!("overlay" in request) || request.overlay === undefined) return request;
+    const records = request.overlay.records.filter((record) => this.map.partitionOf(record.id) === partition);
+    return { ...request, overlay: { changed: request.overlay.changed, records } };
+  }
+
+  private async search<R extends VectorSearchRequest | TextSearchRequest>(
+    request: R,
+    message: (part: R) => PartitionRequest,
+    order: (a: SearchHit, b: SearchHit) => number,
+  ): Promise<SearchHit[]> {
+    const parts: [number, R][] =
+      request.candidates === undefined
+        ? this.map.partitions.map((partition) => [partition, request])
+        : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
+    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)))));
+    const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
+    return hits.sort((a, b) => order(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.k);
+  }
+}
+
+/** IDs a coordinator takes from a partition at a time for the records its transactions create. */
+export const ID_BLOCK = 64;
+
+/**
+ * New records go round-robin over partitions; an edge goes to its source's partition. IDs come from blocks each
+ * partition handed this coordinator, one round trip per ID_BLOCK new records instead of one per record (a cluster
+ * partition appends a reservation to its log for them); IDs of a block left unused are skipped, never reused. One
+ * instance lives as long as its coordinator.
+ */
+export class RemoteIdSource implements IdSource {
+  private next = 0;
+  private readonly blocks = new Map<number, { next: bigint; end: bigint }>();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly map: () => PartitionMap,
+  ) {}
+
+  async allocate(_kind: RecordKind, near?: bigint): Promise<bigint> {
+    const map = this.map();
+    const partitions = map.partitions;
+    const partition = near !== undefined ? map.partitionOf(near) : partitions[this.next++ % partitions.length];
+    let block = this.blocks.get(partition);
+    // A block is used up, or a rebalance gave some of its IDs to another partition: take a new one.
+    if (block === undefined || block.next > block.end || map.partitionOf(block.next) !== partition) {
+      const first = await this.allocateBlock(partition, ID_BLOCK);
+      block = { next: first, end: first + BigInt(ID_BLOCK) - 1n };
+      this.blocks.set(partition, block);
+    }
+    const id = block.next;
+    block.next += 1n;
+    return id;
+  }
+
+  /** Reserves a block of IDs on one partition (bulk import, and the blocks above). */
+  async allocateBlock(partition: number, count: number): Promise<bigint> {
+    return expect(await this.transport.request(partition, { type: "allocate_ids", count }), "id").id;
+  }
+}
