@@ -6,38 +6,13 @@
  * Architecture invariant: every change to a partition happens inside one `transactionSync`, so a crash leaves the
  * partition either before or after a transaction, never inside one.
  */
-import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
-import { Packr } from "msgpackr";
+import { open, type Database, type RootDatabase } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
-import { writeU64 } from "../protocol/ids.js";
+import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
+import type { Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
 import {
-  ENDPOINT_KIND_BYTES,
-  visitMutations,
-  type EncodedLabel,
-  type EncodedRecord,
-  encodeMutations,
-} from "../protocol/mutation-codec.js";
-import type {
-  AdjacencyEntry,
-  Direction,
-  IdRange,
-  IndexRange,
-  Mutation,
-  RecordKind,
-  SearchHit,
-  StoredRecord,
-  TextSearchRequest,
-  VectorSearchRequest,
-} from "../protocol/records.js";
-import type { Properties } from "../protocol/values.js";
-import {
-  adjacencyKeyEdge,
   adjacencyKeyFrom,
-  adjacencyKeyLabel,
-  adjacencyRange,
   adjacencyValueFrom,
-  adjacencyValueKind,
-  copyBytes,
   idKey,
   ID_BYTES,
   labelKey,
@@ -47,10 +22,14 @@ import {
 } from "./keys.js";
 import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { IndexCatalog } from "./index-catalog.js";
-import type { IndexedRecord, ScanChunk, ScannedRecord } from "./index-family.js";
+import { decodeRecord, encodeRecordFrom, indexedRecord, propsOf } from "./record-codec.js";
+import { decodeEdge } from "./record-codec.js";
+import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
+import { Snapshot } from "./snapshot.js";
 
-/** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
-export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
+export { encodeRecord, packr } from "./record-codec.js";
+export { Snapshot } from "./snapshot.js";
+import type { IndexedRecord, ScanChunk, ScannedRecord } from "./index-family.js";
 
 export interface PartitionStoreOptions {
   readonly path: string;
@@ -68,9 +47,6 @@ export interface PartitionStoreOptions {
    */
   readonly indexes?: readonly IndexDefinition[];
 }
-
-type StoredNode = [label: string, props: Properties];
-type StoredVector = [label: string, vector: Float64Array, props: Properties];
 
 const META_NEXT_ID = "next_id";
 /** The sequence of the last replicated-log entry applied (cluster mode; node/log-entry.ts). */
@@ -545,327 +521,5 @@ export class PartitionStore {
       if (bytes !== undefined) records.push({ ...indexedRecord(decodeRecord(kind, last, bytes)), bytes: bytes.length });
     }
     return { records, last, done: true };
-  }
-}
-
-/** The properties of a record of an encoded list. */
-function propsOf(bytes: Buffer, record: EncodedRecord): Properties {
-  return record.propsLength === 0 ? {} : (packr.unpack(bytes.subarray(record.propsAt, record.propsAt + record.propsLength)) as Properties);
-}
-
-/**
- * An edge record is a fixed binary header — from(8) | to(8) | from kind(1) | to kind(1) | label length(1) | label —
- * followed by msgpack properties, or nothing when it has none (most edges): edges are the bulk of a graph, and this
- * is several times cheaper to write and read than a msgpack array.
- */
-const EDGE_HEADER_BYTES = 19;
-
-function encodeEdge(record: Extract<StoredRecord, { kind: "edge" }>): Buffer {
-  const labelBytes = Buffer.byteLength(record.label, "utf8");
-  let empty = true;
-  for (const _ in record.props) {
-    empty = false;
-    break;
-  }
-  const props = empty ? undefined : packr.pack(record.props);
-  const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + labelBytes + (props?.length ?? 0));
-  writeU64(value, record.from, 0);
-  writeU64(value, record.to, 8);
-  value[16] = record.fromKind === "vector" ? 1 : 0;
-  value[17] = record.toKind === "vector" ? 1 : 0;
-  value[18] = labelBytes;
-  value.write(record.label, EDGE_HEADER_BYTES, "utf8");
-  props?.copy(value, EDGE_HEADER_BYTES + labelBytes);
-  return value;
-}
-
-function decodeEdge(id: bigint, bytes: Buffer): StoredRecord {
-  const labelEnd = EDGE_HEADER_BYTES + bytes[18];
-  return {
-    kind: "edge",
-    id,
-    label: bytes.toString("utf8", EDGE_HEADER_BYTES, labelEnd),
-    from: bytes.readBigUInt64BE(0),
-    to: bytes.readBigUInt64BE(8),
-    fromKind: bytes[16] === 1 ? "vector" : "node",
-    toKind: bytes[17] === 1 ? "vector" : "node",
-    props: labelEnd === bytes.length ? {} : (packr.unpack(bytes.subarray(labelEnd)) as Properties),
-  };
-}
-
-const labelPacks = new WeakMap<EncodedLabel, Buffer>();
-const EMPTY_MAP = Buffer.from([0x80]);
-
-/** The msgpack of a label, once per label of an encoded list. */
-function packedLabel(label: EncodedLabel): Buffer {
-  let packed = labelPacks.get(label);
-  if (packed === undefined) {
-    packed = packr.pack(label.text);
-    labelPacks.set(label, packed);
-  }
-  return packed;
-}
-
-/**
- * The stored value of a record of an encoded mutation list, from its bytes: the same value `encodeRecord` gives
- * for the materialised record (msgpack `[label, props]` and `[label, vector, props]` are an array header followed by
- * the packed elements, and the list already holds the packed properties).
- */
-function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
-  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
-  switch (record.kind) {
-    case "node":
-      return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
-    case "vector":
-      return Buffer.concat([ARRAY_OF_THREE, packedLabel(record.label), packr.pack(record.vector), props]);
-    case "edge": {
-      const label = record.label.bytes;
-      const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + label.length + record.propsLength);
-      copyBytes(bytes, record.fromAt, value, 0, ID_BYTES);
-      copyBytes(bytes, record.toAt, value, 8, ID_BYTES);
-      value[16] = record.fromKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
-      value[17] = record.toKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
-      value[18] = label.length;
-      copyBytes(label, 0, value, EDGE_HEADER_BYTES, label.length);
-      bytes.copy(value, EDGE_HEADER_BYTES + label.length, record.propsAt, record.propsAt + record.propsLength);
-      return value;
-    }
-    default: {
-      const unreachable: never = record.kind;
-      throw new Error(`unknown kind ${String(unreachable)}`);
-    }
-  }
-}
-
-const ARRAY_OF_TWO = Buffer.from([0x92]);
-const ARRAY_OF_THREE = Buffer.from([0x93]);
-
-/** The stored value of a record (exported so the benchmark's raw loop writes exactly the same bytes). */
-export function encodeRecord(record: StoredRecord): Buffer {
-  switch (record.kind) {
-    case "node":
-      return packr.pack([record.label, record.props] satisfies StoredNode);
-    case "edge":
-      return encodeEdge(record);
-    case "vector":
-      return packr.pack([record.label, record.vector, record.props] satisfies StoredVector);
-    default: {
-      const unreachable: never = record;
-      throw new Error(`unknown record ${JSON.stringify(unreachable)}`);
-    }
-  }
-}
-
-/**
- * Every record with an ID in `range`, every in-adjacency entry whose target is in it and every out-adjacency entry
- * whose source is in it (and whose edge is not: an edge record's own write carries its out-adjacency when its
- * partition owns the source), as `put` or `delete` mutations. Deleting an edge of the range whose source stays
- * (`stillOwned`) puts its out-adjacency back after the delete.
- */
-function rangeMutationsOf(
-  records: Record<RecordKind, Database<Buffer, Buffer>>,
-  adjacency: Record<Direction, Database<Buffer, Buffer>>,
-  range: IdRange,
-  op: "put" | "delete",
-  transaction: Transaction | undefined,
-  stillOwned: (id: bigint) => boolean = () => false,
-): Mutation[] {
-  const mutations: Mutation[] = [];
-  const start = idKey(range.first);
-  const end = range.last === 2n ** 64n - 1n ? undefined : idKey(range.last + 1n);
-  const inRange = (id: bigint): boolean => id >= range.first && id <= range.last;
-  /** Out-adjacency entries the edge records' own writes do not carry (their edge or their source is on the other side). */
-  const keptOut: Mutation[] = [];
-  for (const kind of ["node", "vector", "edge"] as const) {
-    for (const { key, value } of records[kind].getRange({ start, end, transaction })) {
-      const record = decodeRecord(kind, readId(key), value);
-      mutations.push(op === "put" ? { op: "put_record", record } : { op: "delete_record", record });
-      // Deleting an edge record here deletes its out-adjacency too; a source that stays here keeps it.
-      if (op === "delete" && record.kind === "edge" && !inRange(record.from) && stillOwned(record.from)) {
-        keptOut.push({ op: "put_out", source: record.from, label: record.label, edge: record.id, target: record.to, targetKind: record.toKind });
-      }
-    }
-  }
-  for (const { key, value } of adjacency.in.getRange({ start, end, transaction })) {
-    const target = readId(key);
-    const label = adjacencyKeyLabel(key);
-    const edge = adjacencyKeyEdge(key);
-    mutations.push(
-      op === "put"
-        ? { op: "put_in", target, label, edge, source: value.readBigUInt64BE(0), sourceKind: adjacencyValueKind(value) }
-        : { op: "delete_in", target, label, edge },
-    );
-  }
-  // Out-adjacency of sources in the range whose edge records are not: it moves with the source.
-  for (const { key, value } of adjacency.out.getRange({ start, end, transaction })) {
-    const edge = adjacencyKeyEdge(key);
-    if (inRange(edge)) continue;
-    const source = readId(key);
-    const label = adjacencyKeyLabel(key);
-    mutations.push(
-      op === "put"
-        ? { op: "put_out", source, label, edge, target: value.readBigUInt64BE(0), targetKind: adjacencyValueKind(value) }
-        : { op: "delete_out", source, label, edge },
-    );
-  }
-  return [...mutations, ...keptOut];
-}
-
-/** Ascending, disjoint, adjacent ranges joined. */
-function mergeRanges(ranges: readonly IdRange[]): IdRange[] {
-  const sorted = [...ranges].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
-  const merged: IdRange[] = [];
-  for (const range of sorted) {
-    const last = merged[merged.length - 1];
-    if (last !== undefined && range.first <= last.last + 1n) merged[merged.length - 1] = { first: last.first, last: range.last > last.last ? range.last : last.last };
-    else merged.push(range);
-  }
-  return merged;
-}
-
-/** `ranges` without the IDs of `removed`. */
-function subtractRange(ranges: readonly IdRange[], removed: IdRange): IdRange[] {
-  const result: IdRange[] = [];
-  for (const range of ranges) {
-    if (removed.last < range.first || removed.first > range.last) result.push(range);
-    else {
-      if (range.first < removed.first) result.push({ first: range.first, last: removed.first - 1n });
-      if (range.last > removed.last) result.push({ first: removed.last + 1n, last: range.last });
-    }
-  }
-  return result;
-}
-
-/** A record as index maintenance sees it. */
-function indexedRecord(record: StoredRecord): IndexedRecord {
-  return record.kind === "vector" ? { id: record.id, props: record.props, vector: record.vector } : { id: record.id, props: record.props };
-}
-
-function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): StoredRecord {
-  switch (kind) {
-    case "node": {
-      const [label, props] = packr.unpack(bytes) as StoredNode;
-      return { kind, id, label, props };
-    }
-    case "edge":
-      return decodeEdge(id, bytes);
-    case "vector": {
-      const [label, vector, props] = packr.unpack(bytes) as StoredVector;
-      return { kind, id, label, vector, props };
-    }
-    default: {
-      const unreachable: never = kind;
-      throw new Error(`unknown kind ${String(unreachable)}`);
-    }
-  }
-}
-
-/**
- * A consistent read view of one partition (one LMDB read transaction). Close it when the invocation ends so LMDB
- * can reuse the pages it pins.
- */
-export class Snapshot {
-  constructor(
-    private readonly transaction: Transaction,
-    private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
-    private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
-    private readonly labels: Database<Buffer, Buffer>,
-    private readonly indexes: IndexCatalog,
-  ) {}
-
-  vectorSearch(request: VectorSearchRequest): SearchHit[] {
-    return this.indexes.vectorSearch(this.transaction, request);
-  }
-
-  /** The records and in-adjacency entries of an ID range as an encoded `put` mutation list (rebalancing copies it). */
-  exportRange(range: IdRange): Uint8Array {
-    return encodeMutations(rangeMutationsOf(this.records, this.adjacencyDbs, range, "put", this.transaction));
-  }
-
-  textSearch(request: TextSearchRequest): SearchHit[] {
-    return this.indexes.textSearch(this.transaction, request);
-  }
-
-  /** Records of a label whose indexed field lies in any range, ascending; undefined unless the index is active. */
-  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
-    return this.indexes.lookup(this.transaction, kind, label, field, ranges);
-  }
-
-  record(kind: RecordKind, id: bigint): StoredRecord | undefined {
-    const bytes = this.records[kind].get(idKey(id), { transaction: this.transaction });
-    return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
-  }
-
-  exists(kind: RecordKind, id: bigint): boolean {
-    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
-    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Buffer | undefined;
-    return read.call(this.records[kind], idKey(id), { transaction: this.transaction }) !== undefined;
-  }
-
-  adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
-    const { start, end } = adjacencyRange(owner, label);
-    const entries: AdjacencyEntry[] = [];
-    for (const { key, value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
-      entries.push({
-        edge: adjacencyKeyEdge(key),
-        // With a label given, every key in the range carries it: no need to decode it again.
-        label: label ?? adjacencyKeyLabel(key),
-        other: value.readBigUInt64BE(0),
-        otherKind: adjacencyValueKind(value),
-      });
-    }
-    return entries;
-  }
-
-  /** Appends the other ends of one owner's edges to `into` (no edge IDs decoded: the hot path of Out and In). */
-  neighbours(owner: bigint, direction: Direction, label: string | undefined, into: { kind: "node" | "vector"; id: bigint }[]): void {
-    const { start, end } = adjacencyRange(owner, label);
-    for (const { value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
-      into.push({ kind: adjacencyValueKind(value), id: value.readBigUInt64BE(0) });
-    }
-  }
-
-  /**
-   * The transaction option for range reads. Passing a transaction makes lmdb-js open a fresh native cursor per
-   * range (it costs about a third of a short adjacency scan); while this snapshot's transaction is still lmdb-js's
-   * current shared read transaction (`notCurrent` unset), an implicit read uses that same transaction and reuses a
-   * cached cursor, so the snapshot is the same either way.
-   */
-  private cursorTransaction(): Transaction | undefined {
-    return (this.transaction as Transaction & { notCurrent?: boolean }).notCurrent ? this.transaction : undefined;
-  }
-
-  /**
-   * Every ID of one kind and label, in ID order. Nodes and vectors have a label index; edges do not (it would cost
-   * a quarter of every edge write), so an edge label is a scan of the out-adjacency keys, which carry the label.
-   */
-  idsOfLabel(kind: RecordKind, label: string): bigint[] {
-    if (kind === "edge") return this.edgeIdsOfLabel(label);
-    const ids: bigint[] = [];
-    for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) {
-      ids.push(readId(key, key.length - 8));
-    }
-    return ids;
-  }
-
-  private edgeIdsOfLabel(label: string): bigint[] {
-    const ids: bigint[] = [];
-    const wanted = Buffer.from(label, "utf8");
-    for (const key of this.adjacencyDbs.out.getKeys({ transaction: this.transaction })) {
-      const labelEnd = key.length - 9;
-      if (labelEnd - 8 === wanted.length && wanted.equals(key.subarray(8, labelEnd))) ids.push(adjacencyKeyEdge(key));
-    }
-    return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  }
-
-  /** Every ID of one kind, in ID order. */
-  allIds(kind: RecordKind): bigint[] {
-    const ids: bigint[] = [];
-    for (const key of this.records[kind].getKeys({ transaction: this.transaction })) ids.push(readId(key));
-    return ids;
-  }
-
-  close(): void {
-    this.transaction.done();
   }
 }

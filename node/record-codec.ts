@@ -1,0 +1,152 @@
+/**
+ * How records are stored in a partition's LMDB: a node `[label, props]` and a vector `[label, vector, props]` in
+ * msgpack, an edge as a fixed binary header (from, to, endpoint kinds, label) followed by its msgpack properties only
+ * when it has any. The write path assembles values straight from an encoded mutation list's bytes
+ * (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record.
+ */
+import { Packr } from "msgpackr";
+import { writeU64 } from "../protocol/ids.js";
+import { ENDPOINT_KIND_BYTES, type EncodedLabel, type EncodedRecord } from "../protocol/mutation-codec.js";
+import type { RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Properties } from "../protocol/values.js";
+import { copyBytes, ID_BYTES } from "./keys.js";
+import type { IndexedRecord } from "./index-family.js";
+
+/** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
+export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
+
+type StoredNode = [label: string, props: Properties];
+type StoredVector = [label: string, vector: Float64Array, props: Properties];
+
+/** The properties of a record of an encoded list. */
+export function propsOf(bytes: Buffer, record: EncodedRecord): Properties {
+  return record.propsLength === 0 ? {} : (packr.unpack(bytes.subarray(record.propsAt, record.propsAt + record.propsLength)) as Properties);
+}
+
+/**
+ * An edge record is a fixed binary header — from(8) | to(8) | from kind(1) | to kind(1) | label length(1) | label —
+ * followed by msgpack properties, or nothing when it has none (most edges): edges are the bulk of a graph, and this
+ * is several times cheaper to write and read than a msgpack array.
+ */
+const EDGE_HEADER_BYTES = 19;
+
+function encodeEdge(record: Extract<StoredRecord, { kind: "edge" }>): Buffer {
+  const labelBytes = Buffer.byteLength(record.label, "utf8");
+  let empty = true;
+  for (const _ in record.props) {
+    empty = false;
+    break;
+  }
+  const props = empty ? undefined : packr.pack(record.props);
+  const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + labelBytes + (props?.length ?? 0));
+  writeU64(value, record.from, 0);
+  writeU64(value, record.to, 8);
+  value[16] = record.fromKind === "vector" ? 1 : 0;
+  value[17] = record.toKind === "vector" ? 1 : 0;
+  value[18] = labelBytes;
+  value.write(record.label, EDGE_HEADER_BYTES, "utf8");
+  props?.copy(value, EDGE_HEADER_BYTES + labelBytes);
+  return value;
+}
+
+export function decodeEdge(id: bigint, bytes: Buffer): StoredRecord {
+  const labelEnd = EDGE_HEADER_BYTES + bytes[18];
+  return {
+    kind: "edge",
+    id,
+    label: bytes.toString("utf8", EDGE_HEADER_BYTES, labelEnd),
+    from: bytes.readBigUInt64BE(0),
+    to: bytes.readBigUInt64BE(8),
+    fromKind: bytes[16] === 1 ? "vector" : "node",
+    toKind: bytes[17] === 1 ? "vector" : "node",
+    props: labelEnd === bytes.length ? {} : (packr.unpack(bytes.subarray(labelEnd)) as Properties),
+  };
+}
+
+const labelPacks = new WeakMap<EncodedLabel, Buffer>();
+const EMPTY_MAP = Buffer.from([0x80]);
+
+/** The msgpack of a label, once per label of an encoded list. */
+function packedLabel(label: EncodedLabel): Buffer {
+  let packed = labelPacks.get(label);
+  if (packed === undefined) {
+    packed = packr.pack(label.text);
+    labelPacks.set(label, packed);
+  }
+  return packed;
+}
+
+/**
+ * The stored value of a record of an encoded mutation list, from its bytes: the same value `encodeRecord` gives
+ * for the materialised record (msgpack `[label, props]` and `[label, vector, props]` are an array header followed by
+ * the packed elements, and the list already holds the packed properties).
+ */
+export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
+  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
+  switch (record.kind) {
+    case "node":
+      return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
+    case "vector":
+      return Buffer.concat([ARRAY_OF_THREE, packedLabel(record.label), packr.pack(record.vector), props]);
+    case "edge": {
+      const label = record.label.bytes;
+      const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + label.length + record.propsLength);
+      copyBytes(bytes, record.fromAt, value, 0, ID_BYTES);
+      copyBytes(bytes, record.toAt, value, 8, ID_BYTES);
+      value[16] = record.fromKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+      value[17] = record.toKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+      value[18] = label.length;
+      copyBytes(label, 0, value, EDGE_HEADER_BYTES, label.length);
+      bytes.copy(value, EDGE_HEADER_BYTES + label.length, record.propsAt, record.propsAt + record.propsLength);
+      return value;
+    }
+    default: {
+      const unreachable: never = record.kind;
+      throw new Error(`unknown kind ${String(unreachable)}`);
+    }
+  }
+}
+
+const ARRAY_OF_TWO = Buffer.from([0x92]);
+const ARRAY_OF_THREE = Buffer.from([0x93]);
+
+/** The stored value of a record (exported so the benchmark's raw loop writes exactly the same bytes). */
+export function encodeRecord(record: StoredRecord): Buffer {
+  switch (record.kind) {
+    case "node":
+      return packr.pack([record.label, record.props] satisfies StoredNode);
+    case "edge":
+      return encodeEdge(record);
+    case "vector":
+      return packr.pack([record.label, record.vector, record.props] satisfies StoredVector);
+    default: {
+      const unreachable: never = record;
+      throw new Error(`unknown record ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** A record as index maintenance sees it. */
+export function indexedRecord(record: StoredRecord): IndexedRecord {
+  return record.kind === "vector" ? { id: record.id, props: record.props, vector: record.vector } : { id: record.id, props: record.props };
+}
+
+export function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): StoredRecord {
+  switch (kind) {
+    case "node": {
+      const [label, props] = packr.unpack(bytes) as StoredNode;
+      return { kind, id, label, props };
+    }
+    case "edge":
+      return decodeEdge(id, bytes);
+    case "vector": {
+      const [label, vector, props] = packr.unpack(bytes) as StoredVector;
+      return { kind, id, label, vector, props };
+    }
+    default: {
+      const unreachable: never = kind;
+      throw new Error(`unknown kind ${String(unreachable)}`);
+    }
+  }
+}
+

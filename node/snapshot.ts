@@ -1,0 +1,136 @@
+/**
+ * A consistent read view of one partition store: one LMDB read transaction, through which every read of an
+ * invocation goes (records, adjacency, labels, index lookups, searches, a range's export).
+ */
+import { type Database, type Transaction } from "lmdb";
+import { encodeMutations } from "../protocol/mutation-codec.js";
+import type {
+  AdjacencyEntry,
+  Direction,
+  IdRange,
+  IndexRange,
+  RecordKind,
+  SearchHit,
+  StoredRecord,
+  TextSearchRequest,
+  VectorSearchRequest,
+} from "../protocol/records.js";
+import {
+  adjacencyKeyEdge,
+  adjacencyKeyLabel,
+  adjacencyRange,
+  adjacencyValueKind,
+  idKey,
+  labelRange,
+  readId,
+} from "./keys.js";
+import type { IndexCatalog } from "./index-catalog.js";
+import { decodeRecord } from "./record-codec.js";
+import { rangeMutationsOf } from "./range-mutations.js";
+
+/** Close it when the invocation ends so LMDB can reuse the pages it pins. */
+export class Snapshot {
+  constructor(
+    private readonly transaction: Transaction,
+    private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
+    private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
+    private readonly labels: Database<Buffer, Buffer>,
+    private readonly indexes: IndexCatalog,
+  ) {}
+
+  vectorSearch(request: VectorSearchRequest): SearchHit[] {
+    return this.indexes.vectorSearch(this.transaction, request);
+  }
+
+  /** The records and in-adjacency entries of an ID range as an encoded `put` mutation list (rebalancing copies it). */
+  exportRange(range: IdRange): Uint8Array {
+    return encodeMutations(rangeMutationsOf(this.records, this.adjacencyDbs, range, "put", this.transaction));
+  }
+
+  textSearch(request: TextSearchRequest): SearchHit[] {
+    return this.indexes.textSearch(this.transaction, request);
+  }
+
+  /** Records of a label whose indexed field lies in any range, ascending; undefined unless the index is active. */
+  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
+    return this.indexes.lookup(this.transaction, kind, label, field, ranges);
+  }
+
+  record(kind: RecordKind, id: bigint): StoredRecord | undefined {
+    const bytes = this.records[kind].get(idKey(id), { transaction: this.transaction });
+    return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
+  }
+
+  exists(kind: RecordKind, id: bigint): boolean {
+    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
+    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Buffer | undefined;
+    return read.call(this.records[kind], idKey(id), { transaction: this.transaction }) !== undefined;
+  }
+
+  adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
+    const { start, end } = adjacencyRange(owner, label);
+    const entries: AdjacencyEntry[] = [];
+    for (const { key, value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
+      entries.push({
+        edge: adjacencyKeyEdge(key),
+        // With a label given, every key in the range carries it: no need to decode it again.
+        label: label ?? adjacencyKeyLabel(key),
+        other: value.readBigUInt64BE(0),
+        otherKind: adjacencyValueKind(value),
+      });
+    }
+    return entries;
+  }
+
+  /** Appends the other ends of one owner's edges to `into` (no edge IDs decoded: the hot path of Out and In). */
+  neighbours(owner: bigint, direction: Direction, label: string | undefined, into: { kind: "node" | "vector"; id: bigint }[]): void {
+    const { start, end } = adjacencyRange(owner, label);
+    for (const { value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
+      into.push({ kind: adjacencyValueKind(value), id: value.readBigUInt64BE(0) });
+    }
+  }
+
+  /**
+   * The transaction option for range reads. Passing a transaction makes lmdb-js open a fresh native cursor per
+   * range (it costs about a third of a short adjacency scan); while this snapshot's transaction is still lmdb-js's
+   * current shared read transaction (`notCurrent` unset), an implicit read uses that same transaction and reuses a
+   * cached cursor, so the snapshot is the same either way.
+   */
+  private cursorTransaction(): Transaction | undefined {
+    return (this.transaction as Transaction & { notCurrent?: boolean }).notCurrent ? this.transaction : undefined;
+  }
+
+  /**
+   * Every ID of one kind and label, in ID order. Nodes and vectors have a label index; edges do not (it would cost
+   * a quarter of every edge write), so an edge label is a scan of the out-adjacency keys, which carry the label.
+   */
+  idsOfLabel(kind: RecordKind, label: string): bigint[] {
+    if (kind === "edge") return this.edgeIdsOfLabel(label);
+    const ids: bigint[] = [];
+    for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) {
+      ids.push(readId(key, key.length - 8));
+    }
+    return ids;
+  }
+
+  private edgeIdsOfLabel(label: string): bigint[] {
+    const ids: bigint[] = [];
+    const wanted = Buffer.from(label, "utf8");
+    for (const key of this.adjacencyDbs.out.getKeys({ transaction: this.transaction })) {
+      const labelEnd = key.length - 9;
+      if (labelEnd - 8 === wanted.length && wanted.equals(key.subarray(8, labelEnd))) ids.push(adjacencyKeyEdge(key));
+    }
+    return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Every ID of one kind, in ID order. */
+  allIds(kind: RecordKind): bigint[] {
+    const ids: bigint[] = [];
+    for (const key of this.records[kind].getKeys({ transaction: this.transaction })) ids.push(readId(key));
+    return ids;
+  }
+
+  close(): void {
+    this.transaction.done();
+  }
+}
