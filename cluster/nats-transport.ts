@@ -3,6 +3,11 @@
  * the caller allows bounded staleness, to the replicas' stale subject) as the cluster/nats-wire.ts envelope, and the
  * PartitionReply comes back. Which leader holds the lease is NATS's business: only the lease holder subscribes.
  *
+ * Bounded staleness (`staleReads: { maxStalenessMs }`, `true` = DEFAULT_MAX_STALENESS_MS): a read goes to the stale
+ * subject carrying the bound; a replica too far behind answers `not_leader`, and the read goes to the leader subject
+ * at once (no backoff, same request id). With `readYourWrites`, a read of a partition this transport sent a write to
+ * less than maxStalenessMs ago goes to the leader, so it sees that write (cluster/replica.ts states the guarantee).
+ *
  * Retry rules (docs/CLUSTER.md; the leader's side is cluster/replica.ts):
  * - A request that provably reached no leader is retried until the overall deadline, with jittered exponential
  *   backoff: "no responders" (no leader subscribed yet, e.g. during a failover) and a `not_leader` reply (the
@@ -26,7 +31,7 @@ import { SilkError } from "../protocol/errors.js";
 import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import type { Plan } from "../protocol/tree.js";
 import { PREPARED_PLANS_MAX } from "../node/partition-actor.js";
-import { decodeReply, encodeRequest } from "./nats-wire.js";
+import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./nats-wire.js";
 import { subjects } from "./subjects.js";
 import { unwrap, type Transport } from "./transport.js";
 
@@ -45,13 +50,35 @@ export interface NatsTransportOptions {
   readonly timeoutMs?: number;
   /** How long a request may take over all its attempts (default 15 s). */
   readonly deadlineMs?: number;
-  /** Reads go to any replica (the stale subject) instead of the leader. */
-  readonly staleReads?: boolean;
+  /** Reads may go to any replica (the stale subject) within a staleness bound; see StaleReads. Default false. */
+  readonly staleReads?: StaleReads;
   /** Randomness for the backoff's jitter (tests pass a fixed one); default Math.random. */
   readonly random?: () => number;
 }
 
-type Outcome = { readonly kind: "reply"; readonly body: PartitionReplyBody } | { readonly kind: "retry"; readonly what: string } | { readonly kind: "unknown"; readonly what: string };
+/**
+ * Follower reads: false (every request to the leader), `{ maxStalenessMs }` (a positive integer ≤ 1 hour; reads may be
+ * answered by a replica that applied every entry the log held maxStalenessMs before), or `true` for
+ * `{ maxStalenessMs: DEFAULT_MAX_STALENESS_MS }`. `readYourWrites` (default false): see the module comment.
+ */
+export type StaleReads = boolean | { readonly maxStalenessMs: number; readonly readYourWrites?: boolean };
+
+/** The validated bound and read-your-writes flag of a StaleReads option (undefined: no stale reads). */
+export function staleReadsOption(value: StaleReads | undefined): { readonly maxStalenessMs: number; readonly readYourWrites: boolean } | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { maxStalenessMs: DEFAULT_MAX_STALENESS_MS, readYourWrites: false };
+  if (typeof value !== "object" || value === null) throw new SilkError("invalid_option", `staleReads is false, true or { maxStalenessMs }, not ${String(value)}`);
+  if (!isStalenessBound(value.maxStalenessMs)) {
+    throw new SilkError("invalid_option", `staleReads.maxStalenessMs must be a positive integer of milliseconds up to ${MAX_STALENESS_MS_LIMIT}, not ${String(value.maxStalenessMs)}`);
+  }
+  if (value.readYourWrites !== undefined && typeof value.readYourWrites !== "boolean") throw new SilkError("invalid_option", "staleReads.readYourWrites is a boolean");
+  return { maxStalenessMs: value.maxStalenessMs, readYourWrites: value.readYourWrites ?? false };
+}
+
+type Outcome =
+  | { readonly kind: "reply"; readonly body: PartitionReplyBody }
+  | { readonly kind: "retry"; readonly what: string; readonly refused?: true }
+  | { readonly kind: "unknown"; readonly what: string };
 
 /** Requests whose repetition changes nothing a caller can observe (see the module comment). */
 export function safeToRepeat(request: PartitionRequest): boolean {
@@ -116,8 +143,12 @@ export class NatsTransport implements Transport {
   private readonly plans = new Map<number, Plan>();
   private readonly attemptTimeoutMs: number;
   private readonly deadlineMs: number;
+  private readonly stale: ReturnType<typeof staleReadsOption>;
+  /** Per partition, when this transport's last write to it ended (performance.now(); for readYourWrites). */
+  private readonly wroteAt = new Map<number, number>();
 
   constructor(private readonly options: NatsTransportOptions) {
+    this.stale = staleReadsOption(options.staleReads);
     this.attemptTimeoutMs = options.timeoutMs ?? TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT;
     this.deadlineMs = options.deadlineMs ?? TRANSPORT_DEADLINE_MS_DEFAULT;
     for (const [name, value] of [["timeoutMs", this.attemptTimeoutMs], ["deadlineMs", this.deadlineMs]] as const) {
@@ -145,14 +176,30 @@ export class NatsTransport implements Transport {
   }
 
   private async send(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
-    const { nc, cluster, staleReads } = this.options;
-    const subject = staleReads === true && isRead(message) ? subjects.stale(cluster, partition) : subjects.leader(cluster, partition);
+    const stale = this.stale;
+    if (stale === undefined) return this.sendTo(partition, message, undefined);
+    if (!isRead(message)) {
+      try {
+        return await this.sendTo(partition, message, undefined);
+      } finally {
+        if (stale.readYourWrites) this.wroteAt.set(partition, performance.now());
+      }
+    }
+    const wrote = this.wroteAt.get(partition);
+    const ownWriteTooRecent = wrote !== undefined && performance.now() - wrote < stale.maxStalenessMs;
+    return this.sendTo(partition, message, ownWriteTooRecent ? undefined : stale.maxStalenessMs);
+  }
+
+  /** Sends to the leader, or with a bound to the stale subject (then to the leader if the replica refuses). */
+  private async sendTo(partition: number, message: PartitionRequest, maxStalenessMs: number | undefined): Promise<PartitionReplyBody> {
+    const { nc, cluster } = this.options;
+    let subject = maxStalenessMs !== undefined ? subjects.stale(cluster, partition) : subjects.leader(cluster, partition);
     const planTimeoutMs = message.type === "execute" ? message.plan.timeoutMs : undefined;
     const attemptTimeoutMs = planTimeoutMs === undefined ? this.attemptTimeoutMs : Math.max(this.attemptTimeoutMs, planTimeoutMs + REPLY_MARGIN_MS);
     const started = Date.now();
     const deadline = started + Math.max(this.deadlineMs, attemptTimeoutMs);
     const requestId = randomUUID();
-    const payload = encodeRequest(message, requestId);
+    let payload = encodeRequest(message, requestId, maxStalenessMs);
     const repeatable = safeToRepeat(message);
     let what = "no attempt was made";
     for (let attempt = 0; ; attempt++) {
@@ -161,6 +208,12 @@ export class NatsTransport implements Transport {
       const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs));
       if (outcome.kind === "reply") return outcome.body;
       what = outcome.what;
+      if (outcome.kind === "retry" && outcome.refused && maxStalenessMs !== undefined && subject !== subjects.leader(cluster, partition)) {
+        // The replica is too far behind for the bound (or not a reader): the leader answers, without waiting.
+        subject = subjects.leader(cluster, partition);
+        payload = encodeRequest(message, requestId);
+        continue;
+      }
       if (outcome.kind === "unknown" && !repeatable) {
         throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster}: ${what}; the ${message.type} may or may not have taken effect (it is not repeated)`);
       }
@@ -182,7 +235,7 @@ export class NatsTransport implements Transport {
       return { kind: "unknown", what: `the request failed: ${cause instanceof Error ? cause.message : String(cause)}` };
     }
     const reply = decodeReply(data);
-    if (!reply.ok && reply.code === "not_leader") return { kind: "retry", what: `a replica answered not_leader (${reply.message})` };
+    if (!reply.ok && reply.code === "not_leader") return { kind: "retry", what: `a replica answered not_leader (${reply.message})`, refused: true };
     // The leader could not tell whether its append took effect (and stopped leading): as unknown as a timeout.
     if (!reply.ok && reply.code === "partition_unavailable") return { kind: "unknown", what: `the leader answered partition_unavailable (${reply.message})` };
     return { kind: "reply", body: unwrap(reply) };

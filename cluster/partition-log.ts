@@ -124,8 +124,13 @@ export class PartitionLog {
    * returns), until the follower is stopped. An entry `onEntry` throws on ends the follow with that failure (`done`
    * rejects). NATS trouble does not: the follower pulls batches through an ordered consumer and, when a pull fails or
    * comes back empty while the stream holds more, makes a new consumer from the next sequence it needs.
+   *
+   * `onCurrent(asOf)` (a `performance.now()` instant) is called when the follower knows it applied every entry the
+   * log held at `asOf`: after applying an entry delivered with nothing pending behind it (`asOf` = when the pull that
+   * brought it was sent; the server counted "nothing pending" after it received that pull), or after a pull came back
+   * empty and the stream's last sequence, asked at `asOf`, was already applied.
    */
-  follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void, logger: Logger): LogFollower {
+  follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void, logger: Logger, onCurrent: (asOf: number) => void = () => undefined): LogFollower {
     const follower = new LogFollower();
     let next = Math.max(1, fromSequence);
     follower.done = (async () => {
@@ -133,6 +138,7 @@ export class PartitionLog {
         try {
           const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
           while (!follower.stopped) {
+            const pulledAt = performance.now();
             const batch = await consumer.fetch({ max_messages: FOLLOW_BATCH, expires: FOLLOW_EXPIRES_MS });
             // A pull whose server died may never end by itself: it is stopped after its expiry and a grace period.
             const guard = setTimeout(() => batch.stop(), FOLLOW_EXPIRES_MS + FOLLOW_GRACE_MS);
@@ -141,20 +147,26 @@ export class PartitionLog {
             try {
               for await (const message of batch) {
                 if (follower.stopped) break;
-                if (message.seq < next) continue;
-                try {
-                  onEntry(message.seq, decodeLogEntry(message.data));
-                } catch (cause) {
-                  throw new EntryFailure(cause);
+                if (message.seq >= next) {
+                  try {
+                    onEntry(message.seq, decodeLogEntry(message.data));
+                  } catch (cause) {
+                    throw new EntryFailure(cause);
+                  }
+                  next = message.seq + 1;
+                  delivered++;
                 }
-                next = message.seq + 1;
-                delivered++;
+                if (message.info.pending === 0) onCurrent(pulledAt);
               }
             } finally {
               clearTimeout(guard);
               follower.batch = undefined;
             }
-            if (delivered === 0 && !follower.stopped && (await this.lastSequence()) >= next) break; // a stalled consumer
+            if (delivered === 0 && !follower.stopped) {
+              const askedAt = performance.now();
+              if ((await this.lastSequence()) >= next) break; // a stalled consumer
+              if (!follower.stopped) onCurrent(askedAt);
+            }
           }
         } catch (cause) {
           if (cause instanceof EntryFailure) throw cause.cause;

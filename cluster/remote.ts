@@ -25,7 +25,7 @@ import { partitionIndexStatuses } from "./index-operations.js";
 import { KvDecisionLog } from "./kv-decision-log.js";
 import { MapStore } from "./map-store.js";
 import { Rebalancer, type RebalancerOptions } from "./rebalance.js";
-import { NatsTransport } from "./nats-transport.js";
+import { NatsTransport, staleReadsOption, type StaleReads } from "./nats-transport.js";
 import { checkClusterName } from "./subjects.js";
 
 export interface ConnectClusterOptions {
@@ -41,8 +41,12 @@ export interface ConnectClusterOptions {
   /** Default "writer". */
   readonly mode?: "writer" | "readonly";
   readonly embedder?: Embedder;
-  /** Reads may be answered by any replica (bounded staleness) instead of the leader. */
-  readonly staleReads?: boolean;
+  /**
+   * Reads may be answered by any replica that is at most `maxStalenessMs` behind the log (positive integer ≤ 1 hour)
+   * instead of the leader; `true` = 5,000 ms; `readYourWrites` sends a partition's reads to its leader for
+   * maxStalenessMs after a write through this connection. Default false (cluster/nats-transport.ts StaleReads).
+   */
+  readonly staleReads?: StaleReads;
   /** The deadline of a request that sets no timeout_ms. */
   readonly defaultTimeoutMs?: number;
   /** Per attempt and overall transport deadlines (cluster/nats-transport.ts defaults). */
@@ -72,6 +76,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
   if (options.servers.length === 0) throw new SilkError("invalid_option", "connectCluster needs at least one NATS server URL");
   const mode = options.mode ?? "writer";
   if (mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
+  staleReadsOption(options.staleReads); // refused before connecting
   let nc: NatsConnection;
   try {
     nc = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, name: `silk-coordinator-${cluster}` });

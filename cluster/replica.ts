@@ -13,7 +13,16 @@
  *   it asks the replicated decision log (presumed abort) and applies the outcome through its log, so a crashed
  *   coordinator's transactions are resolved even if no coordinator comes back.
  * - Every replica answers stale reads on `subjects.stale` (queue group STALE_QUEUE) from its applied state with a
- *   read-only actor; anything but a read gets `not_leader`.
+ *   read-only actor, within the request's bound `maxStalenessMs` (default DEFAULT_MAX_STALENESS_MS); anything but a
+ *   read gets `not_leader`. Bounded staleness: the replica keeps `currentAsOf`, an instant (its own monotonic
+ *   clock) such that it has applied every entry the log held then; the follower loop moves it (cluster/partition-log.ts
+ *   `onCurrent`). A leader is current. A follower answers only if now − currentAsOf ≤ maxStalenessMs; otherwise it
+ *   asks the stream's last sequence (at instant Q), waits up to FRESHNESS_WAIT_MS to have applied it (currentAsOf
+ *   becomes Q), and if it still is too far behind refuses with `not_leader` (the transport then asks the leader).
+ *   Guarantee: an answer reflects every entry that was in the log maxStalenessMs before the replica began answering
+ *   (hence before the client sent the request plus the bound), and is a consistent snapshot of a log prefix.
+ * - Test hook: `holdFollowing()` / `resumeFollowing()` stop and restart a follower's loop (a lagging follower); a
+ *   held replica does not stand for election.
  *
  * Invariants: at most one of (follower loop, leader actor) applies entries to the store at any time; an entry is
  * applied only at its own sequence, once (`appliedLogSequence` only grows, in the same LMDB transaction). A
@@ -23,7 +32,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import type { Embedder } from "../protocol/embedding.js";
-import { asSilkError } from "../protocol/errors.js";
+import { SilkError, asSilkError } from "../protocol/errors.js";
 import type { PartitionReply, PartitionRequest } from "../protocol/messages.js";
 import type { Schema } from "../protocol/schema.js";
 import { PartitionActor } from "../node/partition-actor.js";
@@ -32,7 +41,7 @@ import type { DecisionStore } from "./decision-log.js";
 import { IntentResolver } from "./intent-resolver.js";
 import { KvDecisionLog } from "./kv-decision-log.js";
 import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
-import { decodeRequest, encodeReply } from "./nats-wire.js";
+import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./nats-wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
 import { STALE_QUEUE, subjects } from "./subjects.js";
 
@@ -62,6 +71,9 @@ const STALE_READS = new Set<PartitionRequest["type"]>(["read_records", "read_adj
 
 /** How long a new leader waits to catch up with the log before it gives the lease back. */
 const CATCH_UP_TIMEOUT_MS = 30_000;
+/** A follower too stale for a read: how long it waits for JetStream's last sequence, then to have applied it. */
+const FRESHNESS_ASK_TIMEOUT_MS = 1_000;
+const FRESHNESS_WAIT_MS = 250;
 
 interface Leadership {
   readonly actor: PartitionActor;
@@ -85,6 +97,12 @@ export class PartitionReplica {
   private readonly ttlMs: number;
   /** The replicated decision log, opened when an intent first needs resolving. */
   private decisionLog: Promise<DecisionStore> | undefined;
+  /** performance.now() instant as of which every log entry is applied (see the module comment). */
+  private currentAsOf = -Infinity;
+  /** The freshness check in flight (one at a time, shared by the reads waiting for it). */
+  private freshnessCheck: Promise<void> | undefined;
+  /** Test hook: the follower loop is held (holdFollowing). */
+  private held = false;
 
   private constructor(
     private readonly options: ReplicaOptions,
@@ -108,7 +126,7 @@ export class PartitionReplica {
     replica.stale = options.nc.subscribe(subjects.stale(options.cluster, options.partition), {
       queue: STALE_QUEUE,
       callback: (error, message) => {
-        if (error === null) void replica.answer(message.data, (bytes) => message.respond(bytes), (request, requestId) => replica.answerStale(request, requestId));
+        if (error === null) void replica.answer(message.data, (bytes) => message.respond(bytes), (envelope) => replica.answerStale(envelope));
       },
     });
     replica.electionTimer = setInterval(() => void replica.elect(), Math.max(10, Math.floor(replica.ttlMs / 10)));
@@ -123,6 +141,31 @@ export class PartitionReplica {
 
   appliedSequence(): number {
     return this.options.store.appliedLogSequence();
+  }
+
+  /** How far behind the log this replica may be, in ms (0 for a leader; Infinity before it was first current). */
+  stalenessMs(): number {
+    // A leader with a live lease applied everything in the log: no other replica can append while the lease lives.
+    return this.role === "leader" && this.lease.held() ? 0 : Math.max(0, performance.now() - this.currentAsOf);
+  }
+
+  /** Test hook: a follower stops applying the log (and stands for no election) until resumeFollowing(). */
+  async holdFollowing(): Promise<void> {
+    await this.queue(async () => {
+      if (this.leadership !== undefined) throw new SilkError("internal", "a leader cannot hold its follower loop");
+      this.held = true;
+      await this.follower?.stop();
+      this.follower = undefined;
+    });
+  }
+
+  /** Test hook: a held follower follows the log again. */
+  async resumeFollowing(): Promise<void> {
+    await this.queue(async () => {
+      if (!this.held) return;
+      this.held = false;
+      if (!this.stopped && this.leadership === undefined && this.follower === undefined) await this.startFollowing();
+    });
   }
 
   /** A leader gives its lease up (so failover is immediate); every subscription ends. The store stays open. */
@@ -150,10 +193,15 @@ export class PartitionReplica {
   private async startFollowing(): Promise<void> {
     const { store, logger, partition } = this.options;
     const from = store.appliedLogSequence() + 1;
-    const follower = this.log.follow(from, (sequence, entry) => {
-      const refused = applyAt(store, sequence, entry);
-      if (refused !== undefined) logger.warn({ partition, sequence, code: refused.code, message: refused.message }, "log entry refused (applied as a no-op)");
-    }, logger);
+    const follower = this.log.follow(
+      from,
+      (sequence, entry) => {
+        const refused = applyAt(store, sequence, entry);
+        if (refused !== undefined) logger.warn({ partition, sequence, code: refused.code, message: refused.message }, "log entry refused (applied as a no-op)");
+      },
+      logger,
+      (asOf) => this.markCurrent(asOf),
+    );
     this.follower = follower;
     follower.done.then(
       () => undefined,
@@ -168,7 +216,7 @@ export class PartitionReplica {
   }
 
   private async elect(): Promise<void> {
-    if (this.stopped || this.electing || this.leadership !== undefined) return;
+    if (this.stopped || this.electing || this.held || this.leadership !== undefined) return;
     this.electing = true;
     try {
       if (!(await this.lease.tryAcquire())) return;
@@ -231,7 +279,7 @@ export class PartitionReplica {
     leadership.subscription = this.options.nc.subscribe(subjects.leader(this.options.cluster, partition), {
       callback: (error, message) => {
         if (error !== null || leadership?.current !== true) return;
-        const work = this.answer(message.data, (bytes) => message.respond(bytes), (request, requestId) => actor.handle(request, requestId));
+        const work = this.answer(message.data, (bytes) => message.respond(bytes), ({ request, requestId }) => actor.handle(request, requestId));
         leadership.inflight.add(work);
         void work.finally(() => leadership.inflight.delete(work));
       },
@@ -297,19 +345,50 @@ export class PartitionReplica {
 
   // ---- requests ----
 
-  private answerStale(request: PartitionRequest, requestId: string | undefined): Promise<PartitionReply> {
+  private markCurrent(asOf: number): void {
+    if (asOf > this.currentAsOf) this.currentAsOf = asOf;
+  }
+
+  private async answerStale({ request, requestId, maxStalenessMs = DEFAULT_MAX_STALENESS_MS }: RequestEnvelope): Promise<PartitionReply> {
     const readPlan = request.type === "execute" && request.plan.requestType === "read";
     if (!readPlan && !STALE_READS.has(request.type)) {
-      return Promise.resolve({ ok: false, code: "not_leader", message: `a stale read replica answers reads only, not ${request.type}` });
+      return { ok: false, code: "not_leader", message: `a stale read replica answers reads only, not ${request.type}` };
+    }
+    if (this.stalenessMs() > maxStalenessMs) {
+      await (this.freshnessCheck ??= this.checkFreshness().finally(() => (this.freshnessCheck = undefined)));
+      const staleness = this.stalenessMs();
+      if (staleness > maxStalenessMs) {
+        const behind = staleness === Infinity ? "has not yet been current" : `was last current ${Math.round(staleness)} ms ago`;
+        return { ok: false, code: "not_leader", message: `this replica ${behind}, beyond the read's bound of ${maxStalenessMs} ms: ask the leader` };
+      }
     }
     return this.staleActor.handle(request, requestId);
   }
 
-  private async answer(data: Uint8Array, respond: (bytes: Uint8Array) => boolean, handle: (request: PartitionRequest, requestId: string | undefined) => Promise<PartitionReply>): Promise<void> {
+  /** Asks the log's last sequence (at instant Q) and, if this replica applies it within FRESHNESS_WAIT_MS, is current as of Q. */
+  private async checkFreshness(): Promise<void> {
+    const askedAt = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    let last: number;
+    try {
+      last = await Promise.race([
+        this.log.lastSequence(),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("no answer")), FRESHNESS_ASK_TIMEOUT_MS))),
+      ]);
+    } catch {
+      return; // JetStream out of reach: this replica cannot tell how current it is
+    } finally {
+      clearTimeout(timer);
+    }
+    const deadline = performance.now() + FRESHNESS_WAIT_MS;
+    while (this.appliedSequence() < last && !this.stopped && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    if (this.appliedSequence() >= last) this.markCurrent(askedAt);
+  }
+
+  private async answer(data: Uint8Array, respond: (bytes: Uint8Array) => boolean, handle: (envelope: RequestEnvelope) => Promise<PartitionReply>): Promise<void> {
     let reply: PartitionReply;
     try {
-      const envelope = decodeRequest(data);
-      reply = await handle(envelope.request, envelope.requestId);
+      reply = await handle(decodeRequest(data));
     } catch (cause) {
       const error = asSilkError(cause);
       reply = { ok: false, code: error.code, message: error.message };
