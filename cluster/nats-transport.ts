@@ -7,6 +7,8 @@
  * subject carrying the bound; a replica too far behind answers `not_leader`, and the read goes to the leader subject
  * at once (no backoff, same request id). With `readYourWrites`, a read of a partition this transport sent a write to
  * less than maxStalenessMs ago goes to the leader, so it sees that write (cluster/replica.ts states the guarantee).
+ * A read sent with `{ leader: true }` (one that must be current: a read inside a write invocation) always goes to
+ * the leader.
  *
  * Retry rules (docs/CLUSTER.md; the leader's side is cluster/replica.ts):
  * - A request that provably reached no leader is retried until the overall deadline, with jittered exponential
@@ -156,7 +158,11 @@ export class NatsTransport implements Transport {
     }
   }
 
-  async request(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
+  /**
+   * `options.leader`: this read must see the partition's current state (a read inside a write invocation): it goes
+   * to the leader even when stale reads are allowed.
+   */
+  async request(partition: number, message: PartitionRequest, options?: { readonly leader?: boolean }): Promise<PartitionReplyBody> {
     switch (message.type) {
       case "register_plan":
         if (this.plans.size >= PREPARED_PLANS_MAX) throw new SilkError("limit_exceeded", `a coordinator keeps at most ${PREPARED_PLANS_MAX} prepared plans`);
@@ -168,16 +174,16 @@ export class NatsTransport implements Transport {
       case "execute_prepared": {
         const plan = this.plans.get(message.planId);
         if (plan === undefined) throw new SilkError("internal", `no prepared plan ${message.planId} (it was released)`);
-        return this.send(partition, { type: "execute", plan: { ...plan, parameters: message.parameters, timeoutMs: message.timeoutMs } });
+        return this.send(partition, { type: "execute", plan: { ...plan, parameters: message.parameters, timeoutMs: message.timeoutMs } }, options?.leader === true);
       }
       default:
-        return this.send(partition, message);
+        return this.send(partition, message, options?.leader === true);
     }
   }
 
-  private async send(partition: number, message: PartitionRequest): Promise<PartitionReplyBody> {
+  private async send(partition: number, message: PartitionRequest, leader: boolean): Promise<PartitionReplyBody> {
     const stale = this.stale;
-    if (stale === undefined) return this.sendTo(partition, message, undefined);
+    if (stale === undefined || (leader && isRead(message))) return this.sendTo(partition, message, undefined);
     if (!isRead(message)) {
       try {
         return await this.sendTo(partition, message, undefined);

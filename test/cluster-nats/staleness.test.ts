@@ -87,6 +87,9 @@ describe("bounded staleness", () => {
       }
       expect(beyond.some((reply) => !reply.ok)).toBe(true);
       expect(beyond.some((reply) => reply.ok)).toBe(true);
+      // A read asked of the leader (a read inside a write invocation) is current whatever the bound.
+      const loose60 = new NatsTransport({ nc: client, cluster, staleReads: { maxStalenessMs: 60_000 } });
+      for (let i = 0; i < 8; i++) expect(names(await loose60.request(0, readUsers, { leader: true }))).toEqual(["u1", "u2"]);
       // ... and every transport read is the current one (refused reads go on to the leader subject at once).
       for (let i = 0; i < 8; i++) expect(names(await transport.request(0, readUsers))).toEqual(["u1", "u2"]);
       // A looser bound is still met by the held follower.
