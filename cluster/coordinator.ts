@@ -71,6 +71,9 @@ export class Coordinator {
   private unlockedReads = 0;
   private unlockedDrained: (() => void)[] = [];
 
+  /** Decisions being forgotten after their transaction's reply (see forgetLater). */
+  private readonly forgetting = new Set<Promise<void>>();
+
   /** New records' IDs, in blocks per partition, for every transaction this coordinator runs itself. */
   private readonly ids: RemoteIdSource;
 
@@ -277,16 +280,20 @@ export class Coordinator {
     }
     const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
     const hook = this.options.onCommitPhase ?? (() => undefined);
+    // Prepares go out together; the hook sees the first acknowledgement. On any failure, every participant that
+    // prepared is aborted (one whose outcome is unknown is resolved by presumed abort: no decision is written).
     const prepared: number[] = [];
-    try {
-      for (const partition of participants) {
+    const prepares = await Promise.allSettled(
+      participants.map(async (partition) => {
         await transport.request(partition, { type: "prepare", txid, batch: byPartition.get(partition)! });
         prepared.push(partition);
         if (prepared.length === 1) hook("prepared_first", txid);
-      }
-    } catch (cause) {
+      }),
+    );
+    const refused = prepares.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+    if (refused !== undefined) {
       await Promise.all(prepared.map((partition) => transport.request(partition, { type: "abort", txid })));
-      throw cause;
+      throw refused.reason;
     }
     hook("prepared_all", txid);
     const outcome = await decisions.decide(txid, "commit", participants);
@@ -297,14 +304,32 @@ export class Coordinator {
       await decisions.forget(txid);
       throw new SilkError("transaction_conflict", "the transaction was aborted while in doubt (another coordinator resolved it); nothing was written, retry");
     }
-    let committed = 0;
-    for (const partition of participants) {
-      await this.commitDecided(partition, txid);
-      committed += 1;
-      if (committed === 1) hook("committed_first", txid);
-    }
+    // The first participant commits alone, so that `committed_first` is a state with one participant committed and
+    // the others still prepared (the crash tests recover from it); the rest go out together, each retried until
+    // applied, and the caller (and the lock) waits for all of them.
+    await this.commitDecided(participants[0], txid);
+    hook("committed_first", txid);
+    const commits = await Promise.allSettled(participants.slice(1).map((partition) => this.commitDecided(partition, txid)));
+    const failed = commits.find((result): result is PromiseRejectedResult => result.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
     hook("committed_all", txid);
-    await decisions.forget(txid);
+    this.forgetLater(txid);
+  }
+
+  /**
+   * Deletes a decision every participant applied, off the write's path: a decision nobody forgot (this process
+   * stopped first, the log did not answer) is harmless, since no intent refers to it any more, and the next
+   * `recover()` forgets it.
+   */
+  private forgetLater(txid: string): void {
+    const forgetting = this.options.decisions.forget(txid).catch(() => undefined);
+    this.forgetting.add(forgetting);
+    void forgetting.finally(() => this.forgetting.delete(forgetting));
+  }
+
+  /** Waits for the decisions being forgotten (before the decision store closes). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.forgetting]);
   }
 
   /**
