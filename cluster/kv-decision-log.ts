@@ -9,6 +9,7 @@
  * the same transaction cannot both win, and a create whose acknowledgement was lost is still seen. `forget` deletes
  * the key (a delete marker; decision() then answers undefined).
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
@@ -48,6 +49,8 @@ export class KvDecisionLog implements DecisionStore {
   private constructor(
     private readonly kv: KV,
     private readonly deadlineMs: number,
+    private readonly nc: NatsConnection,
+    private readonly bucket: string,
   ) {}
 
   /** Opens the bucket, creating it if absent (idempotent across coordinators). */
@@ -57,7 +60,7 @@ export class KvDecisionLog implements DecisionStore {
     const kv = await retrying(`opening the decision bucket ${name}`, Date.now() + deadlineMs, () =>
       new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1, allow_direct: false }),
     );
-    return new KvDecisionLog(kv, deadlineMs);
+    return new KvDecisionLog(kv, deadlineMs, options.nc, name);
   }
 
   async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
@@ -95,9 +98,12 @@ export class KvDecisionLog implements DecisionStore {
 
   async all(): Promise<string[]> {
     return retrying("listing decisions", Date.now() + this.deadlineMs, async () => {
-      const keys: string[] = [];
-      for await (const key of await this.kv.keys()) keys.push(key);
-      // keys() may list a key whose last operation is a delete; only keys holding a decision count.
+      // The stream leader's own list of subjects (a keys() consumer may be placed on a replica still catching up
+      // after a restart, and miss keys); a subject whose last message is a delete marker is read away below.
+      const jsm = await jetstreamManager(this.nc);
+      const info = await jsm.streams.info(`KV_${this.bucket}`, { subjects_filter: ">" });
+      const prefix = `$KV.${this.bucket}.`;
+      const keys = Object.keys(info.state.subjects ?? {}).filter((subject) => subject.startsWith(prefix)).map((subject) => subject.slice(prefix.length));
       const held = await Promise.all(keys.map(async (key) => ((await this.read(key)) === undefined ? undefined : key)));
       return held.filter((key): key is string => key !== undefined).sort();
     });
