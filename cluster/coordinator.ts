@@ -177,7 +177,7 @@ export class Coordinator {
     try {
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
-      const view = new TxnView(new ScatterReader(transport, map), this.ids);
+      const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids);
       const result = await executePlan(plan, {
         view,
         schema: this.options.schema,
@@ -212,7 +212,7 @@ export class Coordinator {
     const release = await this.lock.acquire(true);
     try {
       const map = this.map;
-      const reader = new ScatterReader(transport, map);
+      const reader = new ScatterReader(transport, map, true);
       const ids = this.ids;
       return await importBatch(batch, {
         map,

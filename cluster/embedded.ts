@@ -272,6 +272,7 @@ export class Database {
         indexStatuses: async () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
         close: async () => {
           await Promise.all(actors.map((actor) => actor.stop()));
+          await coordinator.settle();
           await Promise.all(stores.map((store) => store.close()));
           await decisions.close();
           release();

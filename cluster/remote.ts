@@ -117,6 +117,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map: coordinator.currentMap(), schema })),
         close: async () => {
           admin?.unsubscribe();
+          await coordinator.settle();
           await decisions.close();
           await nc.close();
         },

@@ -20,7 +20,7 @@ import type {
 } from "../protocol/records.js";
 import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import type { PartitionMap } from "./partition-map.js";
-import type { Transport } from "./transport.js";
+import type { RequestOptions, Transport } from "./transport.js";
 
 export function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
   if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
@@ -29,10 +29,19 @@ export function expect<T extends PartitionReplyBody["type"]>(body: PartitionRepl
 
 /** Committed reads across every partition: each request is split by owner and sent as one message per partition. */
 export class ScatterReader implements BaseReader {
+  private readonly options: RequestOptions;
+
+  /**
+   * `leader`: every read goes to the partitions' leaders, also when the transport may send reads to followers (a
+   * write's reads must see every acknowledged write, or it would compute its changes from old data).
+   */
   constructor(
     private readonly transport: Transport,
     private readonly map: PartitionMap,
-  ) {}
+    leader = false,
+  ) {
+    this.options = { leader };
+  }
 
   private group(ids: readonly bigint[]): Map<number, number[]> {
     const groups = new Map<number, number[]>();
@@ -49,7 +58,7 @@ export class ScatterReader implements BaseReader {
     const result: (StoredRecord | undefined)[] = new Array(ids.length);
     await Promise.all(
       [...this.group(ids)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) });
+        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) }, this.options);
         expect(reply, "records").records.forEach((record, j) => (result[indexes[j]] = record));
       }),
     );
@@ -64,7 +73,7 @@ export class ScatterReader implements BaseReader {
     const result: AdjacencyEntry[][] = new Array(owners.length);
     await Promise.all(
       [...this.group(owners)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label });
+        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label }, this.options);
         expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
       }),
     );
@@ -76,7 +85,7 @@ export class ScatterReader implements BaseReader {
   }
 
   private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request, this.options)));
     // With one ascending range per partition, concatenating in partition order keeps ID order; after a rebalance
     // interleaved partitions' ranges, the merged list is sorted.
     return this.inIdOrder(replies.map((reply) => expect(reply, "ids").ids));
@@ -98,7 +107,7 @@ export class ScatterReader implements BaseReader {
   /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */
   async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
     const request = { type: "read_index", kind, label, field, ranges } as const;
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request)));
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request, this.options)));
     const lists = replies.map((reply) => expect(reply, "index_ids").ids);
     return lists.some((ids) => ids === null) ? undefined : this.inIdOrder(lists as bigint[][]);
   }
@@ -129,7 +138,7 @@ export class ScatterReader implements BaseReader {
       request.candidates === undefined
         ? this.map.partitions.map((partition) => [partition, request])
         : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
-    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)))));
+    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)), this.options)));
     const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
     return hits.sort((a, b) => order(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.k);
   }

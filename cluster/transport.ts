@@ -6,8 +6,14 @@ import { SilkError } from "../protocol/errors.js";
 import { decodeMessage, encodeMessage, type PartitionReply, type PartitionReplyBody, type PartitionRequest } from "../protocol/messages.js";
 import type { PartitionActor } from "../node/partition-actor.js";
 
+/** How one request may be answered. */
+export interface RequestOptions {
+  /** A read that must see everything the partition acknowledged: the leader answers it even when reads may be stale. */
+  readonly leader?: boolean;
+}
+
 export interface Transport {
-  request(partition: number, message: PartitionRequest): Promise<PartitionReplyBody>;
+  request(partition: number, message: PartitionRequest, options?: RequestOptions): Promise<PartitionReplyBody>;
 }
 
 /** Unwraps a reply, turning a remote failure back into the SilkError it was. */
