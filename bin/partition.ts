@@ -64,7 +64,9 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   const store = PartitionStore.open({
     path: clusterPaths.replicaStore(options.dir, options.partition, options.replica),
     readOnly: false,
-    noSync: false,
+    // The replicated log is what survives a crash (docs/REPLICATION.md, Restarts): a replica's LMDB commits without
+    // fsync, and one that lost its last commits to a machine crash re-applies them from the log.
+    noSync: true,
     idFirst: range.first,
     idLast: range.last,
     indexes: schemaIndexDefinitions(schema),
