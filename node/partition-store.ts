@@ -74,8 +74,8 @@ export class PartitionStore {
   private pendingLogSequence: number | undefined;
   /** The ID ranges this partition owns, ascending and disjoint: its allocation range, until a rebalance moves some. */
   private owned: IdRange[] = [];
-  /** The same ranges as 8-byte keys, for comparing IDs inside encoded lists without BigInts. */
-  private ownedKeys: [Buffer, Buffer][] = [];
+  /** The same ranges as [first high, first low, last high, last low] 32-bit words, to test IDs in encoded lists without BigInts. */
+  private ownedWords: [number, number, number, number][] = [];
 
   private constructor(options: PartitionStoreOptions) {
     this.idFirst = options.idFirst;
@@ -159,7 +159,8 @@ export class PartitionStore {
 
   private setOwnedInMemory(ranges: IdRange[]): void {
     this.owned = ranges;
-    this.ownedKeys = ranges.map((range) => [idKey(range.first), idKey(range.last)]);
+    const words = (id: bigint): [number, number] => [Number(id >> 32n), Number(id & 0xffff_ffffn)];
+    this.ownedWords = ranges.map((range) => [...words(range.first), ...words(range.last)]);
   }
 
   private putOwned(ranges: readonly IdRange[]): void {
@@ -419,8 +420,12 @@ export class PartitionStore {
 
   /** Whether this partition owns the ID at `at` in `bytes`, compared as bytes (no BigInt: the edge write path). */
   private ownsAt(bytes: Buffer, at: number): boolean {
-    for (const [first, last] of this.ownedKeys) {
-      if (bytes.compare(first, 0, ID_BYTES, at, at + ID_BYTES) >= 0 && bytes.compare(last, 0, ID_BYTES, at, at + ID_BYTES) <= 0) return true;
+    const high = bytes.readUInt32BE(at);
+    const low = bytes.readUInt32BE(at + 4);
+    for (const [firstHigh, firstLow, lastHigh, lastLow] of this.ownedWords) {
+      const atOrAfterFirst = high > firstHigh || (high === firstHigh && low >= firstLow);
+      const atOrBeforeLast = high < lastHigh || (high === lastHigh && low <= lastLow);
+      if (atOrAfterFirst && atOrBeforeLast) return true;
     }
     return false;
   }
@@ -433,14 +438,13 @@ export class PartitionStore {
     this.indexes.discard();
     let highest = this.nextId - 1n;
     const indexes = this.indexes;
-    const owned = (bytes: Buffer, at: number): bigint => {
-      const id = bytes.readBigUInt64BE(at);
-      if (!this.owns(id)) throw new SilkError("internal", `partition does not own id ${id} (a routing bug)`);
-      return id;
+    const owned = (bytes: Buffer, at: number): void => {
+      if (!this.ownsAt(bytes, at)) throw new SilkError("internal", `partition does not own id ${bytes.readBigUInt64BE(at)} (a routing bug)`);
     };
     visitMutations(batch, {
       putRecord: (bytes, record) => {
-        const id = owned(bytes, record.idAt);
+        owned(bytes, record.idAt);
+        const id = bytes.readBigUInt64BE(record.idAt);
         const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
         if (indexes.covers(record.kind, record.label.text)) {
           indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
