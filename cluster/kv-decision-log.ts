@@ -10,15 +10,15 @@
  * the key (a delete marker; decision() then answers undefined).
  */
 import { jetstreamManager } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
 import type { Decision, DecisionStore, Outcome } from "./decision-log.js";
 import { subjects } from "./subjects.js";
+import { openBucket, retrying } from "./kv-buckets.js";
 
 /** How long decide() keeps trying (a stream leader's failover takes about 5 s, DESIGN.md). */
 export const DECISION_DEADLINE_MS_DEFAULT = 20_000;
-const RETRY_MS = 200;
 /** What NATS KV accepts as a key; the coordinator's txids (`<hex>-<n>`) always are. */
 const TXID = /^[-/_=.a-zA-Z0-9]{1,256}$/;
 
@@ -35,7 +35,6 @@ export interface KvDecisionLogOptions {
   readonly deadlineMs?: number;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -57,9 +56,7 @@ export class KvDecisionLog implements DecisionStore {
   static async open(options: KvDecisionLogOptions): Promise<KvDecisionLog> {
     const deadlineMs = options.deadlineMs ?? DECISION_DEADLINE_MS_DEFAULT;
     const name = subjects.decisionBucket(options.cluster);
-    const kv = await retrying(`opening the decision bucket ${name}`, Date.now() + deadlineMs, () =>
-      new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1, allow_direct: false }),
-    );
+    const kv = await openBucket(options.nc, name, options.replicas, Date.now() + deadlineMs);
     return new KvDecisionLog(kv, deadlineMs, options.nc, name);
   }
 
@@ -67,7 +64,7 @@ export class KvDecisionLog implements DecisionStore {
     checkTxid(txid);
     const value = encoder.encode(JSON.stringify({ outcome, participants: [...participants] } satisfies Decision));
     const deadline = Date.now() + this.deadlineMs;
-    return retrying(`deciding ${txid}`, deadline, async () => {
+    return retrying("the decision log", `deciding ${txid}`, deadline, async () => {
       try {
         await this.kv.create(txid, value);
         return outcome;
@@ -82,7 +79,7 @@ export class KvDecisionLog implements DecisionStore {
 
   async decision(txid: string): Promise<Outcome | undefined> {
     checkTxid(txid);
-    return (await retrying(`reading the decision of ${txid}`, Date.now() + this.deadlineMs, () => this.read(txid)))?.outcome;
+    return (await retrying("the decision log", `reading the decision of ${txid}`, Date.now() + this.deadlineMs, () => this.read(txid)))?.outcome;
   }
 
   private async read(txid: string): Promise<Decision | undefined> {
@@ -93,11 +90,11 @@ export class KvDecisionLog implements DecisionStore {
 
   async forget(txid: string): Promise<void> {
     checkTxid(txid);
-    await retrying(`forgetting ${txid}`, Date.now() + this.deadlineMs, () => this.kv.delete(txid));
+    await retrying("the decision log", `forgetting ${txid}`, Date.now() + this.deadlineMs, () => this.kv.delete(txid));
   }
 
   async all(): Promise<string[]> {
-    return retrying("listing decisions", Date.now() + this.deadlineMs, async () => {
+    return retrying("the decision log", "listing decisions", Date.now() + this.deadlineMs, async () => {
       // The stream leader's own list of subjects (a keys() consumer may be placed on a replica still catching up
       // after a restart, and miss keys); a subject whose last message is a delete marker is read away below.
       const jsm = await jetstreamManager(this.nc);
@@ -114,17 +111,3 @@ export class KvDecisionLog implements DecisionStore {
   }
 }
 
-/** Runs `work` until it succeeds or the deadline passes (a server down, a stream leader being elected). */
-async function retrying<T>(what: string, deadline: number, work: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      return await work();
-    } catch (cause) {
-      if (cause instanceof SilkError) throw cause;
-      if (Date.now() + RETRY_MS > deadline) {
-        throw new SilkError("partition_unavailable", `the decision log did not answer ${what}: ${cause instanceof Error ? cause.message : String(cause)}`);
-      }
-      await sleep(RETRY_MS);
-    }
-  }
-}

@@ -11,17 +11,17 @@
  * written, the write happened; if another value, it is a conflict (`transaction_conflict`); otherwise it is tried
  * again until the deadline (`partition_unavailable`).
  */
-import { Kvm, type KV } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
 import type { IdRange } from "../protocol/records.js";
 import { PartitionMap } from "./partition-map.js";
 import { subjects } from "./subjects.js";
+import { openBucket, retrying } from "./kv-buckets.js";
 
 export const MAP_KEY = "map";
 export const MOVE_KEY = "move";
 const DEADLINE_MS_DEFAULT = 20_000;
-const RETRY_MS = 200;
 
 /** A range move in flight: the chunks still to move from `from` to `to`, in order (the first is under way). */
 export interface MoveProgress {
@@ -37,7 +37,6 @@ export interface Versioned<T> {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function moveJson(move: MoveProgress): string {
   return JSON.stringify({ from: move.from, to: move.to, chunks: move.chunks.map((c) => ({ first: String(c.first), last: String(c.last) })) });
@@ -66,16 +65,14 @@ export class MapStore {
   static async open(options: MapStoreOptions): Promise<MapStore> {
     const deadlineMs = options.deadlineMs ?? DEADLINE_MS_DEFAULT;
     const name = subjects.mapBucket(options.cluster);
-    const kv = await retrying(`opening the map bucket ${name}`, Date.now() + deadlineMs, () =>
-      new Kvm(options.nc).create(name, { replicas: options.replicas, history: 1, allow_direct: false }),
-    );
+    const kv = await openBucket(options.nc, name, options.replicas, Date.now() + deadlineMs);
     return new MapStore(kv, deadlineMs);
   }
 
   /** The stored map; created as the default map of `partitions` equal ranges when there is none yet. */
   async load(partitions: number): Promise<Versioned<PartitionMap>> {
     const initial = new PartitionMap(partitions);
-    return retrying("loading the partition map", Date.now() + this.deadlineMs, async () => {
+    return retrying("the map bucket", "loading the partition map", Date.now() + this.deadlineMs, async () => {
       const held = await this.read();
       if (held !== undefined) return held;
       await this.kv.create(MAP_KEY, encoder.encode(JSON.stringify(initial))).catch(() => undefined); // another may have won
@@ -104,7 +101,7 @@ export class MapStore {
   }
 
   async readMove(): Promise<Versioned<MoveProgress> | undefined> {
-    const entry = await retrying("reading the move in progress", Date.now() + this.deadlineMs, () => this.kv.get(MOVE_KEY));
+    const entry = await retrying("the map bucket", "reading the move in progress", Date.now() + this.deadlineMs, () => this.kv.get(MOVE_KEY));
     if (entry === null || entry.operation !== "PUT") return undefined;
     return { value: parseMove(decoder.decode(entry.value)), revision: entry.revision };
   }
@@ -115,12 +112,12 @@ export class MapStore {
   }
 
   async clearMove(): Promise<void> {
-    await retrying("clearing the finished move", Date.now() + this.deadlineMs, () => this.kv.delete(MOVE_KEY));
+    await retrying("the map bucket", "clearing the finished move", Date.now() + this.deadlineMs, () => this.kv.delete(MOVE_KEY));
   }
 
   private async compareAndSet(key: string, text: string, revision: number | undefined): Promise<number> {
     const bytes = encoder.encode(text);
-    return retrying(`writing ${key}`, Date.now() + this.deadlineMs, async () => {
+    return retrying("the map bucket", `writing ${key}`, Date.now() + this.deadlineMs, async () => {
       try {
         return revision === undefined ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision);
       } catch (cause) {
@@ -136,17 +133,3 @@ export class MapStore {
   }
 }
 
-/** Runs `work` until it succeeds or the deadline passes (a stream leader being elected); SilkErrors pass through. */
-async function retrying<T>(what: string, deadline: number, work: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      return await work();
-    } catch (cause) {
-      if (cause instanceof SilkError) throw cause;
-      if (Date.now() + RETRY_MS > deadline) {
-        throw new SilkError("partition_unavailable", `the map bucket did not answer ${what}: ${cause instanceof Error ? cause.message : String(cause)}`);
-      }
-      await sleep(RETRY_MS);
-    }
-  }
-}

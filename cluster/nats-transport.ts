@@ -30,7 +30,7 @@
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../protocol/messages.js";
 import type { Plan } from "../protocol/tree.js";
 import { PREPARED_PLANS_MAX } from "../node/partition-actor.js";
 import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./nats-wire.js";
@@ -84,9 +84,10 @@ type Outcome =
 
 /** Requests whose repetition changes nothing a caller can observe (see the module comment). */
 export function safeToRepeat(request: PartitionRequest): boolean {
+  if (isReadRequest(request)) return true;
   switch (request.type) {
     case "execute":
-      return request.plan.requestType === "read";
+      return false;
     case "read_records":
     case "read_adjacency":
     case "read_label":
@@ -94,13 +95,13 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     case "read_index":
     case "vector_search":
     case "text_search":
+    case "index_statuses":
     case "allocate_ids":
     case "apply":
     case "prepare":
     case "commit":
     case "abort":
     case "pending_intents":
-    case "index_statuses":
     case "owned_ranges":
     case "export_range":
     case "add_ranges": // owning a range twice is owning it once
@@ -117,25 +118,6 @@ export function safeToRepeat(request: PartitionRequest): boolean {
       const unreachable: never = request;
       throw new SilkError("internal", `unknown request ${JSON.stringify(unreachable)}`);
     }
-  }
-}
-
-/** Requests a follower may answer from its applied state. */
-function isRead(request: PartitionRequest): boolean {
-  switch (request.type) {
-    case "execute":
-      return request.plan.requestType === "read";
-    case "read_records":
-    case "read_adjacency":
-    case "read_label":
-    case "read_all":
-    case "read_index":
-    case "vector_search":
-    case "text_search":
-    case "index_statuses":
-      return true;
-    default:
-      return false;
   }
 }
 
@@ -183,8 +165,8 @@ export class NatsTransport implements Transport {
 
   private async send(partition: number, message: PartitionRequest, leader: boolean): Promise<PartitionReplyBody> {
     const stale = this.stale;
-    if (stale === undefined || (leader && isRead(message))) return this.sendTo(partition, message, undefined);
-    if (!isRead(message)) {
+    if (stale === undefined || (leader && isReadRequest(message))) return this.sendTo(partition, message, undefined);
+    if (!isReadRequest(message)) {
       try {
         return await this.sendTo(partition, message, undefined);
       } finally {

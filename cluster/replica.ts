@@ -33,7 +33,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError, asSilkError } from "../protocol/errors.js";
-import type { PartitionReply, PartitionRequest } from "../protocol/messages.js";
+import { isReadRequest, type PartitionReply } from "../protocol/messages.js";
 import type { Schema } from "../protocol/schema.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import type { PartitionStore } from "../node/partition-store.js";
@@ -65,9 +65,6 @@ export interface ReplicaOptions {
   /** A failure that leaves the store unable to follow the log (the replica has stopped). Default: exit code 1. */
   readonly onFatal?: (cause: Error) => void;
 }
-
-/** Requests a follower answers from its applied state. */
-const STALE_READS = new Set<PartitionRequest["type"]>(["read_records", "read_adjacency", "read_label", "read_all", "read_index", "vector_search", "text_search", "index_statuses"]);
 
 /** How long a new leader waits to catch up with the log before it gives the lease back. */
 const CATCH_UP_TIMEOUT_MS = 30_000;
@@ -350,8 +347,7 @@ export class PartitionReplica {
   }
 
   private async answerStale({ request, requestId, maxStalenessMs = DEFAULT_MAX_STALENESS_MS }: RequestEnvelope): Promise<PartitionReply> {
-    const readPlan = request.type === "execute" && request.plan.requestType === "read";
-    if (!readPlan && !STALE_READS.has(request.type)) {
+    if (!isReadRequest(request)) {
       return { ok: false, code: "not_leader", message: `a stale read replica answers reads only, not ${request.type}` };
     }
     if (this.stalenessMs() > maxStalenessMs) {

@@ -55,6 +55,16 @@ export type PartitionRequest =
   /** Drops a runtime index (`drop_index`, and `abort_index_operation`), or restarts a blocked build (`retry_index_operation`). */
   | { readonly type: "index_drop" | "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string };
 
+/** Requests that only read a partition's committed state (besides an `execute` of a read plan). */
+const READ_REQUEST_TYPES: ReadonlySet<PartitionRequest["type"]> = new Set<PartitionRequest["type"]>([
+  "read_records", "read_adjacency", "read_label", "read_all", "read_index", "vector_search", "text_search", "index_statuses",
+]);
+
+/** Whether a request only reads: any replica may answer it from its applied state (a cluster's stale reads). */
+export function isReadRequest(request: PartitionRequest): boolean {
+  return request.type === "execute" ? request.plan.requestType === "read" : READ_REQUEST_TYPES.has(request.type);
+}
+
 export type PartitionReplyBody =
   | { readonly type: "result"; readonly result: Record<string, unknown> }
   | { readonly type: "records"; readonly records: (StoredRecord | undefined)[] }
