@@ -39,14 +39,11 @@ export class BenchCluster {
   private readonly replicas = new Map<string, ChildProcess>();
   private nats: NatsServers.LocalNatsCluster | undefined;
 
-  private constructor(
-    readonly layout: ClusterLayout,
-    private readonly modules: ClusterModules,
-  ) {}
+  private constructor(readonly layout: ClusterLayout) {}
 
   /** NATS first, then the manifest and project, then every replica; stops what it started when a step fails. */
   static async start(layout: ClusterLayout, modules: ClusterModules): Promise<BenchCluster> {
-    const cluster = new BenchCluster(layout, modules);
+    const cluster = new BenchCluster(layout);
     try {
       cluster.nats = await modules.nats.LocalNatsCluster.start(join(layout.directory, "nats"));
       const project = join(layout.directory, "project");

@@ -7,11 +7,10 @@
  * Invariants: both sides receive the same requests in the same order; answers are kept (checked by the caller
  * after the clock stopped); each request is awaited before the next (no concurrency), so a latency is one request's.
  */
-import type { Database, ImportEdge, ImportEndpoint, ImportNode, PreparedQuery } from "../index.js";
+import type { Database, PreparedQuery } from "../index.js";
 import type { EdgeList } from "./datasets.js";
 import { LatencyRecorder, nowMillis, secondsSince, type Timing } from "./measure.js";
-import { scoreOf } from "./oracle.js";
-import { buildTree } from "./silk-side.js";
+import { buildTree, importSnapGraph } from "./silk-side.js";
 
 export const DIGIT_DIMENSION = 784;
 
@@ -54,33 +53,11 @@ export function newSide(name: string, db: Database): Side {
   return { name, db, silkIdOfSnap: new Map() };
 }
 
-/** Loads every edge (creating endpoints on first sight) in batches; returns seconds. Same logic as bench/silk-side.ts. */
+/** Loads every edge (creating endpoints on first sight) in batches, as bench/silk-side.ts does; returns seconds. */
 export async function loadGraph(side: Side, edges: EdgeList, batchEdges: number): Promise<number> {
-  const started = nowMillis();
-  for (let first = 0; first < edges.sources.length; first += batchEdges) {
-    const last = Math.min(edges.sources.length, first + batchEdges);
-    const nodes: ImportNode[] = [];
-    const newSnapIds: number[] = [];
-    const batchIndexOfSnap = new Map<number, number>();
-    const endpoint = (snapId: number): ImportEndpoint => {
-      const existing = side.silkIdOfSnap.get(snapId);
-      if (existing !== undefined) return { id: existing };
-      let index = batchIndexOfSnap.get(snapId);
-      if (index === undefined) {
-        index = nodes.length;
-        batchIndexOfSnap.set(snapId, index);
-        nodes.push({ label: "User", props: { ext: snapId, score: scoreOf(snapId) } });
-        newSnapIds.push(snapId);
-      }
-      return { batch: index };
-    };
-    const list: ImportEdge[] = [];
-    for (let i = first; i < last; i++) list.push({ label: "Follows", from: endpoint(edges.sources[i]), to: endpoint(edges.targets[i]), props: {} });
-    const result = await side.db.importBatch({ nodes, edges: list });
-    newSnapIds.forEach((snapId, i) => side.silkIdOfSnap.set(snapId, result.nodeIds[i]));
-  }
+  const seconds = await importSnapGraph(side.db, edges, batchEdges, side.silkIdOfSnap);
   side.twoHop = await side.db.prepare(buildTree("two_hop_distinct"));
-  return secondsSince(started);
+  return seconds;
 }
 
 /** Adds the digits (property `row` = index in `rows`) by AddDigits in batches; returns seconds. */

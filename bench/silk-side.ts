@@ -74,32 +74,7 @@ export class SilkSide {
 
   /** Loads every edge (and, on first sight, its endpoints) in batches of `batchEdges`; returns the seconds taken. */
   async load(edges: EdgeList, batchEdges: number): Promise<number> {
-    const started = nowMillis();
-    for (let first = 0; first < edges.sources.length; first += batchEdges) {
-      const last = Math.min(edges.sources.length, first + batchEdges);
-      const nodes: ImportNode[] = [];
-      const newSnapIds: number[] = [];
-      const batchIndexOfSnap = new Map<number, number>();
-      const endpoint = (snapId: number): ImportEndpoint => {
-        const existing = this.silkIdOfSnap.get(snapId);
-        if (existing !== undefined) return { id: existing };
-        let index = batchIndexOfSnap.get(snapId);
-        if (index === undefined) {
-          index = nodes.length;
-          batchIndexOfSnap.set(snapId, index);
-          nodes.push({ label: NODE_LABEL, props: { ext: snapId, score: scoreOf(snapId) } });
-          newSnapIds.push(snapId);
-        }
-        return { batch: index };
-      };
-      const batchEdgesList: ImportEdge[] = [];
-      for (let i = first; i < last; i += 1) {
-        batchEdgesList.push({ label: EDGE_LABEL, from: endpoint(edges.sources[i]), to: endpoint(edges.targets[i]), props: {} });
-      }
-      const result = await this.db.importBatch({ nodes, edges: batchEdgesList });
-      newSnapIds.forEach((snapId, i) => this.silkIdOfSnap.set(snapId, result.nodeIds[i]));
-    }
-    const seconds = secondsSince(started);
+    const seconds = await importSnapGraph(this.db, edges, batchEdges, this.silkIdOfSnap);
     for (const [snapId, silkId] of this.silkIdOfSnap) this.snapOfSilkId.set(silkId.toString(), snapId);
     return seconds;
   }
@@ -158,4 +133,37 @@ export class SilkSide {
     await this.db.close();
     rmSync(this.directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * Loads every edge of a SNAP list through `importBatch`, `batchEdges` at a time, creating each endpoint the first time
+ * an edge names it (`ext` = SNAP ID, `score`); fills `silkIdOfSnap` and returns the seconds taken.
+ */
+export async function importSnapGraph(db: Pick<Database, "importBatch">, edges: EdgeList, batchEdges: number, silkIdOfSnap: Map<number, bigint>): Promise<number> {
+  const started = nowMillis();
+  for (let first = 0; first < edges.sources.length; first += batchEdges) {
+    const last = Math.min(edges.sources.length, first + batchEdges);
+    const nodes: ImportNode[] = [];
+    const newSnapIds: number[] = [];
+    const batchIndexOfSnap = new Map<number, number>();
+    const endpoint = (snapId: number): ImportEndpoint => {
+      const existing = silkIdOfSnap.get(snapId);
+      if (existing !== undefined) return { id: existing };
+      let index = batchIndexOfSnap.get(snapId);
+      if (index === undefined) {
+        index = nodes.length;
+        batchIndexOfSnap.set(snapId, index);
+        nodes.push({ label: NODE_LABEL, props: { ext: snapId, score: scoreOf(snapId) } });
+        newSnapIds.push(snapId);
+      }
+      return { batch: index };
+    };
+    const batchEdgesList: ImportEdge[] = [];
+    for (let i = first; i < last; i += 1) {
+      batchEdgesList.push({ label: EDGE_LABEL, from: endpoint(edges.sources[i]), to: endpoint(edges.targets[i]), props: {} });
+    }
+    const result = await db.importBatch({ nodes, edges: batchEdgesList });
+    newSnapIds.forEach((snapId, i) => silkIdOfSnap.set(snapId, result.nodeIds[i]));
+  }
+  return secondsSince(started);
 }

@@ -20,7 +20,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { open } from "lmdb";
-import type { IndexRecordSource } from "../node/index-family.js";
 import { analyzeAll } from "../node/text-analyzers.js";
 import { TextIndexes } from "../node/text-index.js";
 import { TEXT_ANALYZERS, type TextAnalyzer, type TextIndexDefinition } from "../protocol/indexes.js";
@@ -119,12 +118,7 @@ async function main(): Promise<void> {
   const env = open({ path: join(directory, "data.mdb") });
   try {
     const entries = env.openDB<Buffer, Buffer>({ name: "text", keyEncoding: "binary", encoding: "binary" });
-    const noRecords: IndexRecordSource = {
-      record: () => undefined,
-      scan: () => ({ records: [], last: undefined, done: true }),
-      hasLabel: () => false,
-    };
-    const text = new TextIndexes(entries, env.openDB({ name: "meta" }), noRecords);
+    const text = new TextIndexes(entries);
 
     // The analyzer memoises stems: one untimed pass first, so that neither build gets a warmer memo than the other.
     let started = performance.now();

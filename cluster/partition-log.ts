@@ -260,7 +260,7 @@ export class LeaderWriteLog implements WriteLog {
   }
 
   async append(entry: LogEntry, requestId?: string): Promise<number | "duplicate"> {
-    const { log, store, mayAppend, onUnsure, logger } = this.options;
+    const { mayAppend, onUnsure, logger } = this.options;
     if (!mayAppend()) throw new SilkError("not_leader", "this replica no longer leads its partition (its lease is gone)");
     let outcome: { sequence: number; duplicate: boolean };
     try {

@@ -28,7 +28,7 @@ import type { IdRange } from "../protocol/records.js";
 import type { IndexDefinition, IndexStatus } from "../protocol/indexes.js";
 import type { Coordinator } from "./coordinator.js";
 import { partitionIndexStatuses } from "./index-operations.js";
-import type { MapStore, MoveProgress } from "./map-store.js";
+import type { MapStore } from "./map-store.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
 import { subjects } from "./subjects.js";

@@ -94,7 +94,7 @@ export class IndexCatalog {
   ) {
     this.secondary = new SecondaryIndexes(databases.secondary, databases.meta);
     this.vector = new VectorIndexes(databases.meta, source);
-    this.text = new TextIndexes(databases.text, databases.meta, source);
+    this.text = new TextIndexes(databases.text);
     this.definitions = new Map(definitions.map((definition) => [metaKey(definition), definitionOf(definition)]));
     this.declared = new Set(this.definitions.keys());
     for (const { key, value } of this.meta.getRange({ start: META_PREFIX, end: META_END })) {

@@ -435,7 +435,6 @@ export class PartitionStore {
    * the encoded list's bytes: no mutation objects, no BigInts but one per record for the ID counter.
    */
   private write(batch: Uint8Array): void {
-    this.indexes.discard();
     let highest = this.nextId - 1n;
     const indexes = this.indexes;
     const owned = (bytes: Buffer, at: number): void => {

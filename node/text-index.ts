@@ -24,7 +24,7 @@ import { SilkError } from "../protocol/errors.js";
 import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
 import type { Value } from "../protocol/values.js";
-import type { BuildProblem, IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
+import type { BuildProblem, IndexedRecord, IndexFamilyStore } from "./index-family.js";
 import { idKey, ID_BYTES, indexPrefix } from "./keys.js";
 import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
 import {
@@ -73,14 +73,10 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   private readonly prefixes = new Map<string, Buffer>();
 
   /**
-   * `entries` is the partition's `text` sub-database (binary keys and values). `meta` and `source` are the
-   * catalog's: this family keeps nothing in `meta` and never reads records itself (it is handed every record).
+   * `entries` is the partition's `text` sub-database (binary keys and values). The family keeps nothing in the
+   * catalog's `meta` and never reads records itself (it is handed every record).
    */
-  constructor(
-    private readonly entries: Database<Buffer, Buffer>,
-    private readonly meta: Database,
-    private readonly source: IndexRecordSource,
-  ) {}
+  constructor(private readonly entries: Database<Buffer, Buffer>) {}
 
   load(): void {}
 

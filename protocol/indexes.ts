@@ -108,7 +108,19 @@ export function optionalEntry<K extends string, V>(key: K, value: V | undefined)
 
 /** Two definitions of one index are the same index: a changed option is a different index, rebuilt. */
 export function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean {
-  return JSON.stringify(definitionOf(a)) === JSON.stringify(definitionOf(b));
+  if (a.kind !== b.kind || a.label !== b.label || a.field !== b.field || a.name !== b.name) return false;
+  switch (a.family) {
+    case "secondary":
+      return b.family === "secondary" && a.unique === b.unique && a.type === b.type;
+    case "vector":
+      return b.family === "vector" && a.metric === b.metric && a.dimension === b.dimension && a.tenant === b.tenant;
+    case "text":
+      return b.family === "text" && a.analyzer === b.analyzer && a.positions === b.positions && a.tenant === b.tenant;
+    default: {
+      const unreachable: never = a;
+      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
+    }
+  }
 }
 
 /** How an index is described in messages: `User.age as I32`, `User.email (UNIQUE) as String`, `Doc.body as a text index`. */

@@ -80,3 +80,13 @@ export async function queryDirectory(directory: string, request: unknown): Promi
     await database.close();
   }
 }
+
+/** /v2/query builders shared by the gateway suites: a string value, an add_n of a User, a write batch of named roots. */
+export const str = (value: string): unknown => ({ value: { string: value } });
+export const addUser = (name: string, handle: string, extra: [string, unknown][] = []): unknown => ({
+  add_n: { label: "User", properties: [["name", str(name)], ["handle", str(handle)], ...extra] },
+});
+export const write = (roots: Record<string, unknown>, returns: string[] = Object.keys(roots)): unknown => ({
+  request_type: "write",
+  query: { write: { entries: Object.entries(roots).map(([name, root]) => ({ query: { name, root } })), returns } },
+});

@@ -20,7 +20,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
-import { allNodes, countRequest, nodesLabeled, REPO } from "../cli/helpers.js";
+import { addUser, allNodes, countRequest, nodesLabeled, REPO, str, write } from "../cli/helpers.js";
 import { leftovers, startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";
 import { listeningGateway, type ListeningGateway } from "../helpers/gateway.js";
 import { addE, addN, entry, in_, nodesById, read, ref, values, write as writeTree } from "../helpers/tree.js";
@@ -52,15 +52,6 @@ afterAll(async () => {
   expect(leftovers()).toEqual([]);
 }, 30_000);
 
-// The request builders of test/gateway/server.test.ts, unchanged.
-const str = (value: string): unknown => ({ value: { string: value } });
-const addUser = (name: string, handle: string, extra: [string, unknown][] = []): unknown => ({
-  add_n: { label: "User", properties: [["name", str(name)], ["handle", str(handle)], ...extra] },
-});
-const write = (roots: Record<string, unknown>, returns: string[] = Object.keys(roots)): unknown => ({
-  request_type: "write",
-  query: { write: { entries: Object.entries(roots).map(([name, root]) => ({ query: { name, root } })), returns } },
-});
 
 interface Reply {
   readonly status: number;

@@ -122,7 +122,6 @@ async function runModel(db: Database, plan: readonly (readonly Op[])[]): Promise
     /** What each search entry must return, checked once the transaction answered (vector: expected state). */
     const checks: ((answer: Record<string, unknown>) => void)[] = [];
     const addNames: [string, Doc][] = [];
-    let writes = false;
     for (const [i, op] of ops.entries()) {
       const name = `e${i}`;
       const where = `txn ${t} op ${i} ${JSON.stringify(op)}`;
@@ -164,7 +163,6 @@ async function runModel(db: Database, plan: readonly (readonly Op[])[]): Promise
       }
     }
     if (entries.length === 0) continue;
-    writes = ops.some((op) => op.op === "add") || dropped.size > 0 || current.size !== committed.size || entries.some((e) => "query" in e && "update" in (e.query.root as object));
     const answer = await db.run(write(entries, returns));
     for (const check of checks) check(answer);
     for (const [name, doc] of addNames) {

@@ -85,7 +85,7 @@ const DOCS = [
 describe.each(BACKENDS)("search ($name)", (backend) => {
   let t: TestDatabase;
   beforeEach(async () => {
-    t = await TestDatabase.open(backend, { schema: SCHEMA, embedder: new FeatureHashingEmbedder(64) });
+    t = await TestDatabase.open(backend, { schema: SCHEMA, embedder: new FeatureHashingEmbedder({ dimensions: 64 }) });
   });
   afterEach(async () => t.destroy());
 

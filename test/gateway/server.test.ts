@@ -9,7 +9,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
-import { allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, temporaryDirectory } from "../cli/helpers.js";
+import { addUser, allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, str, temporaryDirectory, write } from "../cli/helpers.js";
 import { listeningGateway } from "../helpers/gateway.js";
 
 let database: Database;
@@ -32,14 +32,6 @@ function post(body: string, contentType: string | undefined = "application/json"
   return fetch(`${base}/v2/query`, { method: "POST", body, headers: contentType === undefined ? {} : { "content-type": contentType } });
 }
 
-const str = (value: string): unknown => ({ value: { string: value } });
-const addUser = (name: string, handle: string, extra: [string, unknown][] = []): unknown => ({
-  add_n: { label: "User", properties: [["name", str(name)], ["handle", str(handle)], ...extra] },
-});
-const write = (roots: Record<string, unknown>, returns: string[] = Object.keys(roots)): unknown => ({
-  request_type: "write",
-  query: { write: { entries: Object.entries(roots).map(([name, root]) => ({ query: { name, root } })), returns } },
-});
 
 async function expectError(response: Response, status: number, code: string): Promise<string> {
   expect(response.status).toBe(status);

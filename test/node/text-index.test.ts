@@ -10,9 +10,8 @@ import { open, type Database, type RootDatabase } from "lmdb";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import type { TextIndexDefinition } from "../../protocol/indexes.js";
-import type { RecordKind } from "../../protocol/records.js";
 import type { Properties } from "../../protocol/values.js";
-import type { IndexedRecord, IndexRecordSource } from "../../node/index-family.js";
+import type { IndexedRecord } from "../../node/index-family.js";
 import { QUERY_TERMS_MAX, TextIndexes } from "../../node/text-index.js";
 
 const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
@@ -28,17 +27,7 @@ class Fixture {
     readonly env: RootDatabase,
     readonly entries: Database<Buffer, Buffer>,
   ) {
-    const records = this.records;
-    const source: IndexRecordSource = {
-      record: (_kind: RecordKind, key: Buffer) => records.get(key.readBigUInt64BE(0)),
-      scan: (_kind, _label, after, limit) => {
-        const sorted = [...records.values()].filter((record) => after === undefined || record.id > after).sort((a, b) => (a.id < b.id ? -1 : 1));
-        const chunk = sorted.slice(0, limit).map((record) => ({ ...record, bytes: 0 }));
-        return { records: chunk, last: chunk.at(-1)?.id, done: sorted.length <= limit };
-      },
-      hasLabel: () => records.size > 0,
-    };
-    this.text = new TextIndexes(entries, env.openDB({ name: "meta" }), source);
+    this.text = new TextIndexes(entries);
   }
 
   /** Writes records in one transaction, maintaining `definitions` as the catalog would. */
@@ -372,7 +361,7 @@ describe("builds and remove", () => {
 
   it("remove deletes every key of one index and nothing of another", () => {
     fixture.put([BODY, TITLE], [[1n, { body: "quick fox", title: "fox story" }], [2n, { body: "dog", title: "dog story" }]]);
-    const titleOnly = new TextIndexes(fixture.entries, env.openDB({ name: "meta" }), {} as IndexRecordSource);
+    const titleOnly = new TextIndexes(fixture.entries);
     env.transactionSync(() => titleOnly.remove(BODY));
     expect(fixture.search(BODY, "quick fox dog")).toEqual([]);
     expect(fixture.search(TITLE, "story").map(([id]) => id)).toEqual([1n, 2n]);
