@@ -167,7 +167,10 @@ export class Coordinator {
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
     const executeOnOnlyPartition = async (): Promise<QueryResult> => {
       const timeoutMs = deadline.remainingMs();
-      const timed = request.type === "execute" ? { ...request, plan: { ...request.plan, timeoutMs } } : { ...request, timeoutMs };
+      const timed: PartitionRequest =
+        request.type === "execute"
+          ? { type: "execute", plan: { ...request.plan, timeoutMs } }
+          : { type: "execute_prepared", planId: request.planId, parameters: request.parameters, timeoutMs };
       return expect(await transport.request(0, timed), "result").result;
     };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks

@@ -34,15 +34,11 @@ export type QueryResult = Record<string, unknown>;
  * Runs a plan's entries, checks its writes against UNIQUE indexes (before the caller commits them) and renders what
  * it returns, plus `$explain` when the plan asks for it.
  */
-export async function executePlan(plan: Plan, base: ExecutionContext): Promise<QueryResult> {
+export async function executePlan(plan: Plan, base: ExecutionContext, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
   const context: ExecutionContext = plan.explain ? { ...base, explain: new ExplainLog() } : base;
   const variables = new Map<string, Stream>();
-  const defined = new Set<string>();
-  collectNames(plan.entries, defined);
-  for (const name of plan.returns) {
-    if (!defined.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
-  }
-  await runEntries(plan.entries, context, variables, plan.parameters, false);
+  checkReturns(plan);
+  await runEntries(plan.entries, context, variables, parameters, false);
   if (context.view.hasWrites && context.schema !== undefined) await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
@@ -50,6 +46,20 @@ export async function executePlan(plan: Plan, base: ExecutionContext): Promise<Q
   // The last check before the caller commits: an invocation that finished late is rolled back all the same.
   context.deadline.check();
   return result;
+}
+
+/** Plans (by their entries, which a prepared plan's runs share) whose returns were found defined. */
+const checkedReturns = new WeakMap<readonly Entry[], readonly string[]>();
+
+/** Every returned name must be defined by the plan; checked once per prepared plan, not on every run. */
+function checkReturns(plan: Plan): void {
+  if (checkedReturns.get(plan.entries) === plan.returns) return;
+  const defined = new Set<string>();
+  collectNames(plan.entries, defined);
+  for (const name of plan.returns) {
+    if (!defined.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
+  }
+  checkedReturns.set(plan.entries, plan.returns);
 }
 
 /** The names a plan can return: its entries' names, and the streams its steps bind with `as` and `store`. */

@@ -163,11 +163,19 @@ export class PartitionActor {
    */
   async handle(request: PartitionRequest, requestId?: string): Promise<PartitionReply> {
     try {
-      return { ok: true, body: await this.dispatch(request, requestId) };
+      // Invocations, the hot path, skip dispatch's large frame.
+      const body = request.type === "execute_prepared" ? await this.executePrepared(request, requestId) : await this.dispatch(request, requestId);
+      return { ok: true, body };
     } catch (cause) {
       const error = asSilkError(cause);
       return { ok: false, code: error.code, message: error.message };
     }
+  }
+
+  private executePrepared(request: Extract<PartitionRequest, { type: "execute_prepared" }>, requestId: string | undefined): Promise<PartitionReplyBody> {
+    const plan = this.plans.get(request.planId);
+    if (plan === undefined) throw new SilkError("internal", `no prepared plan ${request.planId} (it was released)`);
+    return this.executeAny(plan, request.parameters, request.timeoutMs, requestId);
   }
 
   private requireWritable(): void {
@@ -178,16 +186,13 @@ export class PartitionActor {
     const { store } = this.options;
     switch (request.type) {
       case "execute":
-        return this.executeAny(request.plan, requestId);
+        return this.executeAny(request.plan, request.plan.parameters, request.plan.timeoutMs, requestId);
       case "register_plan":
         if (this.plans.size >= PREPARED_PLANS_MAX) throw new SilkError("limit_exceeded", `a partition keeps at most ${PREPARED_PLANS_MAX} prepared plans`);
         this.plans.set(request.planId, request.plan);
         return { type: "done" };
-      case "execute_prepared": {
-        const plan = this.plans.get(request.planId);
-        if (plan === undefined) throw new SilkError("internal", `no prepared plan ${request.planId} (it was released)`);
-        return this.executeAny({ ...plan, parameters: request.parameters, timeoutMs: request.timeoutMs }, requestId);
-      }
+      case "execute_prepared":
+        return this.executePrepared(request, requestId);
       case "release_plan":
         this.plans.delete(request.planId);
         return { type: "done" };
@@ -283,14 +288,17 @@ export class PartitionActor {
     return this.options.store.indexStatuses().map((status) => (status.state === "constructing" && failure !== undefined ? { ...status, message: failure } : status));
   }
 
-  /** The deadline starts when the request arrives, so time spent waiting behind earlier writes counts. */
-  private executeAny(plan: Plan, requestId: string | undefined): Promise<PartitionReplyBody> {
-    const deadline = Deadline.after(plan.timeoutMs, this.options.clockMs ?? monotonicClockMs);
+  /**
+   * The deadline starts when the request arrives, so time spent waiting behind earlier writes counts. A prepared
+   * plan runs with the parameters and time left that came with its request.
+   */
+  private executeAny(plan: Plan, parameters: Plan["parameters"], timeoutMs: number | undefined, requestId: string | undefined): Promise<PartitionReplyBody> {
+    const deadline = Deadline.after(timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
-      return this.serialized(() => this.execute(plan, deadline, requestId));
+      return this.serialized(() => this.execute(plan, parameters, deadline, requestId));
     }
-    return this.execute(plan, deadline, requestId);
+    return this.execute(plan, parameters, deadline, requestId);
   }
 
   private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {
@@ -310,7 +318,7 @@ export class PartitionActor {
   }
 
   /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
-  private async execute(plan: Plan, deadline: Deadline, requestId: string | undefined): Promise<PartitionReplyBody> {
+  private async execute(plan: Plan, parameters: Plan["parameters"], deadline: Deadline, requestId: string | undefined): Promise<PartitionReplyBody> {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
@@ -318,7 +326,7 @@ export class PartitionActor {
       const view = new TxnView(new SnapshotReader(snapshot), ids);
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder });
+      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
       if (view.hasWrites) await this.change({ type: "apply", batch: encodeMutations(view.mutations()) }, requestId);
       return { type: "result", result };
     } finally {

@@ -59,7 +59,7 @@ export function decodeEdge(id: bigint, bytes: Buffer): StoredRecord {
     to: bytes.readBigUInt64BE(8),
     fromKind: bytes[16] === 1 ? "vector" : "node",
     toKind: bytes[17] === 1 ? "vector" : "node",
-    props: labelEnd === bytes.length ? {} : (packr.unpack(bytes.subarray(labelEnd)) as Properties),
+    props: labelEnd === bytes.length ? {} : (unpackr.unpack(bytes.subarray(labelEnd)) as Properties),
   };
 }
 
@@ -131,16 +131,23 @@ export function indexedRecord(record: StoredRecord): IndexedRecord {
   return record.kind === "vector" ? { id: record.id, props: record.props, vector: record.vector } : { id: record.id, props: record.props };
 }
 
+/**
+ * Reads stored values. It copies bytes values out of the buffer it reads, so a record may be decoded straight from
+ * the buffer lmdb-js reuses for the next read (`getBinaryFast`), without copying the whole value first.
+ */
+const unpackr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true, copyBuffers: true });
+
+/** A stored record from its value; `bytes` may be overwritten once this returns (nothing of the record refers to it). */
 export function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): StoredRecord {
   switch (kind) {
     case "node": {
-      const [label, props] = packr.unpack(bytes) as StoredNode;
+      const [label, props] = unpackr.unpack(bytes) as StoredNode;
       return { kind, id, label, props };
     }
     case "edge":
       return decodeEdge(id, bytes);
     case "vector": {
-      const [label, vector, props] = packr.unpack(bytes) as StoredVector;
+      const [label, vector, props] = unpackr.unpack(bytes) as StoredVector;
       return { kind, id, label, vector, props };
     }
     default: {

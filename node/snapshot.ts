@@ -30,13 +30,17 @@ import { rangeMutationsOf } from "./range-mutations.js";
 
 /** Close it when the invocation ends so LMDB can reuse the pages it pins. */
 export class Snapshot {
+  private readonly readOptions: { transaction: Transaction };
+
   constructor(
     private readonly transaction: Transaction,
     private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
     private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
     private readonly labels: Database<Buffer, Buffer>,
     private readonly indexes: IndexCatalog,
-  ) {}
+  ) {
+    this.readOptions = { transaction };
+  }
 
   vectorSearch(request: VectorSearchRequest): SearchHit[] {
     return this.indexes.vectorSearch(this.transaction, request);
@@ -56,15 +60,21 @@ export class Snapshot {
     return this.indexes.lookup(this.transaction, kind, label, field, ranges);
   }
 
+  /** Decoded straight from lmdb-js's reused read buffer: decodeRecord keeps nothing of it. */
   record(kind: RecordKind, id: bigint): StoredRecord | undefined {
-    const bytes = this.records[kind].get(idKey(id), { transaction: this.transaction });
+    const bytes = this.readFast(kind, id);
     return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
   }
 
   exists(kind: RecordKind, id: bigint): boolean {
+    return this.readFast(kind, id) !== undefined;
+  }
+
+  /** The stored value, valid only until the next read of this environment. */
+  private readFast(kind: RecordKind, id: bigint): Buffer | undefined {
     // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
     const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Buffer | undefined;
-    return read.call(this.records[kind], idKey(id), { transaction: this.transaction }) !== undefined;
+    return read.call(this.records[kind], idKey(id), this.readOptions);
   }
 
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {

@@ -79,7 +79,19 @@ export function valuesStream(items: unknown[]): Stream {
 
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
 export async function loaded(view: TxnView, items: Element[]): Promise<Element[]> {
+  if (items.length === 0) return items;
   const missing = items.filter((item) => item.record === undefined);
+  if (missing.length === items.length && allOfKind(items, items[0].kind)) {
+    // The usual case (a stream of one kind, none loaded yet): one batched read, no grouping.
+    const records = await view.records(items[0].kind, items.map((item) => item.id));
+    const found: Element[] = [];
+    for (let i = 0; i < items.length; i += 1) {
+      if (records[i] === undefined) continue;
+      items[i].record = records[i];
+      found.push(items[i]);
+    }
+    return found;
+  }
   if (missing.length > 0) {
     const byKind = new Map<RecordKind, Element[]>();
     for (const item of missing) {
@@ -93,6 +105,11 @@ export async function loaded(view: TxnView, items: Element[]): Promise<Element[]
     }
   }
   return items.filter((item) => item.record !== undefined);
+}
+
+function allOfKind(items: readonly Element[], kind: RecordKind): boolean {
+  for (const item of items) if (item.kind !== kind) return false;
+  return true;
 }
 
 /** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
@@ -113,7 +130,12 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
     json.$to = idToString(record.to);
   }
   if (record.kind === "vector") json.$vector = Array.from(record.vector);
-  for (const [key, value] of Object.entries(record.props)) json[key] = valueToJson(value);
+  // Decoded properties are plain objects, so for-in sees exactly their own keys.
+  const { props } = record;
+  for (const key in props) {
+    const value = props[key];
+    json[key] = typeof value === "string" || typeof value === "boolean" ? value : valueToJson(value);
+  }
   return json;
 }
 

@@ -36,7 +36,7 @@ export function parseId(input: unknown, where: string): bigint {
       if (DIGITS_ONLY.test(input)) {
         // Strip leading zeros before measuring, so that a huge string of digits is rejected without the
         // (super-linear) cost of turning it into a bigint.
-        const significant = input.replace(/^0+(?=[0-9])/, "");
+        const significant = input.charCodeAt(0) === 48 /* "0" */ ? input.replace(/^0+(?=[0-9])/, "") : input;
         if (significant.length <= ID_DECIMAL_DIGITS_MAX) {
           const id = BigInt(significant);
           if (id <= ID_MAX) return id;

@@ -69,22 +69,34 @@ export function bindParameters(query: CompiledQuery, supplied: unknown): Record<
     throw new SilkError("invalid_type", `${query.name} takes its parameters as a JSON object`);
   }
   const given = supplied as Record<string, unknown>;
-  const declared = new Map(query.parameters.map((p) => [p.name, p]));
-  for (const name of Object.keys(given)) {
-    if (!declared.has(name)) throw new SilkError("unknown_parameter", `${query.name} has no parameter ${JSON.stringify(name)}`);
+  const declared = declaredParameters(query);
+  for (const name in given) {
+    if (Object.hasOwn(given, name) && !declared.has(name)) throw new SilkError("unknown_parameter", `${query.name} has no parameter ${JSON.stringify(name)}`);
   }
   const bound: Record<string, unknown> = {};
-  for (const parameter of query.parameters) {
-    const value = given[parameter.name];
+  for (const [name, { parameter, where }] of declared) {
+    const value = given[name];
     if (value === undefined || value === null) {
       if (!parameter.optional) {
         throw new SilkError("missing_parameter", `${query.name} needs parameter ${parameter.name}: ${fieldTypeToString(parameter.type)}`);
       }
       continue;
     }
-    bound[parameter.name] = toTreeParameter(coerceValue(parameter.type, value, `${query.name}.${parameter.name}`));
+    bound[name] = toTreeParameter(coerceValue(parameter.type, value, where));
   }
   return bound;
+}
+
+/** A query's parameters by name, each with the name its errors give it; made once per query, not once per call. */
+const declaredOf = new WeakMap<CompiledQuery, ReadonlyMap<string, { readonly parameter: QueryParameter; readonly where: string }>>();
+
+function declaredParameters(query: CompiledQuery): ReadonlyMap<string, { readonly parameter: QueryParameter; readonly where: string }> {
+  let declared = declaredOf.get(query);
+  if (declared === undefined) {
+    declared = new Map(query.parameters.map((parameter) => [parameter.name, { parameter, where: `${query.name}.${parameter.name}` }]));
+    declaredOf.set(query, declared);
+  }
+  return declared;
 }
 
 /** A coerced value in the form the tree's parameters take: bigints as decimal strings, dates as ISO strings. */
@@ -102,13 +114,15 @@ function toTreeParameter(value: unknown): unknown {
 }
 
 /** Record keys of the tree's JSON form and the names HelixQL responses give them (HelixDB's v1 record shape). */
-const RECORD_KEYS: Readonly<Record<string, string>> = {
-  $id: "id",
-  $label: "label",
-  $from: "from_node",
-  $to: "to_node",
-  $vector: "data",
-};
+const RECORD_KEYS: ReadonlyMap<string, string> = new Map([
+  ["$id", "id"],
+  ["$label", "label"],
+  ["$from", "from_node"],
+  ["$to", "to_node"],
+  ["$vector", "data"],
+]);
+
+const DOLLAR = 36;
 
 /** Builds the response body from the tree's result (keyed by entry name). */
 export function renderOutput(output: QueryOutput, result: Readonly<Record<string, unknown>>): unknown {
@@ -143,9 +157,19 @@ function renderShape(shape: ReturnShape, result: Readonly<Record<string, unknown
 
 /** Renames the tree's `$id`, `$label`... keys at every depth; `$` cannot start a user property, so nothing else moves. */
 function renameRecordKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(renameRecordKeys);
   if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i += 1) out[i] = renameRecordKeys(value[i]);
+    return out;
+  }
+  // Results are plain JSON objects (no inherited enumerable keys), so for-in visits exactly Object.entries' keys.
+  const object = value as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const [key, inner] of Object.entries(value)) out[RECORD_KEYS[key] ?? key] = renameRecordKeys(inner);
+  for (const key in object) {
+    const inner = object[key];
+    const name = key.charCodeAt(0) === DOLLAR ? (RECORD_KEYS.get(key) ?? key) : key;
+    out[name] = typeof inner === "object" && inner !== null ? renameRecordKeys(inner) : inner;
+  }
   return out;
 }

@@ -736,6 +736,22 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
       expect([...result.nodeIds.map(String), ...result.edgeIds.map(String), ...Object.values(s)]).not.toContain(later[0]);
     });
 
+    it("bytes properties read back intact after later reads (records are decoded from lmdb-js's reused read buffer)", async () => {
+      // Buffers are packed as msgpack bin, which a decoder may hand out as a view of the bytes it read.
+      const first = Buffer.from([1, 2, 3, 250]);
+      const second = Buffer.from([9, 8, 7, 6, 5, 4, 3, 2, 1]);
+      const { nodeIds } = await t.db.importBatch({
+        nodes: [
+          { label: "Blob", props: { data: first } },
+          { label: "Blob", props: { data: second } },
+        ],
+        edges: [],
+      });
+      // One invocation reads both records, the second after the first: the first's bytes must not change.
+      const rows = await get(nodesById(...nodeIds.map(String)));
+      expect(pluck(rows, "data")).toEqual([first.toString("base64"), second.toString("base64")]);
+    });
+
     it("a bad row fails the whole batch, names the row, and writes nothing", async () => {
       await seedSocial(t);
       const before = await snapshot(t.db);
