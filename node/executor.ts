@@ -52,7 +52,7 @@ export async function executePlan(plan: Plan, base: ExecutionContext, parameters
 const checkedReturns = new WeakMap<readonly Entry[], readonly string[]>();
 
 /** Every returned name must be defined by the plan; checked once per prepared plan, not on every run. */
-function checkReturns(plan: Plan): void {
+export function checkReturns(plan: Plan): void {
   if (checkedReturns.get(plan.entries) === plan.returns) return;
   const defined = new Set<string>();
   collectNames(plan.entries, defined);

@@ -25,7 +25,8 @@ import type {
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
-import { executePlan } from "./executor.js";
+import { checkReturns, executePlan } from "./executor.js";
+import { executeFastRead, fastReadable } from "./fast-read.js";
 import { applyLogEntry, type LogEntry } from "./log-entry.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
 import { indexKey } from "./index-keys.js";
@@ -322,6 +323,10 @@ export class PartitionActor {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
+      if (fastReadable(plan)) {
+        checkReturns(plan);
+        return { type: "result", result: executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline) };
+      }
       const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
       const view = new TxnView(new SnapshotReader(snapshot), ids);
       const writable = plan.requestType === "write" && this.options.writable;

@@ -1,0 +1,247 @@
+/**
+ * Synchronous reads on one partition's snapshot, for the plans most endpoints send: sources by ID, parameter,
+ * variable or label-less scan, `out`/`in`/`out_e`/`in_e`/`out_n`/`in_n` traversals, `has_label`, `dedup`, literal
+ * paging, `count`/`exists`/`id`/`label` and whole-record `value_map`. The general executor (executor.ts) awaits at
+ * every step because its view may be remote; on a local snapshot every read is synchronous, and those awaits were
+ * half of a point read's cost. This module gives the same answers and the same errors for the plans it accepts
+ * (`fastReadable`), which test/node/fast-read.test.ts checks against the executor on random plans; every other plan
+ * runs through the executor.
+ *
+ * The step semantics mirror executor.ts (evalStep, resolveRef, traverse, filterStep, distinct, page, summarize,
+ * render) and streams.ts (loaded, existing): a change to one of those steps there must be made here too, or the
+ * step dropped from FAST_STEPS.
+ */
+import { SilkError } from "../protocol/errors.js";
+import { idToString, parseId } from "../protocol/ids.js";
+import type { RecordKind, StoredRecord } from "../protocol/records.js";
+import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
+import { valueToJson, type Value } from "../protocol/values.js";
+import type { Deadline } from "./deadline.js";
+import type { QueryResult } from "./executor.js";
+import { lookupParameter } from "./predicates.js";
+import { elements, elementsOf, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import type { SnapshotReader } from "./partition-actor.js";
+
+/** What a step yields, known from the plan alone for every step this module runs. */
+type Yield = "elements" | "values" | "scalar";
+
+/** The yield of a step this module can run with inputs it can run, or undefined. */
+function yieldOf(step: Step): Yield | undefined {
+  switch (step.op) {
+    case "nodes":
+    case "edges":
+    case "vectors":
+      return "elements";
+    case "out":
+    case "in":
+    case "out_e":
+    case "in_e":
+    case "out_n":
+    case "in_n":
+    case "has_label":
+    case "dedup":
+      return yieldOf(step.input) === "elements" ? "elements" : undefined;
+    case "limit":
+    case "skip":
+      return step.count.kind === "literal" && yieldOf(step.input) === "elements" ? "elements" : undefined;
+    case "range":
+      return step.start.kind === "literal" && step.end.kind === "literal" && yieldOf(step.input) === "elements" ? "elements" : undefined;
+    case "count":
+    case "exists":
+      return yieldOf(step.input) === undefined ? undefined : "scalar";
+    case "id":
+    case "label":
+      return yieldOf(step.input) === "elements" ? "values" : undefined;
+    case "value_map":
+      return step.properties === undefined && yieldOf(step.input) === "elements" ? "values" : undefined;
+    default:
+      return undefined;
+  }
+}
+
+const readable = new WeakMap<readonly Entry[], boolean>();
+
+/** Whether `executeFastRead` runs this plan: a read without explain whose entries are all plain steps it knows. */
+export function fastReadable(plan: Plan): boolean {
+  if (plan.requestType !== "read" || plan.explain === true) return false;
+  let known = readable.get(plan.entries);
+  if (known === undefined) {
+    known = plan.entries.every((entry) => entry.kind === "query" && entry.condition === undefined && yieldOf(entry.root) !== undefined);
+    readable.set(plan.entries, known);
+  }
+  return known;
+}
+
+interface Scope {
+  readonly reader: SnapshotReader;
+  readonly parameters: Readonly<Record<string, unknown>>;
+  readonly variables: Map<string, Stream>;
+  readonly deadline: Deadline;
+}
+
+/** Runs a plan `fastReadable` accepted; the caller checked its returns name defined entries (executor checkReturns). */
+export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): QueryResult {
+  const scope: Scope = { reader, parameters, variables: new Map(), deadline };
+  for (const entry of plan.entries) {
+    if (entry.kind !== "query") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got an entry it cannot run");
+    deadline.check();
+    const stream = evaluate(entry.root, scope);
+    if (entry.name !== undefined) scope.variables.set(entry.name, stream);
+  }
+  const result: QueryResult = {};
+  for (const name of plan.returns) result[name] = render(scope.variables.get(name) ?? { kind: "elements", items: [] }, reader);
+  deadline.check();
+  return result;
+}
+
+function evaluate(step: Step, scope: Scope): Stream {
+  scope.deadline.check();
+  switch (step.op) {
+    case "nodes":
+    case "edges":
+    case "vectors":
+      return elements(resolve(step.ref, step.op === "nodes" ? "node" : step.op === "edges" ? "edge" : "vector", scope, step.op));
+    case "out":
+    case "in": {
+      const items = elementsOf(evaluate(step.input, scope), step.op);
+      return elements(scope.reader.neighbours(ownerIds(items), step.op, step.label));
+    }
+    case "out_e":
+    case "in_e": {
+      const owners = elementsOf(evaluate(step.input, scope), step.op).filter((item) => item.kind !== "edge");
+      const lists = scope.reader.adjacency(
+        owners.map((item) => item.id),
+        step.op === "out_e" ? "out" : "in",
+        step.label,
+      );
+      const edges: Element[] = [];
+      lists.forEach((list, i) => {
+        for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
+      });
+      return elements(edges);
+    }
+    case "out_n":
+    case "in_n": {
+      const ends: Element[] = [];
+      const edges = loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op).filter((item) => item.kind === "edge"));
+      for (const element of edges) {
+        const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
+        ends.push(step.op === "in_n" ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
+      }
+      return elements(ends);
+    }
+    case "has_label":
+      return elements(loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op)).filter((element) => element.record!.label === step.label));
+    case "dedup": {
+      const seen = new Set<bigint>();
+      return elements(elementsOf(evaluate(step.input, scope), step.op).filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+    }
+    case "limit":
+    case "skip":
+    case "range":
+      return page(step, scope);
+    case "count":
+    case "exists": {
+      const input = evaluate(step.input, scope);
+      if (step.op === "count") return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
+      return { kind: "scalar", value: input.kind === "scalar" ? true : input.items.length > 0 };
+    }
+    case "id":
+      return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => idToString(item.id)) };
+    case "label":
+      return { kind: "values", items: loaded(scope.reader, elementsOf(evaluate(step.input, scope), "label")).map((item) => item.record!.label) };
+    case "value_map": {
+      const rows: unknown[] = [];
+      for (const element of loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op))) {
+        scope.deadline.tick();
+        rows.push(recordToJson(element.record!));
+      }
+      return valuesStream(rows);
+    }
+    default:
+      throw new SilkError("internal", `internal error (a bug in Silk): a fast read got step ${step.op}`);
+  }
+}
+
+function ownerIds(items: readonly Element[]): bigint[] {
+  const ids: bigint[] = [];
+  for (const item of items) if (item.kind !== "edge") ids.push(item.id);
+  return ids;
+}
+
+function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string): Element[] {
+  switch (ref.kind) {
+    case "all":
+      return scope.reader.allIds(kind).map((id) => ({ kind, id }));
+    case "ids":
+      return existing(scope.reader, kind, ref.ids);
+    case "var": {
+      const stream = scope.variables.get(ref.name);
+      if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(ref.name)}`);
+      return elementsOf(stream, where).filter((item) => item.kind === kind);
+    }
+    case "param": {
+      const raw = lookupParameter(ref.name, scope.parameters, where);
+      const list = Array.isArray(raw) ? raw : [raw];
+      return existing(
+        scope.reader,
+        kind,
+        list.map((id, i) => parseId(id, `parameter ${ref.name}[${i}]`)),
+      );
+    }
+    default: {
+      const unreachable: never = ref;
+      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint[]): Element[] {
+  const found = reader.exists(kind, ids);
+  const items: Element[] = [];
+  for (let i = 0; i < ids.length; i += 1) if (found[i]) items.push({ kind, id: ids[i] });
+  return items;
+}
+
+/** streams.ts `loaded`: the elements' records read in one batch per kind; elements whose record is gone dropped. */
+function loaded(reader: SnapshotReader, items: Element[]): Element[] {
+  const byKind = new Map<RecordKind, Element[]>();
+  for (const item of items) {
+    if (item.record !== undefined) continue;
+    const list = byKind.get(item.kind);
+    if (list) list.push(item);
+    else byKind.set(item.kind, [item]);
+  }
+  for (const [kind, list] of byKind) {
+    const records = reader.records(
+      kind,
+      list.map((item) => item.id),
+    );
+    list.forEach((item, i) => (item.record = records[i]));
+  }
+  return items.filter((item) => item.record !== undefined);
+}
+
+function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: Scope): Stream {
+  const items = elementsOf(evaluate(step.input, scope), step.op);
+  const literal = (bound: Extract<Step, { op: "range" }>["start"]): number => {
+    if (bound.kind !== "literal") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got a computed bound");
+    return bound.value;
+  };
+  let start = 0;
+  let end = Number.MAX_SAFE_INTEGER;
+  if (step.op === "limit") end = literal(step.count);
+  if (step.op === "skip") start = literal(step.count);
+  if (step.op === "range") {
+    start = literal(step.start);
+    end = literal(step.end);
+  }
+  return elements(items.slice(start, end));
+}
+
+/** executor.ts `render` of a read: records in JSON form, values as they are, a scalar as its JSON value. */
+function render(stream: Stream, reader: SnapshotReader): unknown {
+  if (stream.kind === "scalar") return valueToJson(stream.value as Value);
+  if (stream.kind === "values") return stream.items;
+  return loaded(reader, stream.items).map((item) => recordToJson(item.record!));
+}

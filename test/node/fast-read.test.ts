@@ -1,0 +1,215 @@
+/**
+ * The synchronous read path (node/fast-read.ts) against the general executor: random plans of the steps it accepts,
+ * run on the same LMDB snapshot by both, must give equal results or the same error code. Also: which plans it
+ * refuses, and that the embedded runtime's answers do not depend on which path ran.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { open } from "../../cluster/embedded.js";
+import { PartitionMap } from "../../cluster/partition-map.js";
+import { Deadline } from "../../node/deadline.js";
+import { executePlan } from "../../node/executor.js";
+import { executeFastRead, fastReadable } from "../../node/fast-read.js";
+import { SnapshotReader } from "../../node/partition-actor.js";
+import { PartitionStore } from "../../node/partition-store.js";
+import { TxnView } from "../../node/txn-view.js";
+import { SilkError } from "../../protocol/errors.js";
+import { decodeRequest } from "../../protocol/tree.js";
+import {
+  count,
+  dedup,
+  edges,
+  entry,
+  exists,
+  gt,
+  id,
+  inE,
+  inN,
+  in_,
+  label,
+  limit,
+  nodes,
+  out,
+  outE,
+  outN,
+  prop,
+  range,
+  read,
+  ref,
+  skip,
+  valueMap,
+  values,
+  where,
+  writeOne,
+  addN,
+  type Json,
+  type TreeNode,
+} from "../helpers/tree.js";
+
+const NODE_LABELS = ["A", "B"];
+const EDGE_LABELS = ["X", "Y"];
+const NODES = 24;
+const EDGES = 60;
+
+let directory: string;
+let store: PartitionStore;
+let nodeIds: string[];
+let edgeIds: string[];
+
+beforeAll(async () => {
+  directory = mkdtempSync(join(tmpdir(), "silk-fast-read-"));
+  const db = await open({ storage: { disk: directory } });
+  const nodesResult = await db.importBatch({
+    nodes: Array.from({ length: NODES }, (_, i) => ({ label: NODE_LABELS[i % 2], props: { n: i, name: `node ${i}` } })),
+    edges: [],
+  });
+  // A fixed pseudo-random graph: repeated pairs, self-loops and nodes without edges all occur.
+  const pick = (i: number, salt: number): number => (i * 7 + salt * 13 + ((i * i) % 5)) % (NODES - 2);
+  const edgesResult = await db.importBatch({
+    nodes: [],
+    edges: Array.from({ length: EDGES }, (_, i) => ({
+      label: EDGE_LABELS[i % 3 === 0 ? 1 : 0],
+      from: { id: nodesResult.nodeIds[pick(i, 1)] },
+      to: { id: nodesResult.nodeIds[pick(i, 2)] },
+      props: i % 4 === 0 ? { w: i } : {},
+    })),
+  });
+  await db.close();
+  nodeIds = nodesResult.nodeIds.map(String);
+  edgeIds = edgesResult.edgeIds.map(String);
+  const [only] = new PartitionMap(1).ranges;
+  store = PartitionStore.open({ path: join(directory, "partitions", "p0"), readOnly: true, noSync: false, idFirst: only.first, idLast: only.last });
+});
+
+afterAll(async () => {
+  await store?.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+type Outcome = { ok: true; result: unknown } | { ok: false; code: string };
+
+async function settle(run: () => unknown): Promise<Outcome> {
+  try {
+    return { ok: true, result: await run() };
+  } catch (cause) {
+    if (cause instanceof SilkError) return { ok: false, code: cause.code };
+    throw cause;
+  }
+}
+
+/** Runs a request through the executor and through the fast path, each on its own snapshot of the same store. */
+async function bothWays(request: unknown): Promise<{ general: Outcome; fast: Outcome }> {
+  const plan = decodeRequest(request as Json);
+  expect(fastReadable(plan)).toBe(true);
+  const ids = { allocate: (): bigint => 0n };
+  const general = await settle(() => {
+    const snapshot = store.snapshot();
+    const view = new TxnView(new SnapshotReader(snapshot), ids);
+    return executePlan(plan, { view, schema: undefined, now: () => new Date(0), writable: false, deadline: Deadline.none() }).finally(() => snapshot.close());
+  });
+  const fast = await settle(() => {
+    const snapshot = store.snapshot();
+    try {
+      return executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none());
+    } finally {
+      snapshot.close();
+    }
+  });
+  return { general, fast };
+}
+
+const hasLabel = (input: TreeNode, name: string): TreeNode => ({ has_label: { input: input as Json, label: name } });
+
+/** Random plans of the fast path's steps, over IDs that exist, IDs that do not, parameters and variables. */
+function plans(): fc.Arbitrary<{ request: unknown }> {
+  const anyId = fc.oneof(
+    fc.constantFrom(...nodeIds),
+    fc.constantFrom(...edgeIds),
+    fc.constantFrom("0", "987654321"),
+  );
+  const edgeLabel = fc.option(fc.constantFrom(...EDGE_LABELS, "Z"), { nil: undefined });
+  const source = fc.oneof(
+    fc.constant(nodes(ref.all)),
+    fc.constant(edges(ref.all)),
+    fc.array(anyId, { maxLength: 4 }).map((list) => nodes(ref.ids(...list))),
+    fc.array(anyId, { maxLength: 4 }).map((list) => edges(ref.ids(...list))),
+    fc.constant(nodes(ref.param("p"))),
+    fc.constant(edges(ref.param("p"))),
+    fc.constant(nodes(ref.var("a"))),
+    fc.constant(nodes(ref.var("undefined_name"))),
+  );
+  const { step } = fc.letrec<{ step: TreeNode }>((tie) => ({
+    step: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      source,
+      fc.tuple(tie("step"), edgeLabel).map(([input, name]) => out(input, name)),
+      fc.tuple(tie("step"), edgeLabel).map(([input, name]) => in_(input, name)),
+      fc.tuple(tie("step"), edgeLabel).map(([input, name]) => outE(input, name)),
+      fc.tuple(tie("step"), edgeLabel).map(([input, name]) => inE(input, name)),
+      tie("step").map((input) => outN(input)),
+      tie("step").map((input) => inN(input)),
+      fc.tuple(tie("step"), fc.constantFrom(...NODE_LABELS, ...EDGE_LABELS)).map(([input, name]) => hasLabel(input, name)),
+      tie("step").map((input) => dedup(input)),
+      fc.tuple(tie("step"), fc.nat(30)).map(([input, n]) => limit(input, n)),
+      fc.tuple(tie("step"), fc.nat(30)).map(([input, n]) => skip(input, n)),
+      fc.tuple(tie("step"), fc.nat(30), fc.nat(30)).map(([input, a, b]) => range(input, a, b)),
+    ),
+  }));
+  const terminal = fc.oneof(
+    step,
+    step.map((input) => count(input)),
+    step.map((input) => exists(input)),
+    step.map((input) => id(input)),
+    step.map((input) => label(input)),
+    step.map((input) => valueMap(input)),
+  );
+  const parameter = fc.oneof(
+    anyId,
+    fc.array(anyId, { maxLength: 3 }),
+    fc.constantFrom("not an id", -1),
+  );
+  return fc
+    .record({ first: step, second: terminal, returns: fc.constantFrom(["a", "r"], ["r"], ["a"]), p: fc.option(parameter, { nil: undefined }) })
+    .map(({ first, second, returns, p }) => ({
+      request: read([entry("a", first), entry("r", second)], returns, p === undefined ? {} : { p }),
+    }));
+}
+
+describe("fast read path", () => {
+  it("gives the executor's results and errors on random plans of its steps", async () => {
+    await fc.assert(
+      fc.asyncProperty(plans(), async ({ request }) => {
+        const { general, fast } = await bothWays(request);
+        expect(fast).toEqual(general);
+      }),
+      { numRuns: 400, seed: 20261123 },
+    );
+  });
+
+  it("answers a traversal with records, IDs and counts (not only errors)", async () => {
+    const request = read([entry("a", out(nodes(ref.param("p")), "X")), entry("r", count(nodes(ref.var("a"))))], ["a", "r"], { p: nodeIds.slice(0, 6) });
+    const { general, fast } = await bothWays(request);
+    expect(fast).toEqual(general);
+    expect(fast.ok).toBe(true);
+    const result = (fast as { result: { a: unknown[]; r: number } }).result;
+    expect(result.a.length).toBeGreaterThan(0);
+    expect(result.r).toBeGreaterThan(0);
+  });
+
+  it("refuses what it does not run: writes, explain, filters, property projections, computed bounds, conditions", () => {
+    const refused = [
+      writeOne(addN("A", { n: 1 })),
+      { ...read([entry("r", nodes(ref.all))], ["r"]), explain: true },
+      read([entry("r", where(nodes(ref.all), gt(prop("n"), 3)))], ["r"]),
+      read([entry("r", values(nodes(ref.all), "n"))], ["r"]),
+      read([entry("r", valueMap(nodes(ref.all), ["n"]))], ["r"]),
+      read([entry("r", { limit: { input: nodes(ref.all), count: { expr: { param: "n" } } } } as TreeNode)], ["r"], { n: 2 }),
+      read([{ query: { name: "r", root: nodes(ref.all) as Json, condition: { var_not_empty: "r" } } }], ["r"]),
+    ];
+    for (const request of refused) expect(fastReadable(decodeRequest(request as unknown as Json))).toBe(false);
+    expect(fastReadable(decodeRequest(read([entry("r", count(out(nodes(ref.all))))], ["r"]) as unknown as Json))).toBe(true);
+  });
+});
