@@ -67,7 +67,7 @@ bench-text: install
 
 # Vector indexes on MNIST: raw hnswlib-node next to Silk's search (cosine, euclidean), a filtered search, and the
 # manhattan HNSW against an exact scan (docs/BENCHMARKS.md).
-bench-vectors: install
+bench-vectors: build
 	npx tsx bench/vectors.ts
 
 # The cluster next to a single server (docs/BENCHMARKS.md, "Cluster"): starts 3 nats-server and 9 silk partition

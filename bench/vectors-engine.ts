@@ -7,8 +7,8 @@
  * the family's fixed ef, the records' reads and the rendering of the result — not HTTP.
  */
 import { performance } from "node:perf_hooks";
-import { Database } from "../cluster/embedded.js";
 import type { VectorMetric } from "../protocol/indexes.js";
+import type { SilkModules } from "./silk-modules.js";
 import { MNIST_DIMENSION, type MnistSplit } from "./vectors-mnist.js";
 
 /** Rows per write transaction while the database is filled. */
@@ -36,9 +36,12 @@ export interface EngineSide {
   close(): Promise<void>;
 }
 
-/** A memory database holding every base row as a Digit vector (property `row` = its base row), built in batches. */
-export async function buildEngine(metric: VectorMetric, data: MnistSplit): Promise<EngineSide> {
-  const db = await Database.open({ storage: "memory", schema: schema(metric) });
+/**
+ * A memory database holding every base row as a Digit vector (property `row` = its base row), built in batches, from
+ * the build `silk` names (dist/ unless it is stale or `--source` was given: bench/silk-modules.ts).
+ */
+export async function buildEngine(silk: SilkModules, metric: VectorMetric, data: MnistSplit): Promise<EngineSide> {
+  const db = await silk.index.open({ storage: "memory", schema: schema(metric) });
   const started = performance.now();
   for (let first = 0; first < data.base.length; first += ADD_BATCH_ROWS) {
     const rows = data.base.slice(first, first + ADD_BATCH_ROWS).map((pixels, i) => ({ v: Array.from(pixels), row: first + i }));
