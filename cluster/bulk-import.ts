@@ -32,10 +32,12 @@ export interface ImportBatch {
   readonly edges: readonly ImportEdge[];
 }
 
+/** A node or vector an edge of the batch names, with the partition that owns it (looked up once, not per edge). */
 interface Endpoint {
   readonly id: bigint;
   readonly label: string;
   readonly kind: EndpointKind;
+  readonly partition: number;
 }
 
 export interface ImportResult {
@@ -72,75 +74,80 @@ function rowError(section: "nodes" | "edges", index: number, cause: unknown): ne
 
 /**
  * Label checks and property preparation, memoised per batch where the answer cannot differ from row to row: a label
- * checked once is checked, and rows without properties all get the same (never mutated) prepared properties.
+ * checked once is checked, and rows without properties all get the same (never mutated) prepared properties. Keyed by
+ * kind and then label, so a row costs map lookups and no key string.
  */
 function preparer(schema: Schema | undefined, now: () => Date): (kind: RecordKind, label: string, props: Record<string, unknown>) => Properties {
-  const checked = new Set<string>();
-  const empty = new Map<string, Properties>();
+  const checked: Record<RecordKind, Set<string>> = { node: new Set(), edge: new Set(), vector: new Set() };
+  const empty: Record<RecordKind, Map<string, Properties>> = { node: new Map(), edge: new Map(), vector: new Map() };
   return (kind, label, props) => {
-    const key = `${kind}:${label}`;
-    if (!checked.has(key)) {
+    if (!checked[kind].has(label)) {
       checkLabel(schema, kind, label);
-      checked.add(key);
+      checked[kind].add(label);
     }
     for (const _ in props) return prepareCreate(schema, kind, label, props, now);
-    let prepared = empty.get(key);
+    let prepared = empty[kind].get(label);
     if (prepared === undefined) {
       prepared = prepareCreate(schema, kind, label, props, now);
-      empty.set(key, prepared);
+      empty[kind].set(label, prepared);
     }
     return prepared;
   };
 }
 
-export async function importBatch(batch: ImportBatch, services: ImportServices): Promise<ImportResult> {
-  const { map, schema, now } = services;
-  const prepare = preparer(schema, now);
-  const nodeRecords: StoredRecord[] = [];
-  // Nodes are spread over partitions in contiguous slices, one ID block per partition.
+type Prepare = ReturnType<typeof preparer>;
+
+/** Reserves the batch's node IDs, spread over partitions in contiguous slices, one ID block per partition. */
+async function allocateNodes(batch: ImportBatch, services: ImportServices): Promise<Endpoint[]> {
+  const { map } = services;
   const perPartition = Math.ceil(batch.nodes.length / map.count);
-  const nodeIds: bigint[] = new Array(batch.nodes.length);
+  const endpoints: Endpoint[] = new Array(batch.nodes.length);
   for (let partition = 0; partition < map.count; partition += 1) {
     const first = partition * perPartition;
     const count = Math.max(0, Math.min(batch.nodes.length, first + perPartition) - first);
     if (count === 0) continue;
     const block = await services.allocateBlock(partition, count);
-    for (let i = 0; i < count; i += 1) nodeIds[first + i] = block + BigInt(i);
-  }
-  batch.nodes.forEach((node, i) => {
-    try {
-      nodeRecords.push({ kind: "node", id: nodeIds[i], label: node.label, props: prepare("node", node.label, node.props) });
-    } catch (cause) {
-      rowError("nodes", i, cause);
+    for (let i = 0; i < count; i += 1) {
+      const id = block + BigInt(i);
+      endpoints[first + i] = { id, label: batch.nodes[first + i].label, kind: "node", partition: map.partitionOf(id) };
     }
-  });
-  const existingIds = new Set<bigint>();
-  for (const edge of batch.edges) for (const end of [edge.from, edge.to]) if ("id" in end) existingIds.add(end.id);
-  const existingList = [...existingIds];
-  const found = await services.lookupEndpoints(existingList);
-  // One endpoint object per node of the batch and per existing record, shared by every edge that names it.
+  }
+  return endpoints;
+}
+
+/** The existing records the batch's edges name by ID, one shared endpoint object per record. */
+async function existingEndpoints(batch: ImportBatch, services: ImportServices): Promise<Map<bigint, Endpoint>> {
+  const ids = new Set<bigint>();
+  for (const edge of batch.edges) {
+    if ("id" in edge.from) ids.add(edge.from.id);
+    if ("id" in edge.to) ids.add(edge.to.id);
+  }
+  const list = [...ids];
+  const found = await services.lookupEndpoints(list);
   const existing = new Map<bigint, Endpoint>();
-  existingList.forEach((id, i) => {
+  list.forEach((id, i) => {
     const record = found[i];
-    if (record !== undefined) existing.set(id, { id, label: record.label, kind: record.kind });
+    if (record !== undefined) existing.set(id, { id, label: record.label, kind: record.kind, partition: services.map.partitionOf(id) });
   });
-  const batchEndpoints: Endpoint[] = batch.nodes.map((node, i) => ({ id: nodeIds[i], label: node.label, kind: "node" }));
+  return existing;
+}
+
+/** Both ends of every edge, checked against the schema, and each edge's prepared properties. */
+function resolveEdges(batch: ImportBatch, schema: Schema | undefined, prepare: Prepare, nodes: readonly Endpoint[], existing: ReadonlyMap<bigint, Endpoint>): ResolvedEdges {
   const endpoint = (end: ImportEndpoint, role: string): Endpoint => {
-    const found = "batch" in end ? batchEndpoints[end.batch] : existing.get(end.id);
+    const found = "batch" in end ? nodes[end.batch] : existing.get(end.id);
     if (found !== undefined) return found;
     if ("batch" in end) throw new SilkError("node_not_found", `${role} names node ${end.batch} of the batch, which has ${batch.nodes.length}`);
     throw new SilkError("node_not_found", `${role}: no node or vector has id ${idToString(end.id)}`);
   };
-  const froms: Endpoint[] = new Array(batch.edges.length);
-  const tos: Endpoint[] = new Array(batch.edges.length);
-  const edgeProps: Properties[] = new Array(batch.edges.length);
-  // An edge's ID comes from its source's partition, where its record and out-adjacency live.
-  const edgesPerPartition = new Map<number, number>();
-  batch.edges.forEach((edge, i) => {
+  const count = batch.edges.length;
+  const resolved: ResolvedEdges = { froms: new Array(count), tos: new Array(count), props: new Array(count) };
+  for (let i = 0; i < count; i += 1) {
+    const edge = batch.edges[i];
     try {
-      edgeProps[i] = prepare("edge", edge.label, edge.props);
-      const from = (froms[i] = endpoint(edge.from, "from"));
-      const to = (tos[i] = endpoint(edge.to, "to"));
+      resolved.props[i] = prepare("edge", edge.label, edge.props);
+      const from = (resolved.froms[i] = endpoint(edge.from, "from"));
+      const to = (resolved.tos[i] = endpoint(edge.to, "to"));
       const declared = schema?.edges.get(edge.label);
       if (declared && (from.label !== declared.from || to.label !== declared.to)) {
         throw new SilkError("edge_endpoint_mismatch", `${edge.label} joins ${declared.from} to ${declared.to}, not ${from.label} to ${to.label}`);
@@ -148,32 +155,54 @@ export async function importBatch(batch: ImportBatch, services: ImportServices):
     } catch (cause) {
       rowError("edges", i, cause);
     }
-    const partition = map.partitionOf(froms[i].id);
-    edgesPerPartition.set(partition, (edgesPerPartition.get(partition) ?? 0) + 1);
+  }
+  return resolved;
+}
+
+interface ResolvedEdges {
+  readonly froms: Endpoint[];
+  readonly tos: Endpoint[];
+  readonly props: Properties[];
+}
+
+export async function importBatch(batch: ImportBatch, services: ImportServices): Promise<ImportResult> {
+  const { map, schema, now } = services;
+  const prepare = preparer(schema, now);
+  const nodes = await allocateNodes(batch, services);
+  const nodeRecords: StoredRecord[] = new Array(batch.nodes.length);
+  batch.nodes.forEach((node, i) => {
+    try {
+      nodeRecords[i] = { kind: "node", id: nodes[i].id, label: node.label, props: prepare("node", node.label, node.props) };
+    } catch (cause) {
+      rowError("nodes", i, cause);
+    }
   });
-  const nextEdgeId = new Map<number, bigint>();
-  for (const [partition, count] of edgesPerPartition) nextEdgeId.set(partition, await services.allocateBlock(partition, count));
-  const writers = new Map<number, MutationListWriter>();
-  const writerOf = (id: bigint): MutationListWriter => {
-    const partition = map.partitionOf(id);
-    let writer = writers.get(partition);
-    if (writer === undefined) writers.set(partition, (writer = new MutationListWriter()));
-    return writer;
-  };
-  for (const record of nodeRecords) writerOf(record.id).putRecord(record);
+  const { froms, tos, props } = resolveEdges(batch, schema, prepare, nodes, await existingEndpoints(batch, services));
+  // An edge's ID comes from its source's partition, where its record and out-adjacency live.
+  const edgesPerPartition = new Array<number>(map.count).fill(0);
+  for (const from of froms) edgesPerPartition[from.partition] += 1;
+  const nextEdgeId: bigint[] = new Array(map.count);
+  for (let partition = 0; partition < map.count; partition += 1) {
+    if (edgesPerPartition[partition] > 0) nextEdgeId[partition] = await services.allocateBlock(partition, edgesPerPartition[partition]);
+  }
+  const writers: (MutationListWriter | undefined)[] = new Array(map.count);
+  const writerOf = (partition: number): MutationListWriter => (writers[partition] ??= new MutationListWriter());
+  nodeRecords.forEach((record, i) => writerOf(nodes[i].partition).putRecord(record));
   const edgeIds: bigint[] = new Array(batch.edges.length);
-  batch.edges.forEach((edge, i) => {
+  for (let i = 0; i < batch.edges.length; i += 1) {
+    const label = batch.edges[i].label;
     const from = froms[i];
     const to = tos[i];
-    const partition = map.partitionOf(from.id);
-    const id = nextEdgeId.get(partition)!;
-    nextEdgeId.set(partition, id + 1n);
+    const id = nextEdgeId[from.partition];
+    nextEdgeId[from.partition] = id + 1n;
     edgeIds[i] = id;
-    writerOf(from.id).putEdge(id, edge.label, from.id, to.id, from.kind, to.kind, edgeProps[i]);
-    writerOf(to.id).putIn(to.id, edge.label, id, from.id, from.kind);
-  });
+    writerOf(from.partition).putEdge(id, label, from.id, to.id, from.kind, to.kind, props[i]);
+    writerOf(to.partition).putIn(to.id, label, id, from.id, from.kind);
+  }
   const lists = new Map<number, Uint8Array>();
-  for (const [partition, writer] of writers) lists.set(partition, writer.finish());
+  writers.forEach((writer, partition) => {
+    if (writer !== undefined) lists.set(partition, writer.finish());
+  });
   await services.commitLists(lists);
-  return { nodeIds, edgeIds };
+  return { nodeIds: nodes.map((node) => node.id), edgeIds };
 }

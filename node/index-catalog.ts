@@ -61,6 +61,10 @@ export interface IndexDatabases {
 
 export { indexKey };
 
+function maintainedMaps(): Record<RecordKind, Map<string, IndexDefinition[]>> {
+  return { node: new Map(), edge: new Map(), vector: new Map() };
+}
+
 function metaKey(definition: Pick<IndexDefinition, "kind" | "name">): string {
   return indexKey(definition.kind, definition.name);
 }
@@ -84,8 +88,11 @@ export class IndexCatalog {
   private readonly definitions: Map<string, IndexDefinition>;
   private readonly declared: ReadonlySet<string>;
   private readonly states = new Map<string, Persisted>();
-  /** `kind:label` → the indexes a write of such a record maintains (constructing and active ones). */
-  private maintainedByLabel = new Map<string, IndexDefinition[]>();
+  /**
+   * Kind, then label → the indexes a write of such a record maintains (constructing and active ones). Two map levels
+   * rather than one `kind:label` key: the write path asks once per record and need not build a string to ask.
+   */
+  private maintainedByLabel: Record<RecordKind, Map<string, IndexDefinition[]>> = maintainedMaps();
 
   constructor(
     private readonly databases: IndexDatabases,
@@ -247,14 +254,14 @@ export class IndexCatalog {
   }
 
   private refreshMaintained(): void {
-    this.maintainedByLabel = new Map();
+    this.maintainedByLabel = maintainedMaps();
     for (const [key, state] of this.states) {
       if (state.state === "blocked") continue;
       const definition = this.definitions.get(key)!;
-      const labelKey = `${definition.kind}:${definition.label}`;
-      const list = this.maintainedByLabel.get(labelKey) ?? [];
+      const byLabel = this.maintainedByLabel[definition.kind];
+      const list = byLabel.get(definition.label) ?? [];
       list.push(definition);
-      this.maintainedByLabel.set(labelKey, list);
+      byLabel.set(definition.label, list);
     }
   }
 
@@ -272,20 +279,20 @@ export class IndexCatalog {
 
   /** Whether writes of this kind and label maintain any index (the one check every other write pays). */
   covers(kind: RecordKind, label: string): boolean {
-    return this.maintainedByLabel.has(`${kind}:${label}`);
+    return this.maintainedByLabel[kind].has(label);
   }
 
   /** Maintains the label's indexes for a put; call before the record itself is written (it reads the committed one). */
   notePut(kind: RecordKind, label: string, key: Buffer, record: IndexedRecord): void {
     const old = this.source.record(kind, key);
-    for (const definition of this.maintainedByLabel.get(`${kind}:${label}`)!) this.family(definition).put(definition, record, old);
+    for (const definition of this.maintainedByLabel[kind].get(label)!) this.family(definition).put(definition, record, old);
   }
 
   /** Maintains the label's indexes for a delete; call before the record is deleted. */
   noteDelete(kind: RecordKind, label: string, key: Buffer): void {
     const old = this.source.record(kind, key);
     if (old === undefined) return;
-    for (const definition of this.maintainedByLabel.get(`${kind}:${label}`)!) this.family(definition).delete(definition, old);
+    for (const definition of this.maintainedByLabel[kind].get(label)!) this.family(definition).delete(definition, old);
   }
 
   /** The end of a write transaction's body, still inside it: each family writes or checks what it noted. */

@@ -161,6 +161,39 @@ export function labelKeyFrom(kind: RecordKind, label: Buffer, ids: Buffer, idAt:
 }
 
 /**
+ * Reusable adjacency keys and values for the entries one write transaction puts or removes. lmdb-js copies a key and
+ * a value into LMDB before `putSync` and `removeSync` return inside `transactionSync`, so one key buffer per label
+ * (the label and its separator written once) and one value buffer carry every entry: no allocation per edge, which
+ * is most of a bulk load's garbage. Hand these buffers only to those two calls on databases opened without lmdb-js's
+ * value cache (which would keep the value): anything that keeps a key or value must get its own copy.
+ */
+export class AdjacencyScratch {
+  private readonly keys = new Map<Buffer, Buffer>();
+  private readonly value = Buffer.allocUnsafe(ID_BYTES + 1);
+
+  /** The key `owner | label | 0x00 | edge`; `label` is one encoded list's label (the same Buffer for each entry). */
+  key(ids: Buffer, ownerAt: number, label: Buffer, edgeAt: number): Buffer {
+    const key = this.keys.get(label);
+    if (key === undefined) {
+      const built = adjacencyKeyFrom(ids, ownerAt, label, edgeAt);
+      this.keys.set(label, built);
+      return built;
+    }
+    copyBytes(ids, ownerAt, key, 0, ID_BYTES);
+    copyBytes(ids, edgeAt, key, key.length - ID_BYTES, ID_BYTES);
+    return key;
+  }
+
+  /** The value `other | kind`, as adjacencyValueFrom builds it. */
+  valueOf(ids: Buffer, otherAt: number, kindByte: number): Buffer {
+    const value = this.value;
+    copyBytes(ids, otherAt, value, 0, ID_BYTES);
+    value[ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
+    return value;
+  }
+}
+
+/**
  * Copies a few bytes. For the 8-byte IDs and short labels of keys a plain loop is several times faster than
  * Buffer#copy, whose argument checks dominate at this size.
  */

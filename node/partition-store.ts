@@ -11,8 +11,7 @@ import { SilkError } from "../protocol/errors.js";
 import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
 import type { Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
 import {
-  adjacencyKeyFrom,
-  adjacencyValueFrom,
+  AdjacencyScratch,
   idKey,
   ID_BYTES,
   labelKey,
@@ -22,7 +21,7 @@ import {
 } from "./keys.js";
 import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { IndexCatalog } from "./index-catalog.js";
-import { decodeRecord, encodeRecordFrom, indexedRecord, propsOf } from "./record-codec.js";
+import { decodeRecord, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
 import { decodeEdge } from "./record-codec.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
@@ -74,12 +73,18 @@ export class PartitionStore {
   private pendingLogSequence: number | undefined;
   /** The ID ranges this partition owns, ascending and disjoint: its allocation range, until a rebalance moves some. */
   private owned: IdRange[] = [];
-  /** The same ranges as [first high, first low, last high, last low] 32-bit words, to test IDs in encoded lists without BigInts. */
-  private ownedWords: [number, number, number, number][] = [];
+  /**
+   * The same ranges as 32-bit words, four per range (first high, first low, last high, last low), to test IDs in
+   * encoded lists without BigInts.
+   */
+  private ownedWords: number[] = [];
+  /** The allocation range [idFirst, idLast] as the same four words, for the ID counter's checks in `write`. */
+  private readonly allocationWords: readonly number[];
 
   private constructor(options: PartitionStoreOptions) {
     this.idFirst = options.idFirst;
     this.idLast = options.idLast;
+    this.allocationWords = [...idWords(options.idFirst), ...idWords(options.idLast)];
     this.root = open({
       path: options.path,
       readOnly: options.readOnly,
@@ -159,8 +164,7 @@ export class PartitionStore {
 
   private setOwnedInMemory(ranges: IdRange[]): void {
     this.owned = ranges;
-    const words = (id: bigint): [number, number] => [Number(id >> 32n), Number(id & 0xffff_ffffn)];
-    this.ownedWords = ranges.map((range) => [...words(range.first), ...words(range.last)]);
+    this.ownedWords = ranges.flatMap((range) => [...idWords(range.first), ...idWords(range.last)]);
   }
 
   private putOwned(ranges: readonly IdRange[]): void {
@@ -418,76 +422,73 @@ export class PartitionStore {
     });
   }
 
-  /** Whether this partition owns the ID at `at` in `bytes`, compared as bytes (no BigInt: the edge write path). */
+  /** Whether this partition owns the ID at `at` in `bytes`, compared as 32-bit words (no BigInt: the edge write path). */
   private ownsAt(bytes: Buffer, at: number): boolean {
     const high = bytes.readUInt32BE(at);
     const low = bytes.readUInt32BE(at + 4);
-    for (const [firstHigh, firstLow, lastHigh, lastLow] of this.ownedWords) {
-      const atOrAfterFirst = high > firstHigh || (high === firstHigh && low >= firstLow);
-      const atOrBeforeLast = high < lastHigh || (high === lastHigh && low <= lastLow);
-      if (atOrAfterFirst && atOrBeforeLast) return true;
-    }
+    const words = this.ownedWords;
+    for (let i = 0; i < words.length; i += 4) if (wordsWithin(high, low, words, i)) return true;
     return false;
   }
 
   /**
    * The body of every write transaction; runs inside `transactionSync`. Keys and values are assembled straight from
-   * the encoded list's bytes: no mutation objects, no BigInts but one per record for the ID counter.
+   * the encoded list's bytes, adjacency entries and edge values in buffers reused from entry to entry (AdjacencyScratch,
+   * RecordValueScratch): no mutation objects, no BigInts, no allocation per edge but the record key's view.
    */
   private write(batch: Uint8Array): void {
-    let highest = this.nextId - 1n;
+    const counter = new IdCounter(this.nextId - 1n, this.allocationWords);
     const indexes = this.indexes;
+    const adjacency = new AdjacencyScratch();
+    const values = new RecordValueScratch();
     const owned = (bytes: Buffer, at: number): void => {
       if (!this.ownsAt(bytes, at)) throw new SilkError("internal", `partition does not own id ${bytes.readBigUInt64BE(at)} (a routing bug)`);
     };
     visitMutations(batch, {
       putRecord: (bytes, record) => {
         owned(bytes, record.idAt);
-        const id = bytes.readBigUInt64BE(record.idAt);
         const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
         if (indexes.covers(record.kind, record.label.text)) {
+          const id = bytes.readBigUInt64BE(record.idAt);
           indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
         }
-        this.records[record.kind].putSync(key, encodeRecordFrom(bytes, record));
+        this.records[record.kind].putSync(key, values.valueOf(bytes, record));
         if (record.kind === "edge") {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
-            this.adjacency.out.putSync(
-              adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt),
-              adjacencyValueFrom(bytes, record.toAt, record.toKindByte),
-            );
+            this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.valueOf(bytes, record.toAt, record.toKindByte));
           }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
-        // Only IDs of this partition's own allocation range move its counter (a rebalance brings others).
-        if (id > highest && id >= this.idFirst && id <= this.idLast) highest = id;
+        counter.saw(bytes, record.idAt);
       },
       deleteRecord: (bytes, record) => {
         owned(bytes, record.idAt);
         if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         if (record.kind === "edge") {
-          if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, record.fromAt, record.label.bytes, record.idAt));
+          if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt));
         } else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
       },
       putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) => {
         owned(bytes, targetAt);
-        this.adjacency.in.putSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt), adjacencyValueFrom(bytes, sourceAt, sourceKindByte));
+        this.adjacency.in.putSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt), adjacency.valueOf(bytes, sourceAt, sourceKindByte));
       },
       deleteIn: (bytes, targetAt, label, edgeAt) => {
         owned(bytes, targetAt);
-        this.adjacency.in.removeSync(adjacencyKeyFrom(bytes, targetAt, label.bytes, edgeAt));
+        this.adjacency.in.removeSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt));
       },
       putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
         owned(bytes, sourceAt);
-        this.adjacency.out.putSync(adjacencyKeyFrom(bytes, sourceAt, label.bytes, edgeAt), adjacencyValueFrom(bytes, targetAt, targetKindByte));
+        this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.valueOf(bytes, targetAt, targetKindByte));
       },
       deleteOut: (bytes, sourceAt, label, edgeAt) => {
         owned(bytes, sourceAt);
-        this.adjacency.out.removeSync(adjacencyKeyFrom(bytes, sourceAt, label.bytes, edgeAt));
+        this.adjacency.out.removeSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt));
       },
     });
     indexes.flush();
-    if (highest >= this.nextId) this.nextId = highest + 1n;
+    const next = counter.next();
+    if (next > this.nextId) this.nextId = next;
     this.meta.putSync(META_NEXT_ID, this.nextId);
   }
 
@@ -524,5 +525,50 @@ export class PartitionStore {
       if (bytes !== undefined) records.push({ ...indexedRecord(decodeRecord(kind, last, bytes)), bytes: bytes.length });
     }
     return { records, last, done: true };
+  }
+}
+
+/** An ID as its two 32-bit words, high first. */
+function idWords(id: bigint): [number, number] {
+  return [Number(id >> 32n), Number(id & 0xffff_ffffn)];
+}
+
+/** Whether the ID (high, low) lies in the range of four words at `words[at]` (first high, first low, last high, last low). */
+function wordsWithin(high: number, low: number, words: readonly number[], at: number): boolean {
+  const firstHigh = words[at];
+  const lastHigh = words[at + 2];
+  const atOrAfterFirst = high > firstHigh || (high === firstHigh && low >= words[at + 1]);
+  const atOrBeforeLast = high < lastHigh || (high === lastHigh && low <= words[at + 3]);
+  return atOrAfterFirst && atOrBeforeLast;
+}
+
+/**
+ * The highest record ID a write transaction wrote inside the partition's allocation range (records a rebalance
+ * brings from other ranges do not move the counter), kept as two 32-bit words so that a record costs no BigInt.
+ */
+class IdCounter {
+  private high: number;
+  private low: number;
+
+  constructor(
+    highest: bigint,
+    private readonly allocation: readonly number[],
+  ) {
+    [this.high, this.low] = idWords(highest);
+  }
+
+  /** Notes the ID at `at` in `bytes`. */
+  saw(bytes: Buffer, at: number): void {
+    const high = bytes.readUInt32BE(at);
+    const low = bytes.readUInt32BE(at + 4);
+    if (high < this.high || (high === this.high && low <= this.low)) return;
+    if (!wordsWithin(high, low, this.allocation, 0)) return;
+    this.high = high;
+    this.low = low;
+  }
+
+  /** The ID after the highest one noted (or after the starting one). */
+  next(): bigint {
+    return ((BigInt(this.high) << 32n) | BigInt(this.low)) + 1n;
   }
 }

@@ -2,7 +2,9 @@
  * How records are stored in a partition's LMDB: a node `[label, props]` and a vector `[label, vector, props]` in
  * msgpack, an edge as a fixed binary header (from, to, endpoint kinds, label) followed by its msgpack properties only
  * when it has any. The write path assembles values straight from an encoded mutation list's bytes
- * (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record.
+ * (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record, but for
+ * one difference that decodes the same: a node or vector without properties ends in the one-byte empty map, where
+ * msgpackr writes `{}` as a three-byte map16.
  */
 import { Packr } from "msgpackr";
 import { writeU64 } from "../protocol/ids.js";
@@ -104,6 +106,32 @@ export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
       const unreachable: never = record.kind;
       throw new Error(`unknown kind ${String(unreachable)}`);
     }
+  }
+}
+
+/**
+ * The stored values of one write transaction's records, with one reusable buffer per label for edges without
+ * properties (most of a graph), whose header is all that changes from edge to edge. lmdb-js copies a value into
+ * LMDB before `putSync` returns inside `transactionSync` (on databases without its value cache, as the partition's
+ * are); hand these values to nothing else.
+ */
+export class RecordValueScratch {
+  private readonly edgeValues = new Map<Buffer, Buffer>();
+
+  /** The same bytes as `encodeRecordFrom`. */
+  valueOf(bytes: Buffer, record: EncodedRecord): Buffer {
+    if (record.kind !== "edge" || record.propsLength !== 0) return encodeRecordFrom(bytes, record);
+    const value = this.edgeValues.get(record.label.bytes);
+    if (value === undefined) {
+      const built = encodeRecordFrom(bytes, record);
+      this.edgeValues.set(record.label.bytes, built);
+      return built;
+    }
+    copyBytes(bytes, record.fromAt, value, 0, ID_BYTES);
+    copyBytes(bytes, record.toAt, value, 8, ID_BYTES);
+    value[16] = record.fromKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+    value[17] = record.toKindByte === ENDPOINT_KIND_BYTES.vector ? 1 : 0;
+    return value;
   }
 }
 

@@ -16,7 +16,6 @@
  */
 import { Packr } from "msgpackr";
 import { SilkError } from "./errors.js";
-import { writeU64 } from "./ids.js";
 import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "./records.js";
 import type { Properties } from "./values.js";
 
@@ -24,15 +23,22 @@ const properties = new Packr({ useRecords: false, moreTypes: true, useBigIntExte
 const OP = { put_record: 1, delete_record: 2, put_in: 3, delete_in: 4, put_out: 5, delete_out: 6 } as const;
 const KIND_BYTE: Record<RecordKind, number> = { node: 0x4e, edge: 0x45, vector: 0x56 };
 
+/**
+ * A growing byte buffer. Integers go through a DataView over the buffer itself: a u64 is one `setBigUint64`, with no
+ * scratch copy, which matters when a bulk import writes several per edge.
+ */
 class Writer {
   private buffer = Buffer.allocUnsafe(1 << 16);
+  private view = viewOf(this.buffer);
   offset = 0;
 
-  private room(bytes: number): void {
+  /** Makes room for `bytes` more; callers writing a fixed-size entry ask once for all of it. */
+  room(bytes: number): void {
     if (this.offset + bytes <= this.buffer.length) return;
     const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.offset + bytes));
     this.buffer.copy(grown, 0, 0, this.offset);
     this.buffer = grown;
+    this.view = viewOf(grown);
   }
 
   u8(value: number): void {
@@ -42,17 +48,20 @@ class Writer {
 
   u32(value: number): void {
     this.room(4);
-    this.offset = this.buffer.writeUInt32BE(value, this.offset);
+    this.view.setUint32(this.offset, value);
+    this.offset += 4;
   }
 
   u64(value: bigint): void {
     this.room(8);
-    this.offset = writeU64(this.buffer, value, this.offset);
+    this.view.setBigUint64(this.offset, value);
+    this.offset += 8;
   }
 
   f64(value: number): void {
     this.room(8);
-    this.offset = this.buffer.writeDoubleBE(value, this.offset);
+    this.view.setFloat64(this.offset, value);
+    this.offset += 8;
   }
 
   bytes(value: Uint8Array): void {
@@ -61,10 +70,34 @@ class Writer {
     this.offset += value.length;
   }
 
+  /** As u8, u32 and u64, after room() was made for them: no bounds check of their own. */
+  u8Unchecked(value: number): void {
+    this.buffer[this.offset++] = value;
+  }
+
+  u32Unchecked(value: number): void {
+    this.view.setUint32(this.offset, value);
+    this.offset += 4;
+  }
+
+  u64Unchecked(value: bigint): void {
+    this.view.setBigUint64(this.offset, value);
+    this.offset += 8;
+  }
+
   done(): Buffer {
     return this.buffer.subarray(0, this.offset);
   }
 }
+
+function viewOf(buffer: Buffer): DataView {
+  return new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+}
+
+/** Bytes of an edge record's fixed part in a list: op, kind, id, label index, from, to and the two endpoint kinds. */
+const EDGE_FIXED_BYTES = 1 + 1 + 8 + 4 + 8 + 8 + 1 + 1;
+/** Bytes of an adjacency put: op, owner, label index, edge, the other end and its kind. */
+const ADJACENCY_PUT_BYTES = 1 + 8 + 4 + 8 + 8 + 1;
 
 function endpointByte(kind: EndpointKind): number {
   return KIND_BYTE[kind];
@@ -108,13 +141,19 @@ export class MutationListWriter {
   private readonly labels = new Map<string, number>();
   private readonly body = new Writer();
   private count = 0;
+  /** The label asked for last and its index: a bulk import asks for the same label edge after edge. */
+  private lastLabel: string | undefined;
+  private lastLabelIndex = 0;
 
   private labelIndex(label: string): number {
+    if (label === this.lastLabel) return this.lastLabelIndex;
     let index = this.labels.get(label);
     if (index === undefined) {
       index = this.labels.size;
       this.labels.set(label, index);
     }
+    this.lastLabel = label;
+    this.lastLabelIndex = index;
     return index;
   }
 
@@ -136,44 +175,53 @@ export class MutationListWriter {
   putEdge(id: bigint, label: string, from: bigint, to: bigint, fromKind: EndpointKind, toKind: EndpointKind, props: Properties): void {
     this.count += 1;
     const body = this.body;
-    body.u8(OP.put_record);
-    body.u8(KIND_BYTE.edge);
-    body.u64(id);
-    body.u32(this.labelIndex(label));
-    body.u64(from);
-    body.u64(to);
-    body.u8(endpointByte(fromKind));
-    body.u8(endpointByte(toKind));
+    body.room(EDGE_FIXED_BYTES);
+    body.u8Unchecked(OP.put_record);
+    body.u8Unchecked(KIND_BYTE.edge);
+    body.u64Unchecked(id);
+    body.u32Unchecked(this.labelIndex(label));
+    body.u64Unchecked(from);
+    body.u64Unchecked(to);
+    body.u8Unchecked(endpointByte(fromKind));
+    body.u8Unchecked(endpointByte(toKind));
     writeProperties(body, props);
   }
 
   putIn(target: bigint, label: string, edge: bigint, source: bigint, sourceKind: EndpointKind): void {
-    this.adjacency(OP.put_in, target, label, edge, source, sourceKind);
+    this.adjacencyPut(OP.put_in, target, label, edge, source, sourceKind);
   }
 
   deleteIn(target: bigint, label: string, edge: bigint): void {
-    this.adjacency(OP.delete_in, target, label, edge);
+    this.adjacencyDelete(OP.delete_in, target, label, edge);
   }
 
   putOut(source: bigint, label: string, edge: bigint, target: bigint, targetKind: EndpointKind): void {
-    this.adjacency(OP.put_out, source, label, edge, target, targetKind);
+    this.adjacencyPut(OP.put_out, source, label, edge, target, targetKind);
   }
 
   deleteOut(source: bigint, label: string, edge: bigint): void {
-    this.adjacency(OP.delete_out, source, label, edge);
+    this.adjacencyDelete(OP.delete_out, source, label, edge);
   }
 
-  /** An adjacency entry: its owner, label and edge, and for a put the record at the other end. */
-  private adjacency(op: number, owner: bigint, label: string, edge: bigint, other?: bigint, otherKind?: EndpointKind): void {
+  /** An adjacency entry: its owner, label and edge, and the record at the other end. */
+  private adjacencyPut(op: number, owner: bigint, label: string, edge: bigint, other: bigint, otherKind: EndpointKind): void {
+    this.count += 1;
+    const body = this.body;
+    body.room(ADJACENCY_PUT_BYTES);
+    body.u8Unchecked(op);
+    body.u64Unchecked(owner);
+    body.u32Unchecked(this.labelIndex(label));
+    body.u64Unchecked(edge);
+    body.u64Unchecked(other);
+    body.u8Unchecked(endpointByte(otherKind));
+  }
+
+  private adjacencyDelete(op: number, owner: bigint, label: string, edge: bigint): void {
     this.count += 1;
     this.body.u8(op);
     this.body.u64(owner);
     this.body.u32(this.labelIndex(label));
     this.body.u64(edge);
-    if (other !== undefined) {
-      this.body.u64(other);
-      this.body.u8(endpointByte(otherKind!));
-    }
   }
 
   get size(): number {

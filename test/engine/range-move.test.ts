@@ -113,4 +113,23 @@ describe("moving an ID range between partition stores", () => {
     await giver.close();
     await receiver.close();
   });
+
+  it("moves its ID counter only with IDs of its own allocation range, compared across both 32-bit words", async () => {
+    const dir = tempDir("silk-range-");
+    const high = 2n ** 32n;
+    const range: IdRange = { first: high - 4n, last: 2n * high };
+    let store = open(join(dir, "c"), range);
+    expect(store.nextIdToAllocate()).toBe(high - 4n);
+    store.apply(encodeMutations([{ op: "put_record", record: user(high + 3n, 1) }, { op: "put_record", record: user(high - 2n, 2) }]));
+    expect(store.nextIdToAllocate()).toBe(high + 4n);
+    // A record a rebalance brings from beyond the allocation range does not move the counter.
+    const brought: IdRange = { first: 4n * high, last: 4n * high + 10n };
+    store.addOwnedRanges([brought]);
+    store.apply(encodeMutations([{ op: "put_record", record: follows(4n * high + 5n, high + 3n, high - 2n) }]));
+    expect(store.nextIdToAllocate()).toBe(high + 4n);
+    await store.close();
+    store = open(join(dir, "c"), range);
+    expect(store.nextIdToAllocate()).toBe(high + 4n);
+    await store.close();
+  });
 });
