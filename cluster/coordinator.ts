@@ -132,7 +132,7 @@ export class Coordinator {
   }
 
   async run(plan: Plan): Promise<QueryResult> {
-    return this.runOn(plan, { type: "execute", plan });
+    return this.runOn(plan, plan.parameters, undefined);
   }
 
   /**
@@ -148,8 +148,7 @@ export class Coordinator {
     return {
       run: (parameters) => {
         if (released) throw new SilkError("closed", "this prepared query was released");
-        const bound = { ...plan, parameters: { ...plan.parameters, ...parameters } };
-        return this.runOn(bound, { type: "execute_prepared", planId, parameters: bound.parameters });
+        return this.runOn(plan, withParameters(plan.parameters, parameters), registered ? planId : undefined);
       },
       release: async () => {
         if (released) return;
@@ -159,18 +158,20 @@ export class Coordinator {
     };
   }
 
-  private async runOn(plan: Plan, request: Extract<PartitionRequest, { type: "execute" | "execute_prepared" }>): Promise<QueryResult> {
+  /**
+   * Runs `plan` with `parameters` as one transaction; `planId` names the copy of it a single partition keeps
+   * (prepared plans), so only the parameters travel.
+   */
+  private async runOn(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
     const { transport } = this.options;
-    if (isIndexOperationPlan(plan)) return this.runIndexPlan(plan);
+    if (isIndexOperationPlan(plan)) return this.runIndexPlan(parameters === plan.parameters ? plan : { ...plan, parameters });
     if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
     // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
     const executeOnOnlyPartition = async (): Promise<QueryResult> => {
       const timeoutMs = deadline.remainingMs();
       const timed: PartitionRequest =
-        request.type === "execute"
-          ? { type: "execute", plan: { ...request.plan, timeoutMs } }
-          : { type: "execute_prepared", planId: request.planId, parameters: request.parameters, timeoutMs };
+        planId === undefined ? { type: "execute", plan: { ...plan, parameters, timeoutMs } } : { type: "execute_prepared", planId, parameters, timeoutMs };
       return expect(await transport.request(0, timed), "result").result;
     };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
@@ -181,15 +182,19 @@ export class Coordinator {
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
       const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids);
-      const result = await executePlan(plan, {
-        view,
-        schema: this.options.schema,
-        now: this.options.now,
-        writable: plan.requestType === "write",
-        deadline,
-        runtimeIndex: this.runtimeIndex,
-        embedder: this.options.embedder,
-      });
+      const result = await executePlan(
+        plan,
+        {
+          view,
+          schema: this.options.schema,
+          now: this.options.now,
+          writable: plan.requestType === "write",
+          deadline,
+          runtimeIndex: this.runtimeIndex,
+          embedder: this.options.embedder,
+        },
+        parameters,
+      );
       if (view.hasWrites) await this.commit(view.mutations());
       return result;
     } finally {
@@ -375,4 +380,10 @@ export class Coordinator {
     for (const txid of await decisions.all()) await decisions.forget(txid);
     return { committed, aborted };
   }
+}
+
+/** A prepared plan's own parameters overridden by a run's; no copy when the plan has none (HelixQL queries). */
+function withParameters(own: Plan["parameters"], given: Plan["parameters"]): Plan["parameters"] {
+  for (const _ in own) return { ...own, ...given };
+  return given;
 }

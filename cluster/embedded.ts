@@ -175,6 +175,8 @@ export class Database {
   private readonly queryByName: ReadonlyMap<string, CompiledQuery>;
   /** Each query's tree, prepared on its first call and released on close. */
   private readonly preparedQueries = new Map<string, Promise<PreparedQuery>>();
+  /** The prepared queries whose preparation finished (a subset of preparedQueries). */
+  private readonly readyQueries = new Map<string, PreparedQuery>();
 
   private readonly coordinator: Coordinator;
 
@@ -334,16 +336,18 @@ export class Database {
     if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
     const bound = bindParameters(query, parameters);
     if (query.tree === undefined) return renderOutput(query.output, {});
-    const prepared = await this.preparedQuery(query.name, query.tree);
+    const prepared = this.readyQueries.get(query.name) ?? (await this.preparedQuery(query.name, query.tree));
     return renderOutput(query.output, await prepared.run(bound));
   }
 
   private preparedQuery(name: string, tree: Readonly<Record<string, unknown>>): Promise<PreparedQuery> {
     let prepared = this.preparedQueries.get(name);
     if (prepared === undefined) {
-      // The promise is kept, not its result, so that concurrent first calls prepare the tree once.
+      // The promise is kept, not its result, so that concurrent first calls prepare the tree once; once it resolved,
+      // later calls take the query from readyQueries without waiting on it.
       prepared = this.prepare(tree);
       this.preparedQueries.set(name, prepared);
+      prepared.then((ready) => this.readyQueries.set(name, ready)).catch(() => this.preparedQueries.delete(name));
     }
     return prepared;
   }
@@ -376,6 +380,7 @@ export class Database {
     const prepared = await Promise.allSettled(this.preparedQueries.values());
     await Promise.all(prepared.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.release() : undefined)));
     this.preparedQueries.clear();
+    this.readyQueries.clear();
     await this.engine.close();
   }
 }
