@@ -169,7 +169,7 @@ export function labelKeyFrom(kind: RecordKind, label: Buffer, ids: Buffer, idAt:
  */
 export class AdjacencyScratch {
   private readonly keys = new Map<Buffer, Buffer>();
-  private readonly value = Buffer.allocUnsafe(ID_BYTES + 1);
+  private readonly valueBuffer = Buffer.allocUnsafe(ID_BYTES + 1);
 
   /** The key `owner | label | 0x00 | edge`; `label` is one encoded list's label (the same Buffer for each entry). */
   key(ids: Buffer, ownerAt: number, label: Buffer, edgeAt: number): Buffer {
@@ -185,8 +185,8 @@ export class AdjacencyScratch {
   }
 
   /** The value `other | kind`, as adjacencyValueFrom builds it. */
-  valueOf(ids: Buffer, otherAt: number, kindByte: number): Buffer {
-    const value = this.value;
+  value(ids: Buffer, otherAt: number, kindByte: number): Buffer {
+    const value = this.valueBuffer;
     copyBytes(ids, otherAt, value, 0, ID_BYTES);
     value[ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
     return value;

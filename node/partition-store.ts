@@ -452,11 +452,11 @@ export class PartitionStore {
           const id = bytes.readBigUInt64BE(record.idAt);
           indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
         }
-        this.records[record.kind].putSync(key, values.valueOf(bytes, record));
+        this.records[record.kind].putSync(key, values.value(bytes, record));
         if (record.kind === "edge") {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
-            this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.valueOf(bytes, record.toAt, record.toKindByte));
+            this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.value(bytes, record.toAt, record.toKindByte));
           }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
         counter.saw(bytes, record.idAt);
@@ -471,7 +471,7 @@ export class PartitionStore {
       },
       putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) => {
         owned(bytes, targetAt);
-        this.adjacency.in.putSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt), adjacency.valueOf(bytes, sourceAt, sourceKindByte));
+        this.adjacency.in.putSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt), adjacency.value(bytes, sourceAt, sourceKindByte));
       },
       deleteIn: (bytes, targetAt, label, edgeAt) => {
         owned(bytes, targetAt);
@@ -479,7 +479,7 @@ export class PartitionStore {
       },
       putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
         owned(bytes, sourceAt);
-        this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.valueOf(bytes, targetAt, targetKindByte));
+        this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.value(bytes, targetAt, targetKindByte));
       },
       deleteOut: (bytes, sourceAt, label, edgeAt) => {
         owned(bytes, sourceAt);

@@ -119,7 +119,7 @@ export class RecordValueScratch {
   private readonly edgeValues = new Map<Buffer, Buffer>();
 
   /** The same bytes as `encodeRecordFrom`. */
-  valueOf(bytes: Buffer, record: EncodedRecord): Buffer {
+  value(bytes: Buffer, record: EncodedRecord): Buffer {
     if (record.kind !== "edge" || record.propsLength !== 0) return encodeRecordFrom(bytes, record);
     const value = this.edgeValues.get(record.label.bytes);
     if (value === undefined) {

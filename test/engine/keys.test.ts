@@ -88,7 +88,7 @@ describe("key layout", () => {
         for (const { owner, edge, other, name, kind } of entries) {
           const bytes = idBytes(owner, edge, other);
           expect(scratch.key(bytes, 0, labelBytes.get(name)!, 8)).toEqual(adjacencyKey(owner, name, edge));
-          expect(scratch.valueOf(bytes, 16, kind === "vector" ? 0x56 : 0x4e)).toEqual(adjacencyValue(other, kind));
+          expect(scratch.value(bytes, 16, kind === "vector" ? 0x56 : 0x4e)).toEqual(adjacencyValue(other, kind));
         }
       }),
     );
@@ -105,7 +105,7 @@ describe("key layout", () => {
           putRecord: (bytes, visited) => {
             const expected = storedBytes(decoded[at]);
             expect(encodeRecordFrom(bytes, visited)).toEqual(expected);
-            expect(scratch.valueOf(bytes, visited)).toEqual(expected);
+            expect(scratch.value(bytes, visited)).toEqual(expected);
             at += 1;
           },
           deleteRecord: () => expect.unreachable(),
