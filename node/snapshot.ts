@@ -72,9 +72,11 @@ export class Snapshot {
 
   /** The stored value, valid only until the next read of this environment. */
   private readFast(kind: RecordKind, id: bigint): Buffer | undefined {
-    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
-    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Buffer | undefined;
-    return read.call(this.records[kind], idKey(id), this.readOptions);
+    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them. A value of
+    // 16 MiB or more comes back as a plain Uint8Array over LMDB's memory map, which the decoders read as a Buffer.
+    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Uint8Array | undefined;
+    const bytes = read.call(this.records[kind], idKey(id), this.readOptions);
+    return bytes === undefined || Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
