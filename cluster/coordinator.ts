@@ -229,9 +229,12 @@ export class Coordinator {
         allocateBlock: (partition, count) => ids.allocateBlock(partition, count),
         lookupEndpoints: async (endpointIds) => {
           const nodes = await reader.records("node", endpointIds);
-          const vectors = await reader.records("vector", endpointIds);
+          // Most endpoints are nodes: only the IDs that name none are looked up as vectors.
+          const others = endpointIds.filter((_, i) => nodes[i] === undefined);
+          const vectors = others.length === 0 ? [] : await reader.records("vector", others);
+          let next = 0;
           return endpointIds.map((_, i) => {
-            const record = nodes[i] ?? vectors[i];
+            const record = nodes[i] ?? vectors[next++];
             return record === undefined ? undefined : { label: record.label, kind: record.kind as EndpointKind };
           });
         },

@@ -99,11 +99,23 @@ function declaredParameters(query: CompiledQuery): ReadonlyMap<string, { readonl
   return declared;
 }
 
+/**
+ * Whether every element is a number, string or boolean, which the tree takes as they are: a vector parameter is
+ * then passed on without a call per component (coercion already copied the array).
+ */
+function allPlain(values: readonly unknown[]): boolean {
+  for (let i = 0; i < values.length; i += 1) {
+    const type = typeof values[i];
+    if (type !== "number" && type !== "string" && type !== "boolean") return false;
+  }
+  return true;
+}
+
 /** A coerced value in the form the tree's parameters take: bigints as decimal strings, dates as ISO strings. */
 function toTreeParameter(value: unknown): unknown {
   if (typeof value === "bigint") return value.toString(10);
   if (value instanceof Date) return value.toISOString();
-  if (Array.isArray(value)) return value.map(toTreeParameter);
+  if (Array.isArray(value)) return allPlain(value) ? value : value.map(toTreeParameter);
   if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<number | bigint>, toTreeParameter);
   if (typeof value === "object" && value !== null) {
     const out: Record<string, unknown> = {};
