@@ -114,7 +114,9 @@ export class ScatterReader implements BaseReader {
 
   /** Every partition's k nearest (or only the partitions owning candidates), merged by ascending distance. */
   vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
-    return this.search(request, (part) => ({ type: "vector_search", request: part }), (a, b) => a.score - b.score);
+    // The query's plain numbers stay in this process: the partitions have the vector itself.
+    const { components: _local, ...sent } = request;
+    return this.search(sent, (part) => ({ type: "vector_search", request: part }), (a, b) => a.score - b.score);
   }
 
   /** Every partition's k best BM25 hits, merged by descending score (each partition scores with its own statistics). */

@@ -379,7 +379,7 @@ export class IndexCatalog {
    */
   vectorSearch(transaction: Transaction | undefined, request: VectorSearchRequest): SearchHit[] {
     const definition: VectorIndexDefinition = this.searched(transaction, "vector", request.kind, request.label, request.field);
-    const options = { tenant: request.tenant, candidates: request.candidates, transaction };
+    const options = { tenant: request.tenant, candidates: request.candidates, transaction, components: request.components };
     const overlay = request.overlay;
     if (overlay === undefined || overlay.changed.length === 0) return this.vector.search(definition, request.vector, request.k, options);
     const changed = new Set(overlay.changed);

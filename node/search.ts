@@ -31,6 +31,12 @@ export function nextSearchNumber(context: ExecutionContext): number {
   return next;
 }
 
+function numbersOnly(value: unknown): value is number[] {
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i += 1) if (typeof value[i] !== "number") return false;
+  return true;
+}
+
 export async function search(step: SearchStep, scope: EvalScope): Promise<Stream> {
   const { view } = scope.context;
   const k = searchSize(await evalInput(step.k, scope));
@@ -49,7 +55,8 @@ export async function search(step: SearchStep, scope: EvalScope): Promise<Stream
   if (step.op === "vector_search") {
     const vector = indexVector(query as Value | undefined);
     if (vector === undefined) throw new SilkError("invalid_type", `${step.op}: the query vector is missing (null)`);
-    const hits = await view.vectorSearch({ ...base, field: step.property, vector });
+    const components = numbersOnly(query) ? query : undefined;
+    const hits = await view.vectorSearch({ ...base, field: step.property, vector, ...(components === undefined ? {} : { components }) });
     items = hits.map((hit, i) => ({ kind: step.kind, id: hit.id, hit: { search: number, rank: i + 1, score: hit.score, measure: "distance", field: step.property } }));
   } else {
     if (typeof query !== "string") throw new SilkError("invalid_type", `${step.op}: the query is a text (a string), not ${query === null || query === undefined ? "null" : typeof query}`);

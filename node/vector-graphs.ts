@@ -76,8 +76,11 @@ export abstract class PartitionGraph {
   protected abstract insert(label: number, vector: Float32Array): void;
   protected abstract replace(label: number, vector: Float32Array): void;
   protected abstract erase(label: number): void;
-  /** Up to k nearest labels accepted by the filter, nearest first, with metric distances. */
-  abstract nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[];
+  /**
+   * Up to k nearest labels accepted by the filter, nearest first, with metric distances. `components`, when given,
+   * are the query's components as plain numbers that round to `query`'s (hnswlib-node takes those).
+   */
+  abstract nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean, components?: readonly number[]): Neighbour[];
 }
 
 /** Cosine and euclidean: hnswlib-node, which takes number[] (each vector converted once, on the way in). */
@@ -114,9 +117,10 @@ class HnswlibGraph extends PartitionGraph {
     this.vacant += 1;
   }
 
-  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
+  nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean, components?: readonly number[]): Neighbour[] {
     this.index.setEf(ef);
-    const found = this.index.searchKnn(numbers(query), k, filter === undefined ? undefined : guardedFilter(filter));
+    // hnswlib rounds each number to float32 itself: the caller's numbers give the very query `query` holds.
+    const found = this.index.searchKnn((components as number[] | undefined) ?? numbers(query), k, filter === undefined ? undefined : guardedFilter(filter));
     return found.neighbors.map((label, i) => {
       const raw = found.distances[i];
       return { label, distance: this.euclidean ? Math.sqrt(Math.max(0, raw)) : Math.max(0, raw) };

@@ -81,6 +81,8 @@ export interface VectorSearchOptions {
   readonly transaction?: Transaction;
   /** The beam width of an unrestricted search, instead of max(k, EF_SEARCH_MIN): for bench/vectors.ts only. */
   readonly ef?: number;
+  /** The query as plain numbers (VectorSearchRequest.components), for hnswlib-node. */
+  readonly components?: readonly number[];
 }
 
 function byDistanceThenId(a: SearchHit, b: SearchHit): number {
@@ -220,7 +222,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const graph = index.graphs.get(definition.tenant === undefined ? "" : options.tenant!);
     if (graph === undefined || graph.size === 0 || k === 0) return [];
     if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, options.candidates);
-    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, options.ef ?? EF_SEARCH_MIN)));
+    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, options.ef ?? EF_SEARCH_MIN), undefined, options.components));
   }
 
   /**

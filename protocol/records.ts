@@ -79,6 +79,12 @@ export interface VectorSearchRequest {
   /** A property, or VECTOR_FIELD (protocol/indexes.ts) for a `V::` record's own vector. */
   readonly field: string;
   readonly vector: Float32Array;
+  /**
+   * The query as the caller's plain numbers, when it came as an array of them: handed to hnswlib-node as it is (it
+   * takes number[] and rounds each to float32, as `vector` holds them), instead of converting `vector` back. Never
+   * sent between processes.
+   */
+  readonly components?: readonly number[];
   readonly k: number;
   /** The tenant partition (tenantKey of the value); required exactly when the index is tenant-partitioned. */
   readonly tenant?: string;

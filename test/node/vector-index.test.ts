@@ -167,6 +167,12 @@ describe("vector indexes", () => {
         total += recall(found, truth);
       }
       expect(total / 40).toBeGreaterThanOrEqual(0.95);
+      // The query as the caller's doubles (which round to the Float32Array's components) finds the very same hits.
+      for (const query of randomVectors(5, 32, 23)) {
+        const doubles = Array.from(query, (component, i) => component + (i % 2 === 0 ? 1e-12 : -1e-12));
+        expect(Float32Array.from(doubles)).toEqual(query);
+        expect(at.indexes.search(index, query, 10, { components: doubles })).toEqual(at.indexes.search(index, query, 10, {}));
+      }
       expect(at.indexes.search(index, randomVectors(1, 32, 1)[0], 5_000, {})).toHaveLength(2_000);
       expect(at.indexes.search(index, randomVectors(1, 32, 1)[0], 0, {})).toEqual([]);
     });
