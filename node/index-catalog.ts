@@ -89,6 +89,11 @@ export class IndexCatalog {
   private readonly declared: ReadonlySet<string>;
   private readonly states = new Map<string, Persisted>();
   /**
+   * What `activeIn` last concluded per index, with the stored state's bytes it read: a search or lookup compares
+   * bytes instead of decoding the state again, which cost a vector search more than its own bookkeeping.
+   */
+  private readonly activeMemo = new Map<string, { readonly bytes: Buffer; readonly definition: IndexDefinition; readonly active: IndexDefinition | undefined }>();
+  /**
    * Kind, then label → the indexes a write of such a record maintains (constructing and active ones). Two map levels
    * rather than one `kind:label` key: the write path asks once per record and need not build a string to ask.
    */
@@ -331,10 +336,20 @@ export class IndexCatalog {
   /** Whether the index is active in the reader's snapshot (read there, so a reader sees one state throughout). */
   private activeIn(transaction: Transaction | undefined, key: string): IndexDefinition | undefined {
     const definition = this.definitions.get(key) ?? this.committedRuntimeIndex(transaction, key);
-    const stored = this.meta.get(key, { transaction });
-    if (definition === undefined || stored === undefined) return undefined;
-    const persisted = normalised(stored);
-    return persisted.state === "active" && sameDefinition(persisted, definition) ? definition : undefined;
+    if (definition === undefined) return undefined;
+    // getBinaryFast reads the stored bytes without decoding them; the options are honoured at run time (lmdb-js 3.5).
+    const read = this.meta.getBinaryFast as (key: string, options: { transaction?: Transaction }) => Buffer | undefined;
+    const stored = read.call(this.meta, key, { transaction });
+    if (stored === undefined) return undefined;
+    // lmdb-js reads into one large buffer whose `length` it sets to the value's: subarray takes exactly the value.
+    const bytes = stored.subarray(0, stored.length);
+    const memo = this.activeMemo.get(key);
+    if (memo !== undefined && memo.definition === definition && memo.bytes.equals(bytes)) return memo.active;
+    const kept = Buffer.from(bytes); // that buffer is reused by the next read
+    const persisted = normalised(this.meta.get(key, { transaction }));
+    const active = persisted.state === "active" && sameDefinition(persisted, definition) ? definition : undefined;
+    this.activeMemo.set(key, { bytes: kept, definition, active });
+    return active;
   }
 
   /**
