@@ -6,8 +6,8 @@
 import { SilkError } from "../protocol/errors.js";
 import { parseId } from "../protocol/ids.js";
 import type { Ref, Step } from "../protocol/tree.js";
-import { lookupParameter, type EvalScope } from "./predicates.js";
-import { adjacencyOf, elements, elementsOf, type Stream } from "./streams.js";
+import { type EvalScope } from "./predicates.js";
+import { adjacencyOf, elements, elementsOf, lookupParameter, type Stream } from "./streams.js";
 
 /** The IDs a reference names, or "all"; names of nothing are kept (they match nothing). */
 function referencedIds(ref: Ref, scope: EvalScope, where: string): ReadonlySet<bigint> | "all" {

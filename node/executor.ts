@@ -7,7 +7,7 @@
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { idToString } from "../protocol/ids.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { aggregate, group } from "./aggregates.js";
@@ -17,10 +17,10 @@ import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
 import { rerank, search } from "./search.js";
 import { ExplainLog, sourceIds } from "./planner.js";
-import { evaluateExpr, evaluatePredicate, lookupParameter, type EvalScope } from "./predicates.js";
+import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
 import { named, reshape } from "./reshape.js";
-import { adjacencyOf, elements, elementsOf, existing, loaded, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
 import { upsert } from "./upsert.js";
@@ -168,16 +168,10 @@ async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: s
       return (await view.allIds(kind)).map((id) => ({ kind, id }));
     case "ids":
       return existing(view, kind, ref.ids);
-    case "var": {
-      const stream = scope.variables.get(ref.name);
-      if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(ref.name)}`);
-      return elementsOf(stream, where).filter((item) => item.kind === kind);
-    }
-    case "param": {
-      const raw = lookupParameter(ref.name, scope.parameters, where);
-      const list = Array.isArray(raw) ? raw : [raw];
-      return existing(view, kind, list.map((id, i) => parseId(id, `parameter ${ref.name}[${i}]`)));
-    }
+    case "var":
+      return variableElements(scope.variables, ref.name, kind, where);
+    case "param":
+      return existing(view, kind, parameterIds(scope.parameters, ref.name, where));
     default: {
       const unreachable: never = ref;
       throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);

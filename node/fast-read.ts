@@ -12,14 +12,13 @@
  * step dropped from FAST_STEPS.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { idToString } from "../protocol/ids.js";
 import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "./executor.js";
-import { lookupParameter } from "./predicates.js";
-import { elements, elementsOf, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { elements, elementsOf, parameterIds, recordToJson, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";
 
 /** What a step yields, known from the plan alone for every step this module runs. */
@@ -175,20 +174,10 @@ function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string): Eleme
       return scope.reader.allIds(kind).map((id) => ({ kind, id }));
     case "ids":
       return existing(scope.reader, kind, ref.ids);
-    case "var": {
-      const stream = scope.variables.get(ref.name);
-      if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(ref.name)}`);
-      return elementsOf(stream, where).filter((item) => item.kind === kind);
-    }
-    case "param": {
-      const raw = lookupParameter(ref.name, scope.parameters, where);
-      const list = Array.isArray(raw) ? raw : [raw];
-      return existing(
-        scope.reader,
-        kind,
-        list.map((id, i) => parseId(id, `parameter ${ref.name}[${i}]`)),
-      );
-    }
+    case "var":
+      return variableElements(scope.variables, ref.name, kind, where);
+    case "param":
+      return existing(scope.reader, kind, parameterIds(scope.parameters, ref.name, where));
     default: {
       const unreachable: never = ref;
       throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);

@@ -8,8 +8,8 @@ import { idToString, parseId } from "../protocol/ids.js";
 import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Input, PropertyAssignments, Ref, Step } from "../protocol/tree.js";
 import type { Properties } from "../protocol/values.js";
-import { evaluateExpr, lookupParameter, type EvalScope } from "./predicates.js";
-import { adjacencyOf, elements, elementsOf, loaded, type Element, type Stream } from "./streams.js";
+import { evaluateExpr, type EvalScope } from "./predicates.js";
+import { adjacencyOf, elements, elementsOf, loaded, lookupParameter, type Element, type Stream } from "./streams.js";
 import { checkLabel, prepareCreate, prepareUpdate, toVector } from "./validation.js";
 
 export type MutationStep = Extract<Step, { op: "add_n" | "add_e" | "add_v" | "set_property" | "update" | "remove_property" | "drop" }>;

@@ -9,8 +9,8 @@ import { SilkError } from "../protocol/errors.js";
 import { parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
 import type { Expr, PathDirection, Ref, Step } from "../protocol/tree.js";
-import { evaluateExpr, lookupParameter, type EvalScope } from "./predicates.js";
-import { adjacencyOf, elementsOf, loaded, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { evaluateExpr, type EvalScope } from "./predicates.js";
+import { adjacencyOf, elementsOf, loaded, lookupParameter, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
 /** The most records one search may reach before it is refused (`limit_exceeded`), so a query cannot walk forever. */
 export const PATH_VISITED_NODES_MAX = 1_000_000;

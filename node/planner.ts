@@ -17,7 +17,8 @@ import type { FieldDecl, ScalarTypeName, Schema } from "../protocol/schema.js";
 import type { CompareOp, Expr, Predicate } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
 import { encodeIndexValue } from "./index-encoding.js";
-import { lookupParameter, type EvalScope } from "./predicates.js";
+import { type EvalScope } from "./predicates.js";
+import { lookupParameter } from "./streams.js";
 
 export type SourceOp = "nodes_where" | "edges_where" | "vectors_where";
 export type Access = "index" | "label_scan" | "full_scan";

@@ -8,10 +8,10 @@
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
-import { compareValues, getPath, isPlainObject, valuesEqual, type Properties, type Value } from "../protocol/values.js";
+import { compareValues, getPath, valuesEqual, type Value } from "../protocol/values.js";
 import { embed } from "./embed.js";
 import { callMath } from "./math.js";
-import { streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { lookupParameter, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 
 export interface EvalScope {
   readonly context: ExecutionContext;
@@ -23,22 +23,6 @@ export interface EvalScope {
   readonly evalStep: (step: Step, scope: EvalScope) => Promise<Stream>;
 }
 
-const hasOwn = Object.prototype.hasOwnProperty;
-
-/**
- * A request parameter by name. A name with a dot that names no parameter itself walks into an object parameter
- * (`row.name` is field `name` of parameter `row`), which is how a `for_each ... as row` body reads its row.
- */
-export function lookupParameter(name: string, parameters: Readonly<Record<string, unknown>>, where: string): unknown {
-  if (hasOwn.call(parameters, name)) return parameters[name];
-  const dot = name.indexOf(".");
-  if (dot > 0 && hasOwn.call(parameters, name.slice(0, dot))) {
-    const head = parameters[name.slice(0, dot)];
-    const value = isPlainObject(head) ? getPath(head as Properties, name.slice(dot + 1)) : undefined;
-    if (value !== undefined) return value;
-  }
-  throw new SilkError("missing_parameter", `${where}: parameter ${JSON.stringify(name)} was not supplied`);
-}
 
 /** A variable's value in an expression: a scalar as itself, values as an array, records as an array of their IDs. */
 function variable(name: string, scope: EvalScope): Value {

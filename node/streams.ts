@@ -4,12 +4,12 @@
  * of them imports another's step logic.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString } from "../protocol/ids.js";
+import { idToString, parseId } from "../protocol/ids.js";
 import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
-import { valueToJson, type Value } from "../protocol/values.js";
+import { getPath, isPlainObject, valueToJson, type Properties, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { ExplainLog } from "./planner.js";
 import type { TxnView } from "./txn-view.js";
@@ -110,6 +110,37 @@ export async function loaded(view: TxnView, items: Element[]): Promise<Element[]
 function allOfKind(items: readonly Element[], kind: RecordKind): boolean {
   for (const item of items) if (item.kind !== kind) return false;
   return true;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * A request parameter by name. A name with a dot that names no parameter itself walks into an object parameter
+ * (`row.name` is field `name` of parameter `row`), which is how a `for_each ... as row` body reads its row.
+ */
+export function lookupParameter(name: string, parameters: Readonly<Record<string, unknown>>, where: string): unknown {
+  if (hasOwn.call(parameters, name)) return parameters[name];
+  const dot = name.indexOf(".");
+  if (dot > 0 && hasOwn.call(parameters, name.slice(0, dot))) {
+    const head = parameters[name.slice(0, dot)];
+    const value = isPlainObject(head) ? getPath(head as Properties, name.slice(dot + 1)) : undefined;
+    if (value !== undefined) return value;
+  }
+  throw new SilkError("missing_parameter", `${where}: parameter ${JSON.stringify(name)} was not supplied`);
+}
+
+/** The records of one kind in an earlier entry's stream (a `var` reference); `unknown_variable` when none defines it. */
+export function variableElements(variables: ReadonlyMap<string, Stream>, name: string, kind: RecordKind, where: string): Element[] {
+  const stream = variables.get(name);
+  if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(name)}`);
+  return elementsOf(stream, where).filter((item) => item.kind === kind);
+}
+
+/** The IDs a `param` reference names: one ID or an array of them, each checked (`invalid_id`). */
+export function parameterIds(parameters: Readonly<Record<string, unknown>>, name: string, where: string): bigint[] {
+  const raw = lookupParameter(name, parameters, where);
+  const list = Array.isArray(raw) ? raw : [raw];
+  return list.map((id, i) => parseId(id, `parameter ${name}[${i}]`));
 }
 
 /** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
