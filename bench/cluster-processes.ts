@@ -7,6 +7,7 @@
  * Invariants: every process started here is recorded at once and `stop()` ends all of them (SIGTERM, SIGKILL after a
  * grace period, NATS last), also after a start that failed half-way; replicas log only warnings.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, openSync, closeSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -32,8 +33,6 @@ export interface ClusterLayout {
   /** true: run bin/silk.ts through tsx; false: dist/bin/silk.js. */
   readonly source: boolean;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 export class BenchCluster {
   private readonly replicas = new Map<string, ChildProcess>();

@@ -11,8 +11,7 @@ import type { Database, PreparedQuery } from "../index.js";
 import type { EdgeList } from "./datasets.js";
 import { LatencyRecorder, nowMillis, secondsSince, type Timing } from "./measure.js";
 import { buildTree, importSnapGraph } from "./silk-side.js";
-
-export const DIGIT_DIMENSION = 784;
+import { DIGIT_QUERIES, digitType } from "./vectors-engine.js";
 
 /** The bench project: the graph of bench/graph.ts, a second edge label for writes (so the graph read stays the
  * dataset's), MNIST digits, and the queries every workload runs. */
@@ -20,7 +19,7 @@ export const CLUSTER_BENCH_PROJECT = `
 N::User { ext: I64, score: I64 }
 E::Follows { From: User, To: User }
 E::Knows { From: User, To: User }
-V::Digit(dimension: ${DIGIT_DIMENSION}, metric: euclidean) { row: I64 }
+${digitType("euclidean")}
 
 QUERY AddUser(ext: I64) =>
     user <- AddN<User>({ext: ext, score: 0})
@@ -31,15 +30,7 @@ QUERY Link(from: ID, to: ID) =>
 QUERY SetScore(id: ID, score: I64) =>
     user <- N<User>(id)::UPDATE({score: score})
     RETURN user
-QUERY AddDigits(rows: [{v: [F64], row: I64}]) =>
-    FOR {v, row} IN rows {
-        AddV<Digit>(v, {row: row})
-    }
-    RETURN "added"
-QUERY Near(v: [F64], k: I64) =>
-    digits <- SearchV<Digit>(v, k)
-    RETURN digits::{row}
-`;
+${DIGIT_QUERIES}`;
 
 export interface Side {
   readonly name: string;

@@ -14,10 +14,13 @@ import { MNIST_DIMENSION, type MnistSplit } from "./vectors-mnist.js";
 /** Rows per write transaction while the database is filled. */
 const ADD_BATCH_ROWS = 500;
 
-function schema(metric: VectorMetric): string {
-  return `
-V::Digit(dimension: ${MNIST_DIMENSION}, metric: ${metric}) { row: I64 }
+/** The digit type of a metric: MNIST rows as vectors, each with its base row. */
+export function digitType(metric: VectorMetric): string {
+  return `V::Digit(dimension: ${MNIST_DIMENSION}, metric: ${metric}) { row: I64 }`;
+}
 
+/** Adding digits in batches and the k nearest digits' rows: the queries every vector benchmark runs. */
+export const DIGIT_QUERIES = `
 QUERY AddDigits(rows: [{v: [F64], row: I64}]) =>
     FOR {v, row} IN rows {
         AddV<Digit>(v, {row: row})
@@ -27,6 +30,9 @@ QUERY Near(v: [F64], k: I64) =>
     digits <- SearchV<Digit>(v, k)
     RETURN digits::{row}
 `;
+
+function schema(metric: VectorMetric): string {
+  return `${digitType(metric)}\n${DIGIT_QUERIES}`;
 }
 
 export interface EngineSide {

@@ -15,6 +15,7 @@
  * - move --from P --to Q [--ids N]: asks the coordinator to move the upper N (default half) of P's used IDs to Q,
  *   chunk by chunk, and waits for it to finish.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
@@ -59,8 +60,6 @@ export interface ClusterUpOptions {
 export interface CommandOutput {
   write(text: string): unknown;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 function alive(pid: number): boolean {
   try {

@@ -3,12 +3,12 @@
  * no answer (a server down, a stream leader being elected). Reads go to the stream leader (`allow_direct: false`),
  * so no replica that is catching up answers a stale value.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
 
 const RETRY_MS = 200;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs `work` until it succeeds, a SilkError ends it, or the deadline passes (then `partition_unavailable`). */
 export async function retrying<T>(service: string, what: string, deadline: number, work: () => Promise<T>): Promise<T> {

@@ -27,6 +27,7 @@
  * Invariant: a request answers either the leader's reply or a SilkError; after `deadlineMs` it is
  * `partition_unavailable` naming the partition and the last thing that happened.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../protocol/errors.js";
@@ -120,8 +121,6 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     }
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class NatsTransport implements Transport {
   private readonly plans = new Map<number, Plan>();

@@ -18,7 +18,7 @@ import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "./executor.js";
-import { elements, elementsOf, parameterIds, recordToJson, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
+import { elements, elementsOf, parameterIds, recordToJson, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";
 
 /** What a step yields, known from the plan alone for every step this module runs. */
@@ -194,18 +194,8 @@ function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint
 
 /** streams.ts `loaded`: the elements' records read in one batch per kind; elements whose record is gone dropped. */
 function loaded(reader: SnapshotReader, items: Element[]): Element[] {
-  const byKind = new Map<RecordKind, Element[]>();
-  for (const item of items) {
-    if (item.record !== undefined) continue;
-    const list = byKind.get(item.kind);
-    if (list) list.push(item);
-    else byKind.set(item.kind, [item]);
-  }
-  for (const [kind, list] of byKind) {
-    const records = reader.records(
-      kind,
-      list.map((item) => item.id),
-    );
+  for (const [kind, list] of unloadedByKind(items)) {
+    const records = reader.records(kind, list.map((item) => item.id));
     list.forEach((item, i) => (item.record = records[i]));
   }
   return items.filter((item) => item.record !== undefined);

@@ -21,8 +21,7 @@ import {
 } from "./keys.js";
 import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { IndexCatalog } from "./index-catalog.js";
-import { decodeRecord, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
-import { decodeEdge } from "./record-codec.js";
+import { decodeEdge, decodeRecord, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
 

@@ -79,37 +79,23 @@ export function valuesStream(items: unknown[]): Stream {
 
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
 export async function loaded(view: TxnView, items: Element[]): Promise<Element[]> {
-  if (items.length === 0) return items;
-  const missing = items.filter((item) => item.record === undefined);
-  if (missing.length === items.length && allOfKind(items, items[0].kind)) {
-    // The usual case (a stream of one kind, none loaded yet): one batched read, no grouping.
-    const records = await view.records(items[0].kind, items.map((item) => item.id));
-    const found: Element[] = [];
-    for (let i = 0; i < items.length; i += 1) {
-      if (records[i] === undefined) continue;
-      items[i].record = records[i];
-      found.push(items[i]);
-    }
-    return found;
-  }
-  if (missing.length > 0) {
-    const byKind = new Map<RecordKind, Element[]>();
-    for (const item of missing) {
-      const list = byKind.get(item.kind);
-      if (list) list.push(item);
-      else byKind.set(item.kind, [item]);
-    }
-    for (const [kind, list] of byKind) {
-      const records = await view.records(kind, list.map((item) => item.id));
-      list.forEach((item, i) => (item.record = records[i]));
-    }
+  for (const [kind, list] of unloadedByKind(items)) {
+    const records = await view.records(kind, list.map((item) => item.id));
+    list.forEach((item, i) => (item.record = records[i]));
   }
   return items.filter((item) => item.record !== undefined);
 }
 
-function allOfKind(items: readonly Element[], kind: RecordKind): boolean {
-  for (const item of items) if (item.kind !== kind) return false;
-  return true;
+/** The elements whose record is not loaded yet, by kind: one batched read per kind loads them (`loaded`). */
+export function unloadedByKind(items: readonly Element[]): Map<RecordKind, Element[]> {
+  const byKind = new Map<RecordKind, Element[]>();
+  for (const item of items) {
+    if (item.record !== undefined) continue;
+    const list = byKind.get(item.kind);
+    if (list) list.push(item);
+    else byKind.set(item.kind, [item]);
+  }
+  return byKind;
 }
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -163,10 +149,7 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
   if (record.kind === "vector") json.$vector = Array.from(record.vector);
   // Decoded properties are plain objects, so for-in sees exactly their own keys.
   const { props } = record;
-  for (const key in props) {
-    const value = props[key];
-    json[key] = typeof value === "string" || typeof value === "boolean" ? value : valueToJson(value);
-  }
+  for (const key in props) json[key] = valueToJson(props[key]);
   return json;
 }
 
