@@ -7,7 +7,7 @@
  * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
  * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
@@ -76,7 +76,13 @@ const GATEWAY_OPTION_KEYS = new Set([
   "routing", "route", "replica", "readReplica", "staleness", "maxStalenessMs", "region", "warm", "requireWriter",
 ]);
 const MANIFEST = "silk.json";
-const FORMAT_VERSION = 1;
+/**
+ * The data format this Silk writes. 2 keeps each vector record's label and properties apart as well (node/vector-reads.ts).
+ * Format 1 directories are read as they are (a vector record without that value is read whole) and marked 2 when a
+ * writer opens them, so that an older Silk, which would not keep those values, refuses to write to them.
+ */
+const FORMAT_VERSION = 2;
+const FORMATS_READ: ReadonlySet<number> = new Set([1, FORMAT_VERSION]);
 
 interface Manifest {
   readonly format: number;
@@ -130,15 +136,33 @@ function loadProject(schema: OpenOptions["schema"]): Project {
   return { schema: checked.schema, queries: checked.queries };
 }
 
+/** Replaces a file's text so that a crash leaves the old text or the new one, never a mix or nothing. */
+function writeFileAtomically(path: string, text: string): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  const fd = openSync(temporary, "w");
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, path);
+}
+
 function readManifest(directory: string, partitions: number | undefined, create: boolean): Manifest {
   const path = join(directory, MANIFEST);
   if (existsSync(path)) {
     const manifest = JSON.parse(readFileSync(path, "utf8")) as Manifest;
-    if (manifest.format !== FORMAT_VERSION) throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}; this Silk reads ${FORMAT_VERSION}`);
+    if (!FORMATS_READ.has(manifest.format)) {
+      throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}; this Silk reads ${[...FORMATS_READ].join(" and ")}`);
+    }
     if (partitions !== undefined && partitions !== manifest.partitions) {
       throw new SilkError("invalid_option", `${directory} was created with ${manifest.partitions} partitions, not ${partitions}`);
     }
-    return manifest;
+    if (manifest.format === FORMAT_VERSION || !create) return manifest;
+    const upgraded: Manifest = { ...manifest, format: FORMAT_VERSION };
+    writeFileAtomically(path, JSON.stringify(upgraded, null, 2) + "\n");
+    return upgraded;
   }
   if (!create) throw new SilkError("invalid_option", `${directory} holds no Silk database`);
   const manifest: Manifest = { format: FORMAT_VERSION, partitions: partitions ?? 1 };

@@ -2,6 +2,7 @@
  * The LMDB key layout of one partition. Every key is raw bytes so that LMDB's byte order is the order we scan in:
  *
  *   nodes / edges / vectors   id(8, big-endian)                                → msgpackr record
+ *   vector_props              id(8, big-endian)                                → [label, props] of a vector record
  *   out                       source(8) | edge label (UTF-8) | 0x00 | edge(8)  → target(8) | kind(1)
  *   in                        target(8) | edge label (UTF-8) | 0x00 | edge(8)  → source(8) | kind(1)
  *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty   (nodes and vectors only)

@@ -31,12 +31,20 @@ import { applyLogEntry, type LogEntry } from "./log-entry.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
 import { indexKey } from "./index-keys.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
+import { readsVectorData } from "./vector-reads.js";
 
-/** Reads of one partition through one snapshot. */
+/**
+ * Reads of one partition through one snapshot. `vectorData` false reads vector records without their vectors, for a
+ * plan that cannot look at them (vector-reads.ts).
+ */
 export class SnapshotReader implements BaseReader {
-  constructor(private readonly snapshot: Snapshot) {}
+  constructor(
+    private readonly snapshot: Snapshot,
+    private readonly vectorData = true,
+  ) {}
 
   records(kind: RecordKind, ids: readonly bigint[]): (StoredRecord | undefined)[] {
+    if (kind === "vector" && !this.vectorData) return ids.map((id) => this.snapshot.vectorRecordProps(id));
     return ids.map((id) => this.snapshot.record(kind, id));
   }
 
@@ -328,7 +336,7 @@ export class PartitionActor {
         return { type: "result", result: executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline) };
       }
       const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
-      const view = new TxnView(new SnapshotReader(snapshot), ids);
+      const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids);
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
       const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);

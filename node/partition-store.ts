@@ -21,7 +21,7 @@ import {
 } from "./keys.js";
 import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { IndexCatalog } from "./index-catalog.js";
-import { decodeEdge, decodeRecord, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
+import { decodeEdge, decodeRecord, encodeVectorPropsFrom, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
 
@@ -61,6 +61,8 @@ export class PartitionStore {
   private readonly root: RootDatabase;
   private readonly meta: Database;
   private readonly records: Record<RecordKind, Database<Buffer, Buffer>>;
+  /** Each vector record's label and properties without its vector (record-codec.ts encodeVectorPropsFrom). */
+  private readonly vectorProps: Database<Buffer, Buffer>;
   private readonly adjacency: Record<Direction, Database<Buffer, Buffer>>;
   private readonly labels: Database<Buffer, Buffer>;
   private readonly intents: Database<Buffer, string>;
@@ -96,6 +98,7 @@ export class PartitionStore {
       this.root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
     this.meta = this.root.openDB({ name: "meta", encoding: "msgpack" });
     this.records = { node: binary("nodes"), edge: binary("edges"), vector: binary("vectors") };
+    this.vectorProps = binary("vector_props");
     this.adjacency = { out: binary("out"), in: binary("in") };
     this.labels = binary("labels");
     this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
@@ -266,7 +269,7 @@ export class PartitionStore {
   }
 
   snapshot(): Snapshot {
-    return new Snapshot(this.root.useReadTransaction(), this.records, this.adjacency, this.labels, this.indexes);
+    return new Snapshot(this.root.useReadTransaction(), this.records, this.vectorProps, this.adjacency, this.labels, this.indexes);
   }
 
   /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */
@@ -452,6 +455,7 @@ export class PartitionStore {
           indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
         }
         this.records[record.kind].putSync(key, values.value(bytes, record));
+        if (record.kind === "vector") this.vectorProps.putSync(key, encodeVectorPropsFrom(bytes, record));
         if (record.kind === "edge") {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
@@ -464,6 +468,7 @@ export class PartitionStore {
         owned(bytes, record.idAt);
         if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
+        if (record.kind === "vector") this.vectorProps.removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
         if (record.kind === "edge") {
           if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt));
         } else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));

@@ -1,6 +1,6 @@
 /**
  * How records are stored in a partition's LMDB: a node `[label, props]` and a vector `[label, vector, props]` in
- * msgpack, an edge as a fixed binary header (from, to, endpoint kinds, label) followed by its msgpack properties only
+ * msgpack (a vector's `[label, props]` also apart, `encodeVectorPropsFrom`), an edge as a fixed binary header (from, to, endpoint kinds, label) followed by its msgpack properties only
  * when it has any. The write path assembles values straight from an encoded mutation list's bytes
  * (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record, but for
  * one difference that decodes the same: a node or vector without properties ends in the one-byte empty map, where
@@ -107,6 +107,28 @@ export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
       throw new Error(`unknown kind ${String(unreachable)}`);
     }
   }
+}
+
+/**
+ * The label and properties of a vector record of an encoded list, without its vector: `[label, props]`, the same
+ * layout as a node's value. Stored beside the record, so that a query that returns only properties of its hits
+ * reads a few bytes per hit instead of the whole vector (vector-reads.ts).
+ */
+export function encodeVectorPropsFrom(bytes: Buffer, record: EncodedRecord): Buffer {
+  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
+  return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
+}
+
+/**
+ * The vector of a vector record read without it (Snapshot.vectorRecordProps): empty, and recognised by identity, so
+ * that code which would render or compare it can refuse instead.
+ */
+export const VECTOR_NOT_LOADED = new Float64Array(0);
+
+/** A vector record's value from encodeVectorPropsFrom, decoded as a record whose vector is VECTOR_NOT_LOADED. */
+export function decodeVectorProps(id: bigint, bytes: Buffer): StoredRecord {
+  const [label, props] = unpackr.unpack(bytes) as StoredNode;
+  return { kind: "vector", id, label, vector: VECTOR_NOT_LOADED, props };
 }
 
 /**

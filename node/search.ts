@@ -14,7 +14,7 @@ import type { Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { rerankMmr, rerankRrf } from "./rerank.js";
 import type { EvalScope } from "./predicates.js";
-import { elements, elementsOf, loaded, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { elements, elementsOf, loaded, loadedVector, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { indexVector } from "./vector-math.js";
 
 /** The most results one search may ask for. */
@@ -80,8 +80,9 @@ export function vectorOfHit(element: Element): Float32Array | undefined {
   const record = element.record;
   if (record === undefined) return undefined;
   const field = element.hit?.field ?? VECTOR_FIELD;
+  const value = field === VECTOR_FIELD ? (record.kind === "vector" ? loadedVector(record) : undefined) : record.props[field];
   try {
-    return indexVector(field === VECTOR_FIELD ? (record.kind === "vector" ? record.vector : undefined) : record.props[field]);
+    return indexVector(value);
   } catch {
     return undefined; // a property that holds no vector: MMR treats the record as unlike every other
   }

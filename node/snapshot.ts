@@ -25,7 +25,7 @@ import {
   readId,
 } from "./keys.js";
 import type { IndexCatalog } from "./index-catalog.js";
-import { decodeRecord } from "./record-codec.js";
+import { decodeRecord, decodeVectorProps } from "./record-codec.js";
 import { rangeMutationsOf } from "./range-mutations.js";
 
 /** Close it when the invocation ends so LMDB can reuse the pages it pins. */
@@ -35,6 +35,7 @@ export class Snapshot {
   constructor(
     private readonly transaction: Transaction,
     private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
+    private readonly vectorProps: Database<Buffer, Buffer>,
     private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
     private readonly labels: Database<Buffer, Buffer>,
     private readonly indexes: IndexCatalog,
@@ -64,6 +65,17 @@ export class Snapshot {
   record(kind: RecordKind, id: bigint): StoredRecord | undefined {
     const bytes = this.readFast(kind, id);
     return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
+  }
+
+  /**
+   * A vector record with its label and properties but not its vector (VECTOR_NOT_LOADED), for plans that cannot look
+   * at vectors (vector-reads.ts). A record written before Silk kept these values apart has none: it is read whole.
+   */
+  vectorRecordProps(id: bigint): StoredRecord | undefined {
+    const read = this.vectorProps.getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Uint8Array | undefined;
+    const bytes = read.call(this.vectorProps, idKey(id), this.readOptions);
+    if (bytes === undefined) return this.record("vector", id);
+    return decodeVectorProps(id, Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
 
   exists(kind: RecordKind, id: bigint): boolean {

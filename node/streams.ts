@@ -12,6 +12,7 @@ import type { Schema } from "../protocol/schema.js";
 import { getPath, isPlainObject, valueToJson, type Properties, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { ExplainLog } from "./planner.js";
+import { VECTOR_NOT_LOADED } from "./record-codec.js";
 import type { TxnView } from "./txn-view.js";
 
 /** One element of a stream: a record reference, loaded lazily. */
@@ -139,6 +140,14 @@ export async function existing(view: TxnView, kind: RecordKind, ids: readonly bi
   return items;
 }
 
+/** A vector record's vector; `internal` for one read without it (vector-reads.ts), which no plan should render. */
+export function loadedVector(record: Extract<StoredRecord, { kind: "vector" }>): Float64Array {
+  if (record.vector === VECTOR_NOT_LOADED) {
+    throw new SilkError("internal", `internal error (a bug in Silk): vector ${idToString(record.id)} was read without its vector`);
+  }
+  return record.vector;
+}
+
 /** A record in its JSON form: `$id`, `$label`, `$from`/`$to` for edges, `$vector` for vectors, then properties. */
 export function recordToJson(record: StoredRecord): Record<string, unknown> {
   const json: Record<string, unknown> = { $id: idToString(record.id), $label: record.label };
@@ -146,7 +155,7 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
     json.$from = idToString(record.from);
     json.$to = idToString(record.to);
   }
-  if (record.kind === "vector") json.$vector = Array.from(record.vector);
+  if (record.kind === "vector") json.$vector = Array.from(loadedVector(record));
   // Decoded properties are plain objects, so for-in sees exactly their own keys.
   const { props } = record;
   for (const key in props) json[key] = valueToJson(props[key]);
