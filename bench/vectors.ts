@@ -5,7 +5,8 @@
  * - cosine and euclidean: raw hnswlib-node (built with the same M, efConstruction and seed, queried with number[]
  *   prepared in advance) next to Silk's VectorIndexes.search (Float32Array queries, IDs mapped back), at the same ef;
  *   recall@10 against exact search and QPS of each, and their ratio. Blocks of 25 queries alternate between the
- *   sides over 4 passes, so a noisy neighbour on a shared machine slows both alike. Three rows per metric:
+ *   sides over 4 timed passes after an untimed one (recall, warm-up), so a noisy neighbour on a shared machine slows
+ *   both alike. Three rows per metric:
  *   - the family at Silk's fixed ef (EF_SEARCH_MIN, 64), against raw hnswlib at 64;
  *   - the family at recall ≈ 0.95: an ef sweep of raw hnswlib (one pass) finds the lowest ef whose recall@10 reaches
  *     0.95, and both sides run at that ef (the family through its bench-only `ef` search option; same graph, same
@@ -104,15 +105,17 @@ function buildRaw(metric: "cosine" | "euclidean", data: MnistSplit): { index: hn
 type Search = (i: number) => readonly number[] | Promise<readonly number[]>;
 
 /**
- * Recall@K of each side over every query, and QPS from blocks of BLOCK_QUERIES queries alternating between the sides
- * for PASSES passes (time summed per side): on a shared machine both sides see the same neighbours' load. A side may
- * answer a promise (the engine); a synchronous side is never awaited, so it pays no microtask.
+ * Recall@K of each side over every query from an untimed first pass (which also warms both sides up: the JIT
+ * compiles Silk's path, as bench/graph.ts and bench/http.ts warm up before they measure), then QPS from blocks of
+ * BLOCK_QUERIES queries alternating between the sides for PASSES timed passes (time summed per side): on a shared
+ * machine both sides see the same neighbours' load. A side may answer a promise (the engine); a synchronous side is
+ * never awaited, so it pays no microtask.
  */
 async function sideBySide(count: number, truth: readonly ArrayLike<number>[], raw: Search, silk: Search): Promise<[Side, Side]> {
   const seconds = [0, 0];
   const recall = [0, 0];
   const sides = [raw, silk];
-  for (let round = 0; round < PASSES; round++) {
+  for (let round = 0; round <= PASSES; round++) {
     for (let first = 0; first < count; first += BLOCK_QUERIES) {
       const last = Math.min(count, first + BLOCK_QUERIES);
       for (let side = 0; side < 2; side++) {
@@ -122,8 +125,8 @@ async function sideBySide(count: number, truth: readonly ArrayLike<number>[], ra
           const answer = sides[side](i);
           found.push(answer instanceof Promise ? await answer : answer);
         }
-        seconds[side] += (performance.now() - started) / 1000;
-        if (round === 0) found.forEach((rows, i) => (recall[side] += recallAt(rows, truth[first + i], K)));
+        if (round > 0) seconds[side] += (performance.now() - started) / 1000;
+        else found.forEach((rows, i) => (recall[side] += recallAt(rows, truth[first + i], K)));
       }
     }
   }
