@@ -65,6 +65,14 @@ export interface ImportServices {
   lookupEndpoints(ids: readonly bigint[]): Promise<({ label: string; kind: EndpointKind } | undefined)[]>;
   /** Commits one encoded mutation list per partition as one transaction. */
   commitLists(lists: ReadonlyMap<number, Uint8Array>): Promise<void>;
+  /**
+   * On several partitions, where each partition's storage guard sees only its own records: the UNIQUE INDEX fields
+   * of a label, and the check of the batch's records of such labels against each other and every partition's index.
+   */
+  readonly unique?: {
+    fieldsOf(kind: RecordKind, label: string): readonly string[];
+    check(records: readonly StoredRecord[]): Promise<void>;
+  };
 }
 
 function rowError(section: "nodes" | "edges", index: number, cause: unknown): never {
@@ -165,6 +173,31 @@ interface ResolvedEdges {
   readonly props: Properties[];
 }
 
+/** The batch's records of labels with UNIQUE INDEX fields, checked before anything is written. */
+async function checkUnique(
+  unique: NonNullable<ImportServices["unique"]>,
+  batch: ImportBatch,
+  nodeRecords: readonly StoredRecord[],
+  edges: ResolvedEdges,
+  edgeIds: readonly bigint[],
+): Promise<void> {
+  const hasUnique = new Map<string, boolean>();
+  const checked = (kind: RecordKind, label: string): boolean => {
+    const key = `${kind}:${label}`;
+    let answer = hasUnique.get(key);
+    if (answer === undefined) hasUnique.set(key, (answer = unique.fieldsOf(kind, label).length > 0));
+    return answer;
+  };
+  const records = nodeRecords.filter((record) => checked("node", record.label));
+  batch.edges.forEach((edge, i) => {
+    if (!checked("edge", edge.label)) return;
+    const from = edges.froms[i];
+    const to = edges.tos[i];
+    records.push({ kind: "edge", id: edgeIds[i], label: edge.label, from: from.id, to: to.id, fromKind: from.kind, toKind: to.kind, props: edges.props[i] });
+  });
+  if (records.length > 0) await unique.check(records);
+}
+
 export async function importBatch(batch: ImportBatch, services: ImportServices): Promise<ImportResult> {
   const { map, schema, now } = services;
   const prepare = preparer(schema, now);
@@ -199,6 +232,7 @@ export async function importBatch(batch: ImportBatch, services: ImportServices):
     writerOf(from.partition).putEdge(id, label, from.id, to.id, from.kind, to.kind, props[i]);
     writerOf(to.partition).putIn(to.id, label, id, from.id, from.kind);
   }
+  if (services.unique !== undefined) await checkUnique(services.unique, batch, nodeRecords, { froms, tos, props }, edgeIds);
   const lists = new Map<number, Uint8Array>();
   writers.forEach((writer, partition) => {
     if (writer !== undefined) lists.set(partition, writer.finish());

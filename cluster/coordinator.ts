@@ -17,14 +17,15 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionRequest } from "../protocol/messages.js";
-import { mutationOwner, type EndpointKind, type Mutation } from "../protocol/records.js";
+import { mutationOwner, type EndpointKind, type IndexRange, type Mutation, type RecordKind } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan, type QueryResult } from "../node/executor.js";
 import { TxnView } from "../node/txn-view.js";
-import { importBatch, type ImportBatch, type ImportResult } from "./bulk-import.js";
+import { checkUniqueRecords, uniqueFields } from "../node/unique.js";
+import { importBatch, type ImportBatch, type ImportResult, type ImportServices } from "./bulk-import.js";
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
@@ -239,10 +240,31 @@ export class Coordinator {
           });
         },
         commitLists: (lists) => this.commitLists(lists),
+        ...(map.count > 1 && schema !== undefined ? { unique: this.importUniqueCheck(reader, schema) } : {}),
       });
     } finally {
       release();
     }
+  }
+
+  /**
+   * An import's UNIQUE INDEX check across partitions, under the write lock the import holds: the batch's new records
+   * against each other and against every partition's active index (node/unique.ts), before anything is written.
+   */
+  private importUniqueCheck(reader: ScatterReader, schema: Schema): NonNullable<ImportServices["unique"]> {
+    const runtimeIndex = this.runtimeIndex;
+    return {
+      fieldsOf: (kind, label) => uniqueFields(schema, runtimeIndex, kind, label),
+      check: async (records) => {
+        const fresh = new Set(records.map((record) => record.id));
+        const source = {
+          committedIndexIds: (kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]) => reader.indexIds(kind, label, field, ranges),
+          isChanged: (id: bigint) => fresh.has(id),
+          records: (kind: RecordKind, ids: readonly bigint[]) => reader.records(kind, ids),
+        };
+        await checkUniqueRecords(records, source, schema, runtimeIndex);
+      },
+    };
   }
 
   /** Splits mutations by owning partition and commits them (see commitLists). */

@@ -15,25 +15,49 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import { encodeIndexValue } from "./index-encoding.js";
 import type { TxnView } from "./txn-view.js";
 
-export async function checkUniqueWrites(view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+/** What the check reads: the committed holders of values, which records the transaction writes, and records. */
+export interface UniqueSource {
+  committedIndexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): MaybePromise<bigint[] | undefined>;
+  isChanged(id: bigint): boolean;
+  records(kind: RecordKind, ids: readonly bigint[]): MaybePromise<(StoredRecord | undefined)[]>;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+export function checkUniqueWrites(view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+  return checkUniqueRecords(view.writtenRecords(), view, schema, runtimeIndex);
+}
+
+/** The UNIQUE INDEX fields of a label: the schema's, and those an index operation made unique. */
+export function uniqueFields(schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined, kind: RecordKind, label: string): string[] {
+  const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+  const fields: string[] = [];
+  for (const field of declared?.fields.values() ?? []) {
+    const unique = field.index === "unique" || runtimeIndex?.(kind, label, field.name)?.unique === true;
+    if (unique && field.type.kind === "scalar") fields.push(field.name);
+  }
+  return fields;
+}
+
+/**
+ * `records` (new or changed, of one transaction) against each other and against the committed holders that
+ * `source` reads; `unique_violation` for the first value two records would share.
+ */
+export async function checkUniqueRecords(records: Iterable<StoredRecord>, source: UniqueSource, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   const byLabel = new Map<string, StoredRecord[]>();
-  for (const record of view.writtenRecords()) {
+  for (const record of records) {
     const key = `${record.kind}:${record.label}`;
     const list = byLabel.get(key);
     if (list) list.push(record);
     else byLabel.set(key, [record]);
   }
-  for (const records of byLabel.values()) {
-    const { kind, label } = records[0];
-    const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
-    for (const field of declared?.fields.values() ?? []) {
-      const unique = field.index === "unique" || runtimeIndex?.(kind, label, field.name)?.unique === true;
-      if (unique && field.type.kind === "scalar") await checkField(view, kind, label, field.name, records);
-    }
+  for (const labelled of byLabel.values()) {
+    const { kind, label } = labelled[0];
+    for (const field of uniqueFields(schema, runtimeIndex, kind, label)) await checkField(source, kind, label, field, labelled);
   }
 }
 
-async function checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
+async function checkField(view: UniqueSource, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
   const holders = new Map<string, StoredRecord>();
   const ranges: IndexRange[] = [];
   let duplicate: [StoredRecord, StoredRecord] | undefined;

@@ -1,8 +1,8 @@
 /**
  * Secondary indexes through the engine, on every backend (memory, disk, three partitions): entries follow creates,
  * updates and drops (of nodes and edges) and survive a reopen; lookups see the transaction's own writes; UNIQUE
- * INDEX refuses duplicates (create, update, a same-transaction pair, across partitions) and leaves the data as it
- * was; `"explain": true` says which access path each source step took.
+ * INDEX refuses duplicates (create, update, a same-transaction pair, across partitions, and in bulk imports, of nodes
+ * and of edges) and leaves the data as it was; `"explain": true` says which access path each source step took.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BACKENDS, TestDatabase, expectCode, ids, pluck, removeTempDirs, snapshot, sorted } from "../helpers/engine.js";
@@ -163,5 +163,38 @@ describe.each(BACKENDS)("secondary indexes ($name)", (backend) => {
     // A value freed by an update or a drop can be taken.
     await t.run(writeOne(drop(nodesById(bob))));
     await t.run(writeOne(addN("User", { handle: "ann", name: "Ann 2" })));
+  });
+
+  it("refuses a UNIQUE INDEX duplicate in a bulk import, within the batch or against stored records, writing nothing", async () => {
+    await seed();
+    const before = await snapshot(t.db);
+    // Enough rows that, on three partitions, the two holders of a value land on different partitions.
+    const rows = Array.from({ length: 7 }, (_, i) => ({ label: "User", props: { handle: `h${i}`, name: `N${i}` } }));
+    const error = await expectCode(t.db.importBatch({ nodes: [...rows, { label: "User", props: { handle: "h0", name: "again" } }], edges: [] }), "unique_violation");
+    expect(error.message).toContain("User.handle");
+    await expectCode(t.db.importBatch({ nodes: [...rows, { label: "User", props: { handle: "ann", name: "Ann 2" } }], edges: [] }), "unique_violation");
+    expect(await snapshot(t.db)).toEqual(before);
+    await t.db.importBatch({ nodes: rows, edges: [] });
+    expect(pluck((await t.run(readOne(users(eq(prop("handle"), "h6"))))).r, "name")).toEqual(["N6"]);
+  });
+});
+
+describe("UNIQUE INDEX on edges in a bulk import (disk, 3 partitions)", () => {
+  const backend = BACKENDS.find((candidate) => candidate.partitions === 3)!;
+  let t: TestDatabase;
+  beforeEach(async () => {
+    t = await TestDatabase.open(backend, { schema: "N::Box { n: I64 }\nE::Link { From: Box, To: Box, Properties: { UNIQUE INDEX tag: String } }" });
+  });
+  afterEach(async () => t.destroy());
+
+  it("refuses two edges of one tag, whichever partitions their sources are on, writing nothing", async () => {
+    const boxes = (await t.db.importBatch({ nodes: Array.from({ length: 6 }, (_, n) => ({ label: "Box", props: { n } })), edges: [] })).nodeIds;
+    const link = (from: number, to: number, tag: string) => ({ label: "Link", from: { id: boxes[from] }, to: { id: boxes[to] }, props: { tag } });
+    await t.db.importBatch({ nodes: [], edges: [link(0, 1, "a")] });
+    const before = await snapshot(t.db);
+    await expectCode(t.db.importBatch({ nodes: [], edges: [link(1, 2, "b"), link(2, 3, "c"), link(3, 4, "d"), link(4, 5, "b")] }), "unique_violation");
+    await expectCode(t.db.importBatch({ nodes: [], edges: [link(5, 0, "e"), link(4, 3, "a")] }), "unique_violation");
+    expect(await snapshot(t.db)).toEqual(before);
+    await t.db.importBatch({ nodes: [], edges: [link(1, 2, "b"), link(4, 5, "c")] });
   });
 });
