@@ -191,8 +191,8 @@ function withFamily(answer: IndexAnswer, status: IndexStatus): Record<string, un
 
 function progressLine(statuses: readonly IndexStatus[]): string {
   return statuses
-    .filter((status) => status.state === "constructing")
-    .map((status) => `${status.name} constructing: ${status.entities} entities, ${status.bytes} bytes, ${status.operations} operations`)
+    .filter((status) => status.state === "constructing" || status.state === "validating")
+    .map((status) => `${status.name} ${status.state}: ${status.entities} entities, ${status.bytes} bytes, ${status.operations} operations`)
     .join("; ");
 }
 

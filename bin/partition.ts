@@ -70,6 +70,9 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     idFirst: range.first,
     idLast: range.last,
     indexes: schemaIndexDefinitions(schema),
+    // The coordinator checks UNIQUE builds across partitions (cluster/unique-builds.ts), also of a one-partition map,
+    // which rebalancing may split later.
+    uniqueAcrossPartitions: true,
   });
   let stopping = false;
   const shutdown = async (code: number): Promise<void> => {

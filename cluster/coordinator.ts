@@ -29,6 +29,7 @@ import { importBatch, type ImportBatch, type ImportResult, type ImportServices }
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
+import { UniqueBuildWatcher } from "./unique-builds.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
@@ -78,9 +79,13 @@ export class Coordinator {
   /** New records' IDs, in blocks per partition, for every transaction this coordinator runs itself. */
   private readonly ids: RemoteIdSource;
 
+  /** Finishes UNIQUE builds across partitions (a writer's; cluster/unique-builds.ts). */
+  private readonly uniqueBuilds: UniqueBuildWatcher;
+
   constructor(private readonly options: CoordinatorOptions) {
     this.map = options.map;
     this.ids = new RemoteIdSource(options.transport, () => this.map);
+    this.uniqueBuilds = new UniqueBuildWatcher({ transport: options.transport, map: () => this.map, exclusive: () => this.lock.acquire(true) });
   }
 
   /** The partition map in force. */
@@ -107,13 +112,17 @@ export class Coordinator {
     }
   }
 
-  /** Reads which runtime indexes the partitions hold (at open, and after every index operation). */
+  /**
+   * Reads which runtime indexes the partitions hold (at open, and after every index operation); a writer then looks
+   * for UNIQUE builds to finish across partitions.
+   */
   async loadIndexCatalog(): Promise<void> {
     const catalog = new Map<string, SecondaryIndexDefinition>();
     for (const statuses of await partitionIndexStatuses(this.context())) {
       for (const status of statuses) if (status.origin === "runtime" && status.family === "secondary") catalog.set(`${status.kind}:${status.name}`, status);
     }
     this.runtimeIndexes = catalog;
+    if (this.options.writable) this.uniqueBuilds.watch();
   }
 
   /** A batch of index operations, under the write lock so that no transaction runs across an index's change. */
@@ -360,8 +369,9 @@ export class Coordinator {
     void forgetting.finally(() => this.forgetting.delete(forgetting));
   }
 
-  /** Waits for the decisions being forgotten (before the decision store closes). */
+  /** Stops finishing UNIQUE builds and waits for the decisions being forgotten (before the decision store closes). */
   async settle(): Promise<void> {
+    await this.uniqueBuilds.stop();
     await Promise.all([...this.forgetting]);
   }
 

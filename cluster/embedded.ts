@@ -257,6 +257,7 @@ export class Database {
           idLast: range.last,
           mapSizeBytes: options.cache?.mapSizeBytes,
           indexes: schemaIndexDefinitions(schema),
+          uniqueAcrossPartitions: map.count > 1,
         }),
       );
       opened.push(...stores);

@@ -134,7 +134,9 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       if (status.origin === "schema") {
         throw new SilkError("unsupported_operation", `${name} is declared in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
       }
-      if (status.state !== "constructing") throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a constructing build can be aborted (drop_index removes the index)`);
+      if (status.state !== "constructing" && status.state !== "validating") {
+        throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a build under way can be aborted (drop_index removes the index)`);
+      }
       await send(holders, { type: "index_drop", kind: operation.kind, name });
       return answerOf(status, "aborted");
     }

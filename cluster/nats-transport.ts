@@ -107,6 +107,8 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     case "export_range":
     case "add_ranges": // owning a range twice is owning it once
     case "drop_range": // a dropped range has nothing left to delete
+    case "index_entries":
+    case "index_validated": // a verdict applies once; a repeat finds the index no longer validating
       return true;
     case "register_plan":
     case "execute_prepared":

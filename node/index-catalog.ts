@@ -9,8 +9,10 @@
  * records); a build scans the label in chunks, each its own write transaction, and flips to `active` in the
  * transaction of its last chunk after the family validated it; a problem (a UNIQUE index over duplicate values, a
  * text index over a number, a vector of another dimension) sends it to `blocked` with the problem's code as reason
- * (its entries are removed). Writes maintain `constructing` and `active` indexes, so a build catches up with them
- * implicitly. An index no longer declared is dropped when the partition opens, unless an index operation created it
+ * (its entries are removed). On one of several partitions a UNIQUE index's last chunk goes to `validating` instead
+ * of `active`: each partition sees only its own records, so the coordinator checks the values across partitions
+ * (`uniqueEntries`) and then activates or blocks it everywhere (`finishValidation`). Writes maintain `constructing`,
+ * `validating` and `active` indexes, so a build catches up with them implicitly. An index no longer declared is dropped when the partition opens, unless an index operation created it
  * at run time (origin `runtime`): those stay until `drop`. `retry` restarts a blocked build; `drop` removes a runtime
  * index and its entries (an abort is a drop of a constructing one).
  *
@@ -99,10 +101,15 @@ export class IndexCatalog {
    */
   private maintainedByLabel: Record<RecordKind, Map<string, IndexDefinition[]>> = maintainedMaps();
 
+  /**
+   * `uniqueAcrossPartitions`: this is one of several partitions, so a UNIQUE build ends `validating`, for the
+   * coordinator's check across partitions.
+   */
   constructor(
     private readonly databases: IndexDatabases,
     private readonly source: IndexRecordSource,
     definitions: readonly IndexDefinition[],
+    private readonly options: { readonly uniqueAcrossPartitions?: boolean } = {},
   ) {
     this.secondary = new SecondaryIndexes(databases.secondary, databases.meta);
     this.vector = new VectorIndexes(databases.meta, source);
@@ -226,6 +233,31 @@ export class IndexCatalog {
     const restarted = { ...rest, state: this.initialState(persisted), cursor: "" } as Persisted;
     this.meta.putSync(key, restarted);
     return new Map(this.states).set(key, restarted);
+  }
+
+  /**
+   * The coordinator's verdict on a `validating` UNIQUE index (inside a write transaction): `active`, or `blocked` with
+   * the duplicate it found across partitions (its entries removed). An `active` index is blocked too (a partition
+   * whose label was empty activated at once), so all partitions agree; any other state is left as it is.
+   */
+  finishValidation(key: string, blocked: { readonly reason: string; readonly message: string } | undefined): Map<string, Persisted> {
+    const persisted = this.existing(key);
+    if (persisted.state !== "validating" && !(persisted.state === "active" && blocked !== undefined)) return new Map(this.states);
+    let next: Persisted;
+    if (blocked === undefined) next = { ...persisted, state: "active" };
+    else {
+      this.family(persisted).remove(this.definitions.get(key)!);
+      next = { ...persisted, state: "blocked", reason: blocked.reason, message: blocked.message };
+    }
+    this.meta.putSync(key, next);
+    return new Map(this.states).set(key, next);
+  }
+
+  /** A secondary index's entries as `encoded value | id` in value order (the coordinator's check across partitions). */
+  uniqueEntries(key: string): Buffer[] {
+    const definition = this.definitions.get(key);
+    if (definition?.family !== "secondary") throw new SilkError("index_not_found", `no secondary index ${key.slice(META_PREFIX.length)} on this partition`);
+    return this.secondary.valueEntries(definition);
   }
 
   private existing(key: string): Persisted {
@@ -467,7 +499,7 @@ export class IndexCatalog {
       next = { ...current, entities, bytes, operations, cursor };
       const problem = chunk.done ? family.finish(definition) : undefined;
       if (problem !== undefined) throw new SilkError(problem.reason, problem.message);
-      if (chunk.done) next = { ...next, state: "active" };
+      if (chunk.done) next = { ...next, state: definition.family === "secondary" && definition.unique && this.options.uniqueAcrossPartitions ? "validating" : "active" };
     } catch (cause) {
       if (!(cause instanceof SilkError) || cause.kind !== "user") throw cause;
       family.discard();

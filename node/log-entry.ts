@@ -24,6 +24,8 @@ export type LogEntry =
   | { readonly type: "index_drop"; readonly key: string }
   | { readonly type: "index_retry"; readonly key: string }
   | { readonly type: "index_build"; readonly key: string; readonly chunkEntities: number }
+  /** The coordinator's verdict on a `validating` UNIQUE index: active, or blocked by a duplicate across partitions. */
+  | { readonly type: "index_validated"; readonly key: string; readonly blocked?: { readonly reason: string; readonly message: string } }
   /** IDs up to `upTo` belong to the leader that appended this (node/partition-store.ts `reserveIds`). */
   | { readonly type: "reserve_ids"; readonly upTo: bigint }
   /** Rebalancing: this partition starts owning `ranges`, or deletes a range's data and stops owning it. */
@@ -50,6 +52,8 @@ export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?:
         return store.retryIndex(entry.key);
       case "index_build":
         return store.buildIndexChunk(entry.key, entry.chunkEntities);
+      case "index_validated":
+        return store.finishIndexValidation(entry.key, entry.blocked);
       case "reserve_ids":
         return store.reserveIds(entry.upTo);
       case "add_ranges":

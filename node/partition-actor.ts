@@ -258,6 +258,14 @@ export class PartitionActor {
       case "index_drop":
         this.requireWritable();
         return this.serialized(async () => (await this.change({ type: "index_drop", key: indexKey(request.kind, request.name) }), { type: "done" as const }));
+      case "index_entries":
+        return { type: "index_entries", entries: store.indexValueEntries(indexKey(request.kind, request.name)) };
+      case "index_validated":
+        this.requireWritable();
+        return this.serialized(async () => {
+          await this.change({ type: "index_validated", key: indexKey(request.kind, request.name), ...(request.blocked === undefined ? {} : { blocked: request.blocked }) });
+          return { type: "done" as const };
+        });
       case "index_retry":
         this.requireWritable();
         await this.serialized(() => this.change({ type: "index_retry", key: indexKey(request.kind, request.name) }));

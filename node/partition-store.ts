@@ -44,6 +44,8 @@ export interface PartitionStoreOptions {
    * not among them and registers new ones, to be built by `buildIndexChunk`.
    */
   readonly indexes?: readonly IndexDefinition[];
+  /** One of several partitions: UNIQUE builds end `validating`, for the coordinator's check across partitions. */
+  readonly uniqueAcrossPartitions?: boolean;
 }
 
 const META_NEXT_ID = "next_id";
@@ -112,7 +114,7 @@ export class PartitionStore {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
       hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
-    }, options.indexes ?? []);
+    }, options.indexes ?? [], { uniqueAcrossPartitions: options.uniqueAcrossPartitions });
     if (!options.readOnly) {
       const indexes = this.indexes;
       indexes.adopt(this.transact(() => indexes.reconcile()));
@@ -388,6 +390,17 @@ export class PartitionStore {
   }
 
   /** Restarts a blocked build (`index_not_found` when there is no such index; other states are left alone). */
+  /** The coordinator's verdict on a `validating` UNIQUE index, as its own write transaction (index-catalog.ts). */
+  finishIndexValidation(key: string, blocked: { readonly reason: string; readonly message: string } | undefined): void {
+    const indexes = this.indexes;
+    indexes.adopt(this.transact(() => indexes.finishValidation(key, blocked)));
+  }
+
+  /** A secondary index's entries as `encoded value | id`, in value order. */
+  indexValueEntries(key: string): Buffer[] {
+    return this.indexes.uniqueEntries(key);
+  }
+
   retryIndex(key: string): void {
     const indexes = this.indexes;
     indexes.adopt(this.transact(() => indexes.retry(key)));

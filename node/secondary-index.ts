@@ -148,6 +148,12 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
     return undefined;
   }
 
+  /** Every entry of one index as `encoded value | id`, in key order (value order, then ID order). */
+  valueEntries(definition: SecondaryIndexDefinition): Buffer[] {
+    const prefix = prefixOf(definition);
+    return [...this.entries.getKeys({ start: prefix, end: prefixEnd(prefix) })].map((key) => Buffer.from(key.subarray(prefix.length)));
+  }
+
   /** Every entry key of one index in key order (tests compare a maintained index with one rebuilt from scratch). */
   entryKeys(definition: SecondaryIndexDefinition): string[] {
     const prefix = prefixOf(definition);

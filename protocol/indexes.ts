@@ -57,7 +57,11 @@ export interface TextIndexDefinition extends IndexDefinitionBase {
 
 export type IndexDefinition = SecondaryIndexDefinition | VectorIndexDefinition | TextIndexDefinition;
 
-export type IndexStateName = "constructing" | "active" | "blocked";
+/**
+ * `validating`: a UNIQUE index built on one of several partitions, each of which checked only its own records; it
+ * waits for the coordinator's check across partitions, which activates or blocks it everywhere (docs/INDEXES.md).
+ */
+export type IndexStateName = "constructing" | "validating" | "active" | "blocked";
 
 /** Who declared an index: the schema (it lives and dies with the declaration) or an index operation (`create_index`). */
 export type IndexOrigin = "schema" | "runtime";
@@ -138,7 +142,7 @@ export function tenantKey(value: Value): string {
 }
 
 /** A database's index is as far along as its least advanced partition. */
-const STATE_RANK: Record<IndexStateName, number> = { active: 0, constructing: 1, blocked: 2 };
+const STATE_RANK: Record<IndexStateName, number> = { active: 0, validating: 1, constructing: 2, blocked: 3 };
 
 /** One status per index over every partition's: the least advanced partition's state, counters summed. */
 export function mergeIndexStatuses(perPartition: readonly (readonly IndexStatus[])[]): IndexStatus[] {

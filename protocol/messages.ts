@@ -53,7 +53,16 @@ export type PartitionRequest =
   /** Registers a runtime index (`create_index`); the partition builds it in the background. */
   | { readonly type: "index_create"; readonly definition: IndexDefinition }
   /** Drops a runtime index (`drop_index`, and `abort_index_operation`), or restarts a blocked build (`retry_index_operation`). */
-  | { readonly type: "index_drop" | "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string };
+  | { readonly type: "index_drop" | "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string }
+  /** A secondary index's entries, `encoded value | id` in value order (the coordinator's UNIQUE check across partitions). */
+  | { readonly type: "index_entries"; readonly kind: IndexDefinition["kind"]; readonly name: string }
+  /** The coordinator's verdict on a `validating` UNIQUE index: active, or blocked by the duplicate it found. */
+  | {
+      readonly type: "index_validated";
+      readonly kind: IndexDefinition["kind"];
+      readonly name: string;
+      readonly blocked?: { readonly reason: string; readonly message: string };
+    };
 
 /** Requests that only read a partition's committed state (besides an `execute` of a read plan). */
 const READ_REQUEST_TYPES: ReadonlySet<PartitionRequest["type"]> = new Set<PartitionRequest["type"]>([
@@ -79,6 +88,7 @@ export type PartitionReplyBody =
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
   | { readonly type: "indexes"; readonly statuses: IndexStatus[] }
+  | { readonly type: "index_entries"; readonly entries: Uint8Array[] }
   | { readonly type: "done" };
 
 export type PartitionReply =

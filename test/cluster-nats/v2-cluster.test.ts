@@ -154,6 +154,25 @@ describe("POST /v2/query on a cluster answers as the embedded database", () => {
     expect(await userCount()).toBe(3);
   });
 
+  it("blocks a UNIQUE index built over a duplicate held on two partitions, on both", async () => {
+    const created = await post(JSON.stringify(writeTree([entry("a", addN("User", { handle: "dup1", name: "Dup", age: 40 })), entry("b", addN("User", { handle: "dup2", name: "Dup", age: 41 }))], ["a", "b"])));
+    expect(created.status).toBe(200);
+    const operation = (tag: string): string => JSON.stringify(write({ op: { [tag]: { label: "User", property: "name", ...(tag === "create_index" ? { unique: true } : {}) } } }));
+    // Each side builds in its own time (the answers' counters differ meanwhile): wait for both, then compare.
+    for (const base of [clusterGateway!.base, embeddedGateway!.base]) {
+      expect((await send(base, operation("create_index"), "application/json")).status).toBe(200);
+      for (let poll = 0; ; poll += 1) {
+        const state = (JSON.parse((await send(base, operation("get_index_operation"), "application/json")).text) as { op: { state: string } }).op.state;
+        if (state !== "constructing" && state !== "validating") break;
+        if (poll === 1_000) throw new Error(`User.name is still ${state} at ${base}`);
+        await new Promise((resume) => setTimeout(resume, 20));
+      }
+    }
+    const settled = await post(operation("get_index_operation"));
+    expect(settled.json.op).toMatchObject({ state: "blocked", reason: "unique_violation" });
+    expect((await post(operation("drop_index"))).status).toBe(200);
+  });
+
   it("answers fuzz.test.ts's valid tree, damaged at random, the same (a fixed seed)", async () => {
     const valid = JSON.stringify({
       request_type: "read",

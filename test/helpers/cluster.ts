@@ -123,7 +123,7 @@ function replicaSchema(schema: OpenOptions["schema"]): { schema: Schema | undefi
 async function startReplica(nats: TestNats, cluster: string, range: PartitionMap["ranges"][number], replicaIndex: number, schema: Schema | undefined, now: () => Date): Promise<ClusterReplicaHandle> {
   const path = mkdtempSync(join(TEMP_ROOT, "silk-replica-"));
   const name = `r${replicaIndex}`;
-  const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: range.first, idLast: range.last, indexes: schemaIndexDefinitions(schema) });
+  const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: range.first, idLast: range.last, indexes: schemaIndexDefinitions(schema), uniqueAcrossPartitions: true });
   let nc: NatsConnection | undefined;
   try {
     nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name: `silk-${cluster}-p${range.index}-${name}` });
