@@ -18,7 +18,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { whileUnanswered } from "./partition-log.js";
+import { creatingRacing } from "./partition-log.js";
 import { subjects } from "./subjects.js";
 
 /** The part of the TTL after a renewal during which the lease counts as held. */
@@ -61,7 +61,7 @@ export class PartitionLease {
   /** Binds to the lease bucket, creating it when absent. */
   static async open(options: LeaseOptions): Promise<PartitionLease> {
     const kvm = new Kvm(options.nc);
-    const kv = await whileUnanswered(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs, replicas: options.replicas }));
+    const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs, replicas: options.replicas }));
     return new PartitionLease(kv, options);
   }
 

@@ -70,7 +70,7 @@ export class PartitionLog {
   static async open(options: PartitionLogOptions): Promise<PartitionLog> {
     const jsm = await jetstreamManager(options.nc);
     const log = new PartitionLog(jetstream(options.nc), jsm, options);
-    await whileUnanswered(async () => {
+    await creatingRacing(async () => {
       try {
         await jsm.streams.info(log.stream);
       } catch (cause) {
@@ -330,6 +330,26 @@ export async function whileUnanswered<T>(work: () => Promise<T>): Promise<T> {
       const unanswered = isNoResponders(cause) || (cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "RequestError"));
       if (!unanswered || performance.now() > deadline) throw cause;
       await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** How many times a replica's start tries to create what the partition's other replicas may be creating too. */
+const CREATE_ATTEMPTS = 5;
+
+/**
+ * Creates what every replica of a partition may create at the same moment (its log stream, its lease bucket).
+ * JetStream can refuse the loser of that race with an error of its own ("subjects overlap with an existing stream",
+ * "error creating store for stream") before the winner's stream is visible to it; creating is idempotent, so it is
+ * tried again, CREATE_ATTEMPTS times in all, before such an error counts. Otherwise as whileUnanswered.
+ */
+export async function creatingRacing<T>(create: () => Promise<T>, pauseMs = 100): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await whileUnanswered(create);
+    } catch (cause) {
+      if (!(cause instanceof JetStreamApiError) || attempt === CREATE_ATTEMPTS) throw cause;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs * attempt));
     }
   }
 }
