@@ -7,7 +7,7 @@
  * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
  * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
@@ -25,6 +25,7 @@ import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
 import { LmdbDecisionLog } from "./decision-log.js";
+import { writeFileAtomic } from "./durable-files.js";
 import { PartitionMap } from "./partition-map.js";
 import { InProcessTransport } from "./transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
@@ -136,19 +137,6 @@ function loadProject(schema: OpenOptions["schema"]): Project {
   return { schema: checked.schema, queries: checked.queries };
 }
 
-/** Replaces a file's text so that a crash leaves the old text or the new one, never a mix or nothing. */
-function writeFileAtomically(path: string, text: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, "w");
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
-}
-
 function readManifest(directory: string, partitions: number | undefined, create: boolean): Manifest {
   const path = join(directory, MANIFEST);
   if (existsSync(path)) {
@@ -161,14 +149,14 @@ function readManifest(directory: string, partitions: number | undefined, create:
     }
     if (manifest.format === FORMAT_VERSION || !create) return manifest;
     const upgraded: Manifest = { ...manifest, format: FORMAT_VERSION };
-    writeFileAtomically(path, JSON.stringify(upgraded, null, 2) + "\n");
+    writeFileAtomic(path, JSON.stringify(upgraded, null, 2) + "\n");
     return upgraded;
   }
   if (!create) throw new SilkError("invalid_option", `${directory} holds no Silk database`);
   const manifest: Manifest = { format: FORMAT_VERSION, partitions: partitions ?? 1 };
   new PartitionMap(manifest.partitions); // validates the count before anything is written
   mkdirSync(directory, { recursive: true });
-  writeFileSync(path, JSON.stringify(manifest, null, 2) + "\n");
+  writeFileAtomic(path, JSON.stringify(manifest, null, 2) + "\n");
   return manifest;
 }
 

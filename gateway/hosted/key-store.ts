@@ -9,7 +9,8 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { SilkError } from "../../protocol/errors.js";
-import { keysPath, writeFileAtomic } from "./tenant-files.js";
+import { writeFileAtomic } from "../../cluster/durable-files.js";
+import { keysPath } from "./tenant-files.js";
 
 const KEY_ID_BYTES = 6;
 const KEY_SECRET_BYTES = 32;

@@ -6,8 +6,9 @@
  * the CLI writes sees the old version or the new one, never half of one.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { flushDirectory, writeFileAtomic, writeFlushed } from "../../cluster/durable-files.js";
 import { SilkError } from "../../protocol/errors.js";
 import { checkRateLimit, type RateLimit } from "./token-bucket.js";
 
@@ -29,35 +30,6 @@ export function disabledPath(data: string): string {
 
 function databasePath(data: string): string {
   return join(tenantDirectory(data), "database.json");
-}
-
-/** Writes `path` through a uniquely named file beside it, flushed, then renamed over it. */
-export function writeFileAtomic(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const aside = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  writeFlushed(aside, text);
-  renameSync(aside, path);
-  flushDirectory(dirname(path));
-}
-
-function writeFlushed(path: string, text: string): void {
-  const fd = openSync(path, "wx");
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** A rename is durable only once the directory is flushed. */
-function flushDirectory(path: string): void {
-  const fd = openSync(path, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**
