@@ -108,7 +108,7 @@ async function buildRate(silk: typeof import("../index.js"), ratings: readonly R
     await plain.close();
     const started = performance.now();
     const indexed = await silk.open({ storage: { disk: directory }, schema: INDEXED_SCHEMA });
-    while (indexed.indexes().some((index) => index.state === "constructing")) await new Promise((resume) => setTimeout(resume, 1));
+    while (indexed.indexes().some((index) => index.state === "constructing" || index.state === "validating")) await new Promise((resume) => setTimeout(resume, 1));
     const seconds = (performance.now() - started) / 1_000;
     const entities = indexed.indexes().reduce((sum, index) => sum + index.entities, 0);
     await indexed.close();
