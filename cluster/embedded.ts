@@ -7,7 +7,7 @@
  * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
  * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
@@ -137,7 +137,11 @@ function loadProject(schema: OpenOptions["schema"]): Project {
   return { schema: checked.schema, queries: checked.queries };
 }
 
-function readManifest(directory: string, partitions: number | undefined, create: boolean): Manifest {
+/**
+ * The directory's manifest, created for a new database. `durable` false (memory storage, a temporary directory that
+ * dies with the handle) writes it without flushing.
+ */
+function readManifest(directory: string, partitions: number | undefined, create: boolean, durable: boolean): Manifest {
   const path = join(directory, MANIFEST);
   if (existsSync(path)) {
     const manifest = JSON.parse(readFileSync(path, "utf8")) as Manifest;
@@ -156,7 +160,9 @@ function readManifest(directory: string, partitions: number | undefined, create:
   const manifest: Manifest = { format: FORMAT_VERSION, partitions: partitions ?? 1 };
   new PartitionMap(manifest.partitions); // validates the count before anything is written
   mkdirSync(directory, { recursive: true });
-  writeFileAtomic(path, JSON.stringify(manifest, null, 2) + "\n");
+  const text = JSON.stringify(manifest, null, 2) + "\n";
+  if (durable) writeFileAtomic(path, text);
+  else writeFileSync(path, text);
   return manifest;
 }
 
@@ -231,7 +237,7 @@ export class Database {
       if (memory) rmSync(directory, { recursive: true, force: true });
     };
     try {
-      const manifest = readManifest(directory, options.partitions, mode === "writer");
+      const manifest = readManifest(directory, options.partitions, mode === "writer", !memory);
       if (mode === "writer") lock = acquireWriterLock(directory);
       const map = new PartitionMap(manifest.partitions);
       const readOnly = mode === "readonly";

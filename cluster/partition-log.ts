@@ -68,7 +68,7 @@ export class PartitionLog {
    * Retries for up to `STARTUP_TIMEOUT_MS` while JetStream does not answer (its meta leader is being elected).
    */
   static async open(options: PartitionLogOptions): Promise<PartitionLog> {
-    const jsm = await jetstreamManager(options.nc);
+    const jsm = await whileUnanswered(() => jetstreamManager(options.nc)); // it asks JetStream for the account first
     const log = new PartitionLog(jetstream(options.nc), jsm, options);
     await creatingRacing(async () => {
       try {
