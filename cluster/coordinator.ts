@@ -17,7 +17,7 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionRequest } from "../protocol/messages.js";
-import { mutationOwner, type EndpointKind, type IndexRange, type Mutation, type RecordKind } from "../protocol/records.js";
+import { mutationOwner, type EndpointKind, type Mutation } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
@@ -264,15 +264,8 @@ export class Coordinator {
     const runtimeIndex = this.runtimeIndex;
     return {
       fieldsOf: (kind, label) => uniqueFields(schema, runtimeIndex, kind, label),
-      check: async (records) => {
-        const fresh = new Set(records.map((record) => record.id));
-        const source = {
-          committedIndexIds: (kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]) => reader.indexIds(kind, label, field, ranges),
-          isChanged: (id: bigint) => fresh.has(id),
-          records: (kind: RecordKind, ids: readonly bigint[]) => reader.records(kind, ids),
-        };
-        await checkUniqueRecords(records, source, schema, runtimeIndex);
-      },
+      // A view with no writes of its own: the batch's records are new, so every committed holder is another record.
+      check: (records) => checkUniqueRecords(records, new TxnView(reader, this.ids), schema, runtimeIndex),
     };
   }
 

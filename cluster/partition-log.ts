@@ -15,6 +15,7 @@
  * replica stops leading and re-reads the log. A duplicate (the request id was appended before) is caught up here:
  * every entry up to the original's sequence is applied before `append` returns "duplicate".
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nanos } from "@nats-io/nats-core";
 import {
@@ -329,7 +330,7 @@ export async function whileUnanswered<T>(work: () => Promise<T>): Promise<T> {
     } catch (cause) {
       const unanswered = isNoResponders(cause) || (cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "RequestError"));
       if (!unanswered || performance.now() > deadline) throw cause;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
   }
 }
@@ -349,7 +350,7 @@ export async function creatingRacing<T>(create: () => Promise<T>, pauseMs = 100)
       return await whileUnanswered(create);
     } catch (cause) {
       if (!(cause instanceof JetStreamApiError) || attempt === CREATE_ATTEMPTS) throw cause;
-      await new Promise((resolve) => setTimeout(resolve, pauseMs * attempt));
+      await sleep(pauseMs * attempt);
     }
   }
 }

@@ -11,12 +11,11 @@
  * reach) is tried again at the next interval.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { SilkError } from "../protocol/errors.js";
 import type { IndexStatus } from "../protocol/indexes.js";
-import type { PartitionReplyBody } from "../protocol/messages.js";
-import { ID_BYTES } from "../node/keys.js";
+import { duplicateProblem, firstRepeatedValue } from "../node/secondary-index.js";
 import { partitionIndexStatuses } from "./index-operations.js";
 import type { PartitionMap } from "./partition-map.js";
+import { expect } from "./scatter-reader.js";
 import type { Transport } from "./transport.js";
 
 /** How often the watcher looks while a UNIQUE build is under way. */
@@ -70,7 +69,7 @@ export class UniqueBuildWatcher {
   /** Finishes every UNIQUE build no partition is still constructing; true while some build is still under way. */
   private async finishBuilds(): Promise<boolean> {
     let underWay = false;
-    for (const [, statuses] of uniqueIndexes(await partitionIndexStatuses({ transport: this.context.transport, map: this.context.map(), schema: undefined }))) {
+    for (const statuses of uniqueIndexes(await partitionIndexStatuses({ transport: this.context.transport, map: this.context.map(), schema: undefined }))) {
       if (statuses.some((status) => status.state === "constructing")) underWay = true;
       else if (statuses.some((status) => status.state === "validating")) await this.finish(statuses[0]);
     }
@@ -91,10 +90,9 @@ export class UniqueBuildWatcher {
       let blocked = blockedHere === undefined ? undefined : { reason: blockedHere.reason ?? "unique_violation", message: blockedHere.message ?? `${index.name} is blocked on a partition` };
       if (blocked === undefined) {
         const replies = await Promise.all(map.partitions.map((partition) => transport.request(partition, { type: "index_entries", kind: index.kind, name: index.name })));
-        const duplicate = firstDuplicate(replies.flatMap((reply) => expectEntries(reply)));
-        if (duplicate !== undefined) {
-          blocked = { reason: "unique_violation", message: `${index.name} must be unique, but records ${duplicate[0]} and ${duplicate[1]} share a value` };
-        }
+        // Each partition's entries are in value order; together they are sorted again before neighbours are compared.
+        const entries = replies.flatMap((reply) => expect(reply, "index_entries").entries.map((entry) => Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength)));
+        blocked = duplicateProblem(index.name, firstRepeatedValue(entries.sort(Buffer.compare)));
       }
       const verdict = { type: "index_validated", kind: index.kind, name: index.name, ...(blocked === undefined ? {} : { blocked }) } as const;
       await Promise.all(map.partitions.map((partition) => transport.request(partition, verdict)));
@@ -104,8 +102,8 @@ export class UniqueBuildWatcher {
   }
 }
 
-/** The UNIQUE secondary indexes, each with its status on every partition (in partition order). */
-function uniqueIndexes(perPartition: readonly (readonly IndexStatus[])[]): Map<string, IndexStatus[]> {
+/** The UNIQUE secondary indexes, each as its status on every partition (in partition order). */
+function uniqueIndexes(perPartition: readonly (readonly IndexStatus[])[]): Iterable<IndexStatus[]> {
   const indexes = new Map<string, IndexStatus[]>();
   for (const statuses of perPartition) {
     for (const status of statuses) {
@@ -116,25 +114,5 @@ function uniqueIndexes(perPartition: readonly (readonly IndexStatus[])[]): Map<s
       else list.push(status);
     }
   }
-  return indexes;
-}
-
-function expectEntries(body: PartitionReplyBody): readonly Uint8Array[] {
-  if (body.type !== "index_entries") throw new SilkError("internal", `expected an index_entries reply, got ${body.type} (a protocol bug)`);
-  return body.entries;
-}
-
-/**
- * Two records holding one value, from entries `encoded value | id` of every partition: sorted, a repeated value is
- * in neighbouring entries (the encoding is prefix-free, so equal values are equal bytes before the ID).
- */
-export function firstDuplicate(entries: readonly Uint8Array[]): [bigint, bigint] | undefined {
-  const sorted = entries.map((entry) => Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength)).sort(Buffer.compare);
-  for (let i = 1; i < sorted.length; i++) {
-    const [previous, entry] = [sorted[i - 1], sorted[i]];
-    if (previous.length === entry.length && previous.compare(entry, 0, entry.length - ID_BYTES, 0, previous.length - ID_BYTES) === 0) {
-      return [previous.readBigUInt64BE(previous.length - ID_BYTES), entry.readBigUInt64BE(entry.length - ID_BYTES)];
-    }
-  }
-  return undefined;
+  return indexes.values();
 }

@@ -11,10 +11,11 @@
  * text index over a number, a vector of another dimension) sends it to `blocked` with the problem's code as reason
  * (its entries are removed). On one of several partitions a UNIQUE index's last chunk goes to `validating` instead
  * of `active`: each partition sees only its own records, so the coordinator checks the values across partitions
- * (`uniqueEntries`) and then activates or blocks it everywhere (`finishValidation`). Writes maintain `constructing`,
- * `validating` and `active` indexes, so a build catches up with them implicitly. An index no longer declared is dropped when the partition opens, unless an index operation created it
- * at run time (origin `runtime`): those stay until `drop`. `retry` restarts a blocked build; `drop` removes a runtime
- * index and its entries (an abort is a drop of a constructing one).
+ * (`valueEntries`) and then activates or blocks it everywhere (`finishValidation`). Writes maintain `constructing`,
+ * `validating` and `active` indexes, so a build catches up with them implicitly. An index no longer declared is
+ * dropped when the partition opens, unless an index operation created it at run time (origin `runtime`): those stay
+ * until `drop`. `retry` restarts a blocked build; `drop` removes a runtime index and its entries (an abort is a drop
+ * of a constructing one).
  *
  * Architecture invariant: lookups and searches answer only for an `active` index, so a reader sees an index either
  * complete or not at all. Only labels with indexes pay anything on a write (one map lookup otherwise).
@@ -254,7 +255,7 @@ export class IndexCatalog {
   }
 
   /** A secondary index's entries as `encoded value | id` in value order (the coordinator's check across partitions). */
-  uniqueEntries(key: string): Buffer[] {
+  valueEntries(key: string): Buffer[] {
     const definition = this.definitions.get(key);
     if (definition?.family !== "secondary") throw new SilkError("index_not_found", `no secondary index ${key.slice(META_PREFIX.length)} on this partition`);
     return this.secondary.valueEntries(definition);

@@ -21,7 +21,7 @@ import {
 } from "./keys.js";
 import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { IndexCatalog } from "./index-catalog.js";
-import { decodeEdge, decodeRecord, encodeVectorPropsFrom, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
+import { decodeEdge, decodeRecord, labelAndPropsFrom, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
@@ -64,7 +64,7 @@ export class PartitionStore {
   private readonly root: RootDatabase;
   private readonly meta: Database;
   private readonly records: Record<RecordKind, Database<Buffer, Buffer>>;
-  /** Each vector record's label and properties without its vector (record-codec.ts encodeVectorPropsFrom). */
+  /** Each vector record's label and properties without its vector (record-codec.ts labelAndPropsFrom). */
   private readonly vectorProps: Database<Buffer, Buffer>;
   private readonly adjacency: Record<Direction, Database<Buffer, Buffer>>;
   private readonly labels: Database<Buffer, Buffer>;
@@ -390,7 +390,6 @@ export class PartitionStore {
     indexes.adopt(this.transact(() => indexes.drop(key)));
   }
 
-  /** Restarts a blocked build (`index_not_found` when there is no such index; other states are left alone). */
   /** The coordinator's verdict on a `validating` UNIQUE index, as its own write transaction (index-catalog.ts). */
   finishIndexValidation(key: string, blocked: { readonly reason: string; readonly message: string } | undefined): void {
     const indexes = this.indexes;
@@ -399,9 +398,10 @@ export class PartitionStore {
 
   /** A secondary index's entries as `encoded value | id`, in value order. */
   indexValueEntries(key: string): Buffer[] {
-    return this.indexes.uniqueEntries(key);
+    return this.indexes.valueEntries(key);
   }
 
+  /** Restarts a blocked build (`index_not_found` when there is no such index; other states are left alone). */
   retryIndex(key: string): void {
     const indexes = this.indexes;
     indexes.adopt(this.transact(() => indexes.retry(key)));
@@ -469,7 +469,7 @@ export class PartitionStore {
           indexes.notePut(record.kind, record.label.text, key, { id, props: propsOf(bytes, record), ...(record.kind === "vector" ? { vector: record.vector } : {}) });
         }
         this.records[record.kind].putSync(key, values.value(bytes, record));
-        if (record.kind === "vector") this.vectorProps.putSync(key, encodeVectorPropsFrom(bytes, record));
+        if (record.kind === "vector") this.vectorProps.putSync(key, labelAndPropsFrom(bytes, record));
         if (record.kind === "edge") {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
@@ -480,9 +480,10 @@ export class PartitionStore {
       },
       deleteRecord: (bytes, record) => {
         owned(bytes, record.idAt);
-        if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, bytes.subarray(record.idAt, record.idAt + ID_BYTES));
-        this.records[record.kind].removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
-        if (record.kind === "vector") this.vectorProps.removeSync(bytes.subarray(record.idAt, record.idAt + ID_BYTES));
+        const key = bytes.subarray(record.idAt, record.idAt + ID_BYTES);
+        if (indexes.covers(record.kind, record.label.text)) indexes.noteDelete(record.kind, record.label.text, key);
+        this.records[record.kind].removeSync(key);
+        if (record.kind === "vector") this.vectorProps.removeSync(key);
         if (record.kind === "edge") {
           if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt));
         } else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));

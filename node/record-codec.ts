@@ -1,8 +1,8 @@
 /**
  * How records are stored in a partition's LMDB: a node `[label, props]` and a vector `[label, vector, props]` in
- * msgpack (a vector's `[label, props]` also apart, `encodeVectorPropsFrom`), an edge as a fixed binary header (from, to, endpoint kinds, label) followed by its msgpack properties only
- * when it has any. The write path assembles values straight from an encoded mutation list's bytes
- * (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record, but for
+ * msgpack (a vector's `[label, props]` also apart, `labelAndPropsFrom`), an edge as a fixed binary header (from, to,
+ * endpoint kinds, label) followed by its msgpack properties only when it has any. The write path assembles values
+ * straight from an encoded mutation list's bytes (`encodeRecordFrom`), which must give exactly the bytes `encodeRecord` gives for the materialised record, but for
  * one difference that decodes the same: a node or vector without properties ends in the one-byte empty map, where
  * msgpackr writes `{}` as a three-byte map16.
  */
@@ -84,12 +84,11 @@ function packedLabel(label: EncodedLabel): Buffer {
  * the packed elements, and the list already holds the packed properties).
  */
 export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
-  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
   switch (record.kind) {
     case "node":
-      return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
+      return labelAndPropsFrom(bytes, record);
     case "vector":
-      return Buffer.concat([ARRAY_OF_THREE, packedLabel(record.label), packr.pack(record.vector), props]);
+      return Buffer.concat([ARRAY_OF_THREE, packedLabel(record.label), packr.pack(record.vector), packedPropsOf(bytes, record)]);
     case "edge": {
       const label = record.label.bytes;
       const value = Buffer.allocUnsafe(EDGE_HEADER_BYTES + label.length + record.propsLength);
@@ -110,13 +109,17 @@ export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
 }
 
 /**
- * The label and properties of a vector record of an encoded list, without its vector: `[label, props]`, the same
- * layout as a node's value. Stored beside the record, so that a query that returns only properties of its hits
- * reads a few bytes per hit instead of the whole vector (vector-reads.ts).
+ * `[label, props]` of a record of an encoded list: a node's value, and a vector record's label and properties
+ * without its vector, stored beside the record so that a query that returns only properties of its hits reads a few
+ * bytes per hit instead of the whole vector (vector-reads.ts).
  */
-export function encodeVectorPropsFrom(bytes: Buffer, record: EncodedRecord): Buffer {
-  const props = record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
-  return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), props]);
+export function labelAndPropsFrom(bytes: Buffer, record: EncodedRecord): Buffer {
+  return Buffer.concat([ARRAY_OF_TWO, packedLabel(record.label), packedPropsOf(bytes, record)]);
+}
+
+/** The packed properties of a record of an encoded list (the one-byte empty map when it has none). */
+function packedPropsOf(bytes: Buffer, record: EncodedRecord): Buffer {
+  return record.propsLength === 0 ? EMPTY_MAP : bytes.subarray(record.propsAt, record.propsAt + record.propsLength);
 }
 
 /**
@@ -125,7 +128,7 @@ export function encodeVectorPropsFrom(bytes: Buffer, record: EncodedRecord): Buf
  */
 export const VECTOR_NOT_LOADED = new Float64Array(0);
 
-/** A vector record's value from encodeVectorPropsFrom, decoded as a record whose vector is VECTOR_NOT_LOADED. */
+/** A vector record's value apart (labelAndPropsFrom), decoded as a record whose vector is VECTOR_NOT_LOADED. */
 export function decodeVectorProps(id: bigint, bytes: Buffer): StoredRecord {
   const [label, props] = unpackr.unpack(bytes) as StoredNode;
   return { kind: "vector", id, label, vector: VECTOR_NOT_LOADED, props };

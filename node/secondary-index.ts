@@ -91,9 +91,9 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
 
   /** A UNIQUE index over duplicate values cannot activate. */
   finish(definition: SecondaryIndexDefinition): BuildProblem | undefined {
-    const duplicate = definition.unique ? this.firstDuplicate(prefixOf(definition)) : undefined;
-    if (duplicate === undefined) return undefined;
-    return { reason: "unique_violation", message: `${definition.name} must be unique, but records ${duplicate[0]} and ${duplicate[1]} share a value` };
+    if (!definition.unique) return undefined;
+    const prefix = prefixOf(definition);
+    return duplicateProblem(definition.name, firstRepeatedValue(this.entries.getKeys({ start: prefix, end: prefixEnd(prefix) })));
   }
 
   remove(definition: SecondaryIndexDefinition): void {
@@ -136,17 +136,6 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
     return ranges.length > 1 ? ids.filter((id, i) => i === 0 || ids[i - 1] !== id) : ids;
   }
 
-  /** Two records holding one value of an index, found by comparing neighbouring entries (sorted by value). */
-  private firstDuplicate(prefix: Buffer): [bigint, bigint] | undefined {
-    let previous: Buffer | undefined;
-    for (const entry of this.entries.getKeys({ start: prefix, end: prefixEnd(prefix) })) {
-      if (previous !== undefined && previous.length === entry.length && previous.compare(entry, 0, entry.length - ID_BYTES, 0, previous.length - ID_BYTES) === 0) {
-        return [previous.readBigUInt64BE(previous.length - ID_BYTES), entry.readBigUInt64BE(entry.length - ID_BYTES)];
-      }
-      previous = Buffer.from(entry);
-    }
-    return undefined;
-  }
 
   /** Every entry of one index as `encoded value | id`, in key order (value order, then ID order). */
   valueEntries(definition: SecondaryIndexDefinition): Buffer[] {
@@ -162,6 +151,26 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Two records holding one value, from entries that end in `encoded value | id` in key order (of one index, with or
+ * without its prefix): the encoding is prefix-free, so equal values are equal bytes before the ID, and neighbours.
+ */
+export function firstRepeatedValue(entries: Iterable<Buffer>): [bigint, bigint] | undefined {
+  let previous: Buffer | undefined;
+  for (const entry of entries) {
+    if (previous !== undefined && previous.length === entry.length && previous.compare(entry, 0, entry.length - ID_BYTES, 0, previous.length - ID_BYTES) === 0) {
+      return [previous.readBigUInt64BE(previous.length - ID_BYTES), entry.readBigUInt64BE(entry.length - ID_BYTES)];
+    }
+    previous = Buffer.from(entry); // lmdb-js may reuse a key's buffer for the next one
+  }
+  return undefined;
+}
+
+/** What blocks a UNIQUE index whose values two records share (undefined: none do). */
+export function duplicateProblem(name: string, duplicate: [bigint, bigint] | undefined): BuildProblem | undefined {
+  return duplicate === undefined ? undefined : { reason: "unique_violation", message: `${name} must be unique, but records ${duplicate[0]} and ${duplicate[1]} share a value` };
+}
 
 function prefixOf(definition: SecondaryIndexDefinition): Buffer {
   return indexPrefix(definition.kind, definition.label, definition.field);

@@ -63,7 +63,7 @@ export class Snapshot {
 
   /** Decoded straight from lmdb-js's reused read buffer: decodeRecord keeps nothing of it. */
   record(kind: RecordKind, id: bigint): StoredRecord | undefined {
-    const bytes = this.readFast(kind, id);
+    const bytes = this.readFast(this.records[kind], id);
     return bytes === undefined ? undefined : decodeRecord(kind, id, bytes);
   }
 
@@ -72,22 +72,20 @@ export class Snapshot {
    * at vectors (vector-reads.ts). A record written before Silk kept these values apart has none: it is read whole.
    */
   vectorRecordProps(id: bigint): StoredRecord | undefined {
-    const read = this.vectorProps.getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Uint8Array | undefined;
-    const bytes = read.call(this.vectorProps, idKey(id), this.readOptions);
-    if (bytes === undefined) return this.record("vector", id);
-    return decodeVectorProps(id, Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    const bytes = this.readFast(this.vectorProps, id);
+    return bytes === undefined ? this.record("vector", id) : decodeVectorProps(id, bytes);
   }
 
   exists(kind: RecordKind, id: bigint): boolean {
-    return this.readFast(kind, id) !== undefined;
+    return this.readFast(this.records[kind], id) !== undefined;
   }
 
   /** The stored value, valid only until the next read of this environment. */
-  private readFast(kind: RecordKind, id: bigint): Buffer | undefined {
+  private readFast(database: Database<Buffer, Buffer>, id: bigint): Buffer | undefined {
     // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them. A value of
     // 16 MiB or more comes back as a plain Uint8Array over LMDB's memory map, which the decoders read as a Buffer.
-    const read = this.records[kind].getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Uint8Array | undefined;
-    const bytes = read.call(this.records[kind], idKey(id), this.readOptions);
+    const read = database.getBinaryFast as (key: Buffer, options: { transaction: Transaction }) => Uint8Array | undefined;
+    const bytes = read.call(database, idKey(id), this.readOptions);
     return bytes === undefined || Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 

@@ -15,15 +15,6 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import { encodeIndexValue } from "./index-encoding.js";
 import type { TxnView } from "./txn-view.js";
 
-/** What the check reads: the committed holders of values, which records the transaction writes, and records. */
-export interface UniqueSource {
-  committedIndexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): MaybePromise<bigint[] | undefined>;
-  isChanged(id: bigint): boolean;
-  records(kind: RecordKind, ids: readonly bigint[]): MaybePromise<(StoredRecord | undefined)[]>;
-}
-
-type MaybePromise<T> = T | Promise<T>;
-
 export function checkUniqueWrites(view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   return checkUniqueRecords(view.writtenRecords(), view, schema, runtimeIndex);
 }
@@ -40,10 +31,10 @@ export function uniqueFields(schema: Schema, runtimeIndex: RuntimeIndexLookup | 
 }
 
 /**
- * `records` (new or changed, of one transaction) against each other and against the committed holders that
- * `source` reads; `unique_violation` for the first value two records would share.
+ * `records` (new or changed, of one transaction) against each other and against the committed holders `view` reads
+ * (records the view changed excepted); `unique_violation` for the first value two records would share.
  */
-export async function checkUniqueRecords(records: Iterable<StoredRecord>, source: UniqueSource, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   const byLabel = new Map<string, StoredRecord[]>();
   for (const record of records) {
     const key = `${record.kind}:${record.label}`;
@@ -53,11 +44,11 @@ export async function checkUniqueRecords(records: Iterable<StoredRecord>, source
   }
   for (const labelled of byLabel.values()) {
     const { kind, label } = labelled[0];
-    for (const field of uniqueFields(schema, runtimeIndex, kind, label)) await checkField(source, kind, label, field, labelled);
+    for (const field of uniqueFields(schema, runtimeIndex, kind, label)) await checkField(view, kind, label, field, labelled);
   }
 }
 
-async function checkField(view: UniqueSource, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
+async function checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
   const holders = new Map<string, StoredRecord>();
   const ranges: IndexRange[] = [];
   let duplicate: [StoredRecord, StoredRecord] | undefined;
