@@ -48,7 +48,7 @@ export function requestError(cause: unknown): SilkError {
 export function installErrorReplies(app: FastifyInstance): void {
   app.setErrorHandler((cause, request, reply) => {
     const error = requestError(cause);
-    if (error.kind !== "user") request.log.error({ err: cause, url: request.url }, `${error.code}: ${error.message}`);
+    if (error.kind !== "user") request.log.error({ err: cause, reqId: request.id, url: request.url }, `${error.code}: ${error.message}`);
     void reply.code(error.status).type("application/json; charset=utf-8").send(JSON.stringify(error.toJSON()));
   });
   app.setNotFoundHandler((request, reply) => {

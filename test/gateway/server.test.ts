@@ -5,10 +5,14 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
+import { buildGateway } from "../../gateway/server.js";
+import { SilkError } from "../../protocol/errors.js";
 import { addUser, allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, str, temporaryDirectory, write } from "../cli/helpers.js";
 import { listeningGateway } from "../helpers/gateway.js";
 
@@ -166,6 +170,34 @@ describe("replies the engine cannot give through a real database", () => {
       expect(message).toContain("boom");
     } finally {
       await server.close();
+    }
+  });
+
+  it("logs a 500 once, through the server's logger, naming the code, the request ID and the URL; a 400 is not logged", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString("utf8")) as Record<string, unknown>);
+        done();
+      },
+    });
+    const logger = pino({ level: "info", base: { service: "gateway-test" } }, sink);
+    const run = async (): Promise<Record<string, unknown>> => {
+      throw new TypeError("boom");
+    };
+    const query = (): Promise<unknown> => Promise.reject(new SilkError("missing_parameter", "a caller's mistake"));
+    const app = await buildGateway({ database: { run, query, queries: [], schema: undefined }, logger });
+    try {
+      const failed = await app.inject({ method: "POST", url: "/v2/query?x=1", payload: "{}", headers: { "content-type": "application/json" } });
+      expect(failed.statusCode).toBe(500);
+      const refused = await app.inject({ method: "POST", url: "/AnyQuery", payload: "{}", headers: { "content-type": "application/json" } });
+      expect(refused.statusCode).toBe(400);
+      const errors = lines.filter((line) => line.level === 50);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({ service: "gateway-test", url: "/v2/query?x=1", reqId: expect.any(String) });
+      expect(errors[0].msg).toMatch(/^internal: .*boom/);
+    } finally {
+      await app.close();
     }
   });
 
