@@ -158,7 +158,18 @@ export class Coordinator {
     return {
       run: (parameters) => {
         if (released) throw new SilkError("closed", "this prepared query was released");
-        return this.runOn(plan, withParameters(plan.parameters, parameters), registered ? planId : undefined);
+        const bound = withParameters(plan.parameters, parameters);
+        if (registered && plan.requestType === "read" && this.map.count === 1 && transport.readNow !== undefined) {
+          // A read the only partition answers synchronously: nothing can run beside it, so it needs neither the lock
+          // nor the count of unlocked reads, and skips a request's promises (a fifth of a point read's cost).
+          try {
+            const result = transport.readNow(0, { type: "execute_prepared", planId, parameters: bound, timeoutMs: plan.timeoutMs ?? this.options.defaultTimeoutMs });
+            if (result !== undefined) return Promise.resolve(result);
+          } catch (cause) {
+            return Promise.reject(cause);
+          }
+        }
+        return this.runOn(plan, bound, registered ? planId : undefined);
       },
       release: async () => {
         if (released) return;

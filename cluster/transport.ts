@@ -4,6 +4,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { QueryResult } from "../node/executor.js";
 import type { PartitionActor } from "../node/partition-actor.js";
 
 /** How one request may be answered. */
@@ -14,6 +15,11 @@ export interface RequestOptions {
 
 export interface Transport {
   request(partition: number, message: PartitionRequest, options?: RequestOptions): Promise<PartitionReplyBody>;
+  /**
+   * In-process only: the result of a prepared read the partition can answer synchronously (a plan fast-read.ts
+   * runs), or undefined, and the request goes through `request`. Throws what that request would fail with.
+   */
+  readNow?(partition: number, message: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined;
 }
 
 /** Unwraps a reply, turning a remote failure back into the SilkError it was. */
@@ -35,5 +41,11 @@ export class InProcessTransport implements Transport {
     const actor = this.actors[partition];
     if (actor === undefined) throw new SilkError("internal", `no partition ${partition} (a routing bug)`);
     return unwrap(await actor.handle(message));
+  }
+
+  readNow(partition: number, message: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined {
+    const actor = this.actors[partition];
+    if (actor === undefined) throw new SilkError("internal", `no partition ${partition} (a routing bug)`);
+    return actor.readPreparedNow(message);
   }
 }

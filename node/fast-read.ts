@@ -84,7 +84,8 @@ export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: 
   for (const entry of plan.entries) {
     if (entry.kind !== "query") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got an entry it cannot run");
     deadline.check();
-    const stream = evaluate(entry.root, scope);
+    // A returned entry's records are rendered: a source by ID reads them at once instead of checking existence first.
+    const stream = evaluate(entry.root, scope, entry.name !== undefined && plan.returns.includes(entry.name));
     if (entry.name !== undefined) scope.variables.set(entry.name, stream);
   }
   const result: QueryResult = {};
@@ -93,13 +94,17 @@ export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: 
   return result;
 }
 
-function evaluate(step: Step, scope: Scope): Stream {
+/**
+ * `withRecords`: the caller reads the elements' records, so a source by ID reads them instead of checking that they
+ * exist (one read per ID instead of two); otherwise an element whose record is not needed is never decoded.
+ */
+function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
   scope.deadline.check();
   switch (step.op) {
     case "nodes":
     case "edges":
     case "vectors":
-      return elements(resolve(step.ref, step.op === "nodes" ? "node" : step.op === "edges" ? "edge" : "vector", scope, step.op));
+      return elements(resolve(step.ref, step.op === "nodes" ? "node" : step.op === "edges" ? "edge" : "vector", scope, step.op, withRecords));
     case "out":
     case "in": {
       const items = elementsOf(evaluate(step.input, scope), step.op);
@@ -122,7 +127,7 @@ function evaluate(step: Step, scope: Scope): Stream {
     case "out_n":
     case "in_n": {
       const ends: Element[] = [];
-      const edges = loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op).filter((item) => item.kind === "edge"));
+      const edges = loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op).filter((item) => item.kind === "edge"));
       for (const element of edges) {
         const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
         ends.push(step.op === "in_n" ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
@@ -130,15 +135,15 @@ function evaluate(step: Step, scope: Scope): Stream {
       return elements(ends);
     }
     case "has_label":
-      return elements(loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op)).filter((element) => element.record!.label === step.label));
+      return elements(loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op)).filter((element) => element.record!.label === step.label));
     case "dedup": {
       const seen = new Set<bigint>();
-      return elements(elementsOf(evaluate(step.input, scope), step.op).filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+      return elements(elementsOf(evaluate(step.input, scope, withRecords), step.op).filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
     }
     case "limit":
     case "skip":
     case "range":
-      return page(step, scope);
+      return page(step, scope, withRecords);
     case "count":
     case "exists": {
       const input = evaluate(step.input, scope);
@@ -148,10 +153,10 @@ function evaluate(step: Step, scope: Scope): Stream {
     case "id":
       return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => idToString(item.id)) };
     case "label":
-      return { kind: "values", items: loaded(scope.reader, elementsOf(evaluate(step.input, scope), "label")).map((item) => item.record!.label) };
+      return { kind: "values", items: loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), "label")).map((item) => item.record!.label) };
     case "value_map": {
       const rows: unknown[] = [];
-      for (const element of loaded(scope.reader, elementsOf(evaluate(step.input, scope), step.op))) {
+      for (const element of loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op))) {
         scope.deadline.tick();
         rows.push(recordToJson(element.record!));
       }
@@ -168,16 +173,16 @@ function ownerIds(items: readonly Element[]): bigint[] {
   return ids;
 }
 
-function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string): Element[] {
+function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string, withRecords: boolean): Element[] {
   switch (ref.kind) {
     case "all":
       return scope.reader.allIds(kind).map((id) => ({ kind, id }));
     case "ids":
-      return existing(scope.reader, kind, ref.ids);
+      return existing(scope.reader, kind, ref.ids, withRecords);
     case "var":
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
-      return existing(scope.reader, kind, parameterIds(scope.parameters, ref.name, where));
+      return existing(scope.reader, kind, parameterIds(scope.parameters, ref.name, where), withRecords);
     default: {
       const unreachable: never = ref;
       throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
@@ -185,9 +190,14 @@ function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string): Eleme
   }
 }
 
-function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint[]): Element[] {
-  const found = reader.exists(kind, ids);
+function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint[], withRecords: boolean): Element[] {
   const items: Element[] = [];
+  if (withRecords) {
+    const records = reader.records(kind, ids);
+    for (let i = 0; i < ids.length; i += 1) if (records[i] !== undefined) items.push({ kind, id: ids[i], record: records[i] });
+    return items;
+  }
+  const found = reader.exists(kind, ids);
   for (let i = 0; i < ids.length; i += 1) if (found[i]) items.push({ kind, id: ids[i] });
   return items;
 }
@@ -201,8 +211,8 @@ function loaded(reader: SnapshotReader, items: Element[]): Element[] {
   return items.filter((item) => item.record !== undefined);
 }
 
-function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: Scope): Stream {
-  const items = elementsOf(evaluate(step.input, scope), step.op);
+function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: Scope, withRecords: boolean): Stream {
+  const items = elementsOf(evaluate(step.input, scope, withRecords), step.op);
   const literal = (bound: Extract<Step, { op: "range" }>["start"]): number => {
     if (bound.kind !== "literal") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got a computed bound");
     return bound.value;

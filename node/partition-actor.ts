@@ -25,7 +25,7 @@ import type {
 import type { Schema } from "../protocol/schema.js";
 import type { Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
-import { checkReturns, executePlan } from "./executor.js";
+import { checkReturns, executePlan, type QueryResult } from "./executor.js";
 import { executeFastRead, fastReadable } from "./fast-read.js";
 import { applyLogEntry, type LogEntry } from "./log-entry.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";
@@ -187,6 +187,27 @@ export class PartitionActor {
     return this.executeAny(plan, request.parameters, request.timeoutMs, requestId);
   }
 
+  /**
+   * A prepared read answered synchronously, when its plan is one fast-read.ts runs (the in-process transport's
+   * `readNow`); undefined for any other plan. Throws what `execute_prepared` would answer as an error.
+   */
+  readPreparedNow(request: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined {
+    const plan = this.plans.get(request.planId);
+    if (plan === undefined || !fastReadable(plan)) return undefined;
+    const deadline = Deadline.after(request.timeoutMs, this.options.clockMs ?? monotonicClockMs);
+    const snapshot = this.options.store.synchronousSnapshot();
+    try {
+      return this.fastRead(plan, snapshot, request.parameters, deadline);
+    } finally {
+      snapshot.close();
+    }
+  }
+
+  private fastRead(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline): QueryResult {
+    checkReturns(plan);
+    return executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline);
+  }
+
   private requireWritable(): void {
     if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
   }
@@ -339,10 +360,7 @@ export class PartitionActor {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
-      if (fastReadable(plan)) {
-        checkReturns(plan);
-        return { type: "result", result: executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline) };
-      }
+      if (fastReadable(plan)) return { type: "result", result: this.fastRead(plan, snapshot, parameters, deadline) };
       const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
       const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids);
       const writable = plan.requestType === "write" && this.options.writable;

@@ -272,7 +272,12 @@ export class PartitionStore {
   }
 
   snapshot(): Snapshot {
-    return new Snapshot(this.root.useReadTransaction(), this.records, this.vectorProps, this.adjacency, this.labels, this.indexes);
+    return new Snapshot(this.root, true, this.records, this.vectorProps, this.adjacency, this.labels, this.indexes);
+  }
+
+  /** A snapshot for a run of reads that neither yields (no await until it is closed) nor commits; see Snapshot. */
+  synchronousSnapshot(): Snapshot {
+    return new Snapshot(this.root, false, this.records, this.vectorProps, this.adjacency, this.labels, this.indexes);
   }
 
   /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */

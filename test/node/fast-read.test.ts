@@ -1,14 +1,17 @@
 /**
  * The synchronous read path (node/fast-read.ts) against the general executor: random plans of the steps it accepts,
- * run on the same LMDB snapshot by both, must give equal results or the same error code. Also: which plans it
- * refuses, and that the embedded runtime's answers do not depend on which path ran.
+ * run on the same LMDB state by both (the fast path through a synchronous snapshot, as the partition actor runs it),
+ * must give equal results or the same error code. Also: which plans it refuses, that the embedded runtime's answers
+ * do not depend on which path ran, and that a synchronous snapshot keeps one state until its caller yields.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open } from "../../cluster/embedded.js";
+import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { Deadline } from "../../node/deadline.js";
 import { executePlan } from "../../node/executor.js";
@@ -17,6 +20,8 @@ import { SnapshotReader } from "../../node/partition-actor.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import { TxnView } from "../../node/txn-view.js";
 import { SilkError } from "../../protocol/errors.js";
+import { encodeMutations } from "../../protocol/mutation-codec.js";
+import type { StoredRecord } from "../../protocol/records.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import {
   count,
@@ -111,7 +116,7 @@ async function bothWays(request: unknown): Promise<{ general: Outcome; fast: Out
     return executePlan(plan, { view, schema: undefined, now: () => new Date(0), writable: false, deadline: Deadline.none() }).finally(() => snapshot.close());
   });
   const fast = await settle(() => {
-    const snapshot = store.snapshot();
+    const snapshot = store.synchronousSnapshot();
     try {
       return executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none());
     } finally {
@@ -211,5 +216,68 @@ describe("fast read path", () => {
     ];
     for (const request of refused) expect(fastReadable(decodeRequest(request as unknown as Json))).toBe(false);
     expect(fastReadable(decodeRequest(read([entry("r", count(out(nodes(ref.all))))], ["r"]) as unknown as Json))).toBe(true);
+  });
+});
+
+describe("a synchronous snapshot", () => {
+  const user = (id: bigint, age: number): StoredRecord => ({ kind: "node", id, label: "User", props: { age } });
+
+  it("sees what this process committed before it, without yielding", () => {
+    const path = mkdtempSync(join(tmpdir(), "silk-sync-snapshot-"));
+    const writer = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 1n, idLast: 2n ** 64n - 1n });
+    try {
+      writer.apply(encodeMutations([{ op: "put_record", record: user(1n, 1) }]));
+      const first = writer.synchronousSnapshot();
+      expect(first.record("node", 1n)?.props).toEqual({ age: 1 });
+      first.close();
+      writer.apply(encodeMutations([{ op: "put_record", record: user(1n, 2) }, { op: "put_record", record: user(2n, 9) }]));
+      const second = writer.synchronousSnapshot();
+      expect(second.record("node", 1n)?.props).toEqual({ age: 2 });
+      expect(second.idsOfLabel("node", "User")).toEqual([1n, 2n]);
+      second.close();
+    } finally {
+      void writer.close();
+      rmSync(path, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps one state through its run while another process commits (a read-only handle beside a writer)", async () => {
+    const path = mkdtempSync(join(tmpdir(), "silk-sync-snapshot-"));
+    const range = { idFirst: 1n, idLast: 2n ** 64n - 1n };
+    const seed = PartitionStore.open({ path, readOnly: false, noSync: false, ...range });
+    seed.apply(encodeMutations([{ op: "put_record", record: user(1n, 1) }]));
+    await seed.close();
+    const reader = PartitionStore.open({ path, readOnly: true, noSync: false, ...range });
+    // The other process: opens the same environment as a writer and commits age 2 and a second user.
+    const writeInChild = (): void => {
+      const script = [
+        `import { PartitionStore } from "./node/partition-store.ts";`,
+        `import { encodeMutations } from "./protocol/mutation-codec.ts";`,
+        `const store = PartitionStore.open({ path: ${JSON.stringify(path)}, readOnly: false, noSync: false, idFirst: 1n, idLast: 2n ** 64n - 1n });`,
+        `const user = (id, age) => ({ kind: "node", id, label: "User", props: { age } });`,
+        `store.apply(encodeMutations([{ op: "put_record", record: user(1n, 2) }, { op: "put_record", record: user(2n, 9) }]));`,
+        `await store.close();`,
+      ].join("\n");
+      const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: REPO, encoding: "utf8" });
+      expect(child.status, child.stderr).toBe(0);
+    };
+    try {
+      const snapshot = reader.synchronousSnapshot();
+      expect(snapshot.record("node", 1n)?.props).toEqual({ age: 1 });
+      writeInChild(); // synchronous: this run has not yielded
+      expect(snapshot.record("node", 1n)?.props).toEqual({ age: 1 });
+      expect(snapshot.exists("node", 2n)).toBe(false);
+      expect(snapshot.idsOfLabel("node", "User")).toEqual([1n]);
+      snapshot.close();
+      // lmdb-js renews its shared read transaction after a timer turn; a snapshot taken then sees the commit.
+      await new Promise((resume) => setTimeout(resume, 5));
+      const later = reader.synchronousSnapshot();
+      expect(later.record("node", 1n)?.props).toEqual({ age: 2 });
+      expect(later.idsOfLabel("node", "User")).toEqual([1n, 2n]);
+      later.close();
+    } finally {
+      await reader.close();
+      rmSync(path, { recursive: true, force: true });
+    }
   });
 });
