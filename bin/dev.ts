@@ -61,8 +61,8 @@ class ReloadingDatabase implements GatewayDatabase {
     return this.use((database) => database.run(tree));
   }
 
-  query(name: string, parameters: Readonly<Record<string, unknown>>): Promise<unknown> {
-    return this.use((database) => database.query(name, parameters));
+  queryJson(name: string, parameters: Readonly<Record<string, unknown>>): Promise<string> {
+    return this.use((database) => database.queryJson(name, parameters));
   }
 
   private async use<T>(work: (database: Database) => Promise<T>): Promise<T> {

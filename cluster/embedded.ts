@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
+import { renderOutputJson } from "../protocol/helixql/output-json.js";
 import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/helixql/query.js";
 import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
@@ -348,15 +349,29 @@ export class Database {
    * The query's tree is decoded and sent to the partitions once, on its first call, and kept until close().
    */
   async query(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<unknown> {
+    const { query, result } = await this.runQuery(name, parameters);
+    return renderOutput(query.output, result);
+  }
+
+  /**
+   * What query() answers, as JSON text (bigints as decimal strings): the body of `POST /<name>`, written straight
+   * from the results (protocol/helixql/output-json.ts) instead of through the answer's objects.
+   */
+  async queryJson(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<string> {
+    const { query, result } = await this.runQuery(name, parameters);
+    return renderOutputJson(query.output, result);
+  }
+
+  private async runQuery(name: string, parameters: Readonly<Record<string, unknown>>): Promise<{ query: CompiledQuery; result: QueryResult }> {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
     const query = this.queryByName.get(name);
     if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
     // Refused before its parameters are looked at: no parameters could make it run here.
     if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
     const bound = bindParameters(query, parameters);
-    if (query.tree === undefined) return renderOutput(query.output, {});
+    if (query.tree === undefined) return { query, result: {} };
     const prepared = this.readyQueries.get(query.name) ?? (await this.preparedQuery(query.name, query.tree));
-    return renderOutput(query.output, await prepared.run(bound));
+    return { query, result: await prepared.run(bound) };
   }
 
   private preparedQuery(name: string, tree: Readonly<Record<string, unknown>>): Promise<PreparedQuery> {

@@ -7,12 +7,14 @@
  */
 import type { FastifyPluginAsync } from "fastify";
 import { REQUEST_BODY_BYTES_MAX } from "./query-v2.js";
-import { stringifyJson } from "./json.js";
 
 /** What the routes need from the database: running a query by name. */
 export interface NamedQueryRunner {
-  /** Throws query_not_found for an unknown name, and the parameter errors of bindParameters. */
-  query(name: string, parameters: Readonly<Record<string, unknown>>): Promise<unknown>;
+  /**
+   * The query's answer as JSON text (embedded.ts `queryJson`). Throws query_not_found for an unknown name, and the
+   * parameter errors of bindParameters.
+   */
+  queryJson(name: string, parameters: Readonly<Record<string, unknown>>): Promise<string>;
 }
 
 export interface QueryRoutesOptions {
@@ -33,7 +35,7 @@ export const queryRoutes: FastifyPluginAsync<QueryRoutesOptions> = async (app, o
     // No body means no parameters. Any JSON but an object (an array, a string, null) is refused by the query's
     // parameter check, which is why the cast is safe.
     const parameters = (request.body === undefined ? {} : request.body) as Readonly<Record<string, unknown>>;
-    const result = await database.query(request.params.name, parameters);
-    return reply.type("application/json; charset=utf-8").send(stringifyJson(result));
+    const body = await database.queryJson(request.params.name, parameters);
+    return reply.type("application/json; charset=utf-8").send(body);
   });
 };

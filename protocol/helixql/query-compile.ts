@@ -238,12 +238,18 @@ class QueryCompiler implements CompilerScope {
       }
       case "object": {
         const fields: [string, ReturnShape][] = [];
+        const keys = new Set<string>();
         for (const field of item.items) {
           if (field.kind === "spread") {
             this.report("query_invalid", item.loc, ".. is only allowed in projections");
             return undefined;
           }
           const key = field.kind === "field" ? field.name : field.key;
+          if (keys.has(key.text)) {
+            this.report("query_invalid", key.loc, `${key.text} is given twice in this object; give each key once`);
+            return undefined;
+          }
+          keys.add(key.text);
           const value: ExprAst = field.kind === "field" ? { kind: "chain", start: { name: field.name, loc: field.name.loc }, steps: [], loc: field.name.loc } : field.value;
           const shape = this.returnShape(value, entries);
           if (shape === undefined) return undefined;

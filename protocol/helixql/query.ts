@@ -136,6 +136,11 @@ const RECORD_KEYS: ReadonlyMap<string, string> = new Map([
 
 const DOLLAR = 36;
 
+/** The name a HelixQL response gives a key of the tree's JSON form: `$id` is `id`, any other key stays. */
+export function renamedRecordKey(key: string): string {
+  return key.charCodeAt(0) === DOLLAR ? (RECORD_KEYS.get(key) ?? key) : key;
+}
+
 /** Builds the response body from the tree's result (keyed by entry name). */
 export function renderOutput(output: QueryOutput, result: Readonly<Record<string, unknown>>): unknown {
   if (output.kind === "value") return renderShape(output.shape, result);
@@ -180,8 +185,7 @@ function renameRecordKeys(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const key in object) {
     const inner = object[key];
-    const name = key.charCodeAt(0) === DOLLAR ? (RECORD_KEYS.get(key) ?? key) : key;
-    out[name] = typeof inner === "object" && inner !== null ? renameRecordKeys(inner) : inner;
+    out[renamedRecordKey(key)] = typeof inner === "object" && inner !== null ? renameRecordKeys(inner) : inner;
   }
   return out;
 }

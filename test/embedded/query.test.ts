@@ -1,7 +1,8 @@
 /**
  * The embedded runtime's `query(name, params)`: a project's QUERY definitions checked at open, run by name as one
  * transaction each, with their parameters checked before anything runs (nothing is written by a refused call),
- * refused by name on a read-only handle when they write, and rendered as HelixQL responses.
+ * refused by name on a read-only handle when they write, and rendered as HelixQL responses; `queryJson` answers the
+ * same as JSON text.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -136,6 +137,24 @@ describe("query()", () => {
       await fresh.close();
     }
     await expectRefused(fresh.query("AllUsers"), "closed");
+  });
+});
+
+describe("queryJson()", () => {
+  it("answers the JSON text of what query() answers, for reads, writes and a literal", async () => {
+    const ann = JSON.parse(await db.queryJson("CreateUser", { name: "Eve", age: 52 })) as { user: UserRecord };
+    expect(ann.user).toEqual({ id: expect.stringMatching(/^[0-9]+$/), label: "User", name: "Eve", age: 52 });
+    const bob = ((await db.query("CreateUser", { name: "Fay", age: 19 })) as { user: UserRecord }).user;
+    expect(await db.queryJson("Follow", { a: bob.id, b: ann.user.id })).toBe('"ok"');
+    for (const [name, parameters] of [["GetUser", { id: ann.user.id }], ["Followers", { id: ann.user.id }], ["AllUsers", {}], ["GetUser", { id: "987654321" }]] as const) {
+      expect(await db.queryJson(name, parameters)).toBe(JSON.stringify(await db.query(name, parameters)));
+    }
+  });
+
+  it("refuses as query() does", async () => {
+    await expectRefused(db.queryJson("Nope", {}), "query_not_found");
+    await expectRefused(db.queryJson("GetUser", { id: "not-an-id" }), "invalid_id");
+    await expectRefused(db.queryJson("GetUser", {}), "missing_parameter");
   });
 });
 

@@ -144,8 +144,8 @@ describe("replies the engine cannot give through a real database", () => {
   // A stand-in database: these are the engine's rare failures and values, which a real one cannot be made to
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
-    const query = (): Promise<unknown> => Promise.reject(new Error("this stand-in has no queries"));
-    const gateway = await listeningGateway({ run, query, queries: [], schema: undefined });
+    const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
+    const gateway = await listeningGateway({ run, queryJson, queries: [], schema: undefined });
     return { url: `${gateway.base}/v2/query`, close: () => gateway.app.close() };
   }
 
@@ -185,8 +185,8 @@ describe("replies the engine cannot give through a real database", () => {
     const run = async (): Promise<Record<string, unknown>> => {
       throw new TypeError("boom");
     };
-    const query = (): Promise<unknown> => Promise.reject(new SilkError("missing_parameter", "a caller's mistake"));
-    const app = await buildGateway({ database: { run, query, queries: [], schema: undefined }, logger });
+    const queryJson = (): Promise<string> => Promise.reject(new SilkError("missing_parameter", "a caller's mistake"));
+    const app = await buildGateway({ database: { run, queryJson, queries: [], schema: undefined }, logger });
     try {
       const failed = await app.inject({ method: "POST", url: "/v2/query?x=1", payload: "{}", headers: { "content-type": "application/json" } });
       expect(failed.statusCode).toBe(500);
