@@ -83,8 +83,8 @@ export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: 
   const scope: Scope = { reader, parameters, variables: new Map(), deadline };
   for (const entry of plan.entries) {
     if (entry.kind !== "query") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got an entry it cannot run");
-    deadline.check();
-    // A returned entry's records are rendered: a source by ID reads them at once instead of checking existence first.
+    // evaluate checks the deadline before each step, this entry's first included. A returned entry's records are
+    // rendered: a source by ID reads them at once instead of checking existence first.
     const stream = evaluate(entry.root, scope, entry.name !== undefined && plan.returns.includes(entry.name));
     if (entry.name !== undefined) scope.variables.set(entry.name, stream);
   }
@@ -204,6 +204,8 @@ function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint
 
 /** streams.ts `loaded`: the elements' records read in one batch per kind; elements whose record is gone dropped. */
 function loaded(reader: SnapshotReader, items: Element[]): Element[] {
+  // Sources by ID that are rendered arrive loaded (evaluate's withRecords): nothing to group then.
+  if (items.every((item) => item.record !== undefined)) return items;
   for (const [kind, list] of unloadedByKind(items)) {
     const records = reader.records(kind, list.map((item) => item.id));
     list.forEach((item, i) => (item.record = records[i]));

@@ -4,7 +4,7 @@
  * of them imports another's step logic.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { idOf, idToString, parseId } from "../protocol/ids.js";
 import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
@@ -127,7 +127,7 @@ export function variableElements(variables: ReadonlyMap<string, Stream>, name: s
 export function parameterIds(parameters: Readonly<Record<string, unknown>>, name: string, where: string): bigint[] {
   const raw = lookupParameter(name, parameters, where);
   const list = Array.isArray(raw) ? raw : [raw];
-  return list.map((id, i) => parseId(id, `parameter ${name}[${i}]`));
+  return list.map((id, i) => idOf(id) ?? parseId(id, `parameter ${name}[${i}]`));
 }
 
 /** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */

@@ -24,33 +24,38 @@ const DIGITS_ONLY = /^[0-9]+$/;
  * message naming `where` (for example "AddE<Follows>::From") and the rejected value.
  */
 export function parseId(input: unknown, where: string): bigint {
-  switch (typeof input) {
-    case "bigint":
-      if (input >= 0n && input <= ID_MAX) return input;
-      break;
-    case "number":
-      // -0 passes both tests and becomes 0n, which is what a caller writing -0 can only have meant.
-      if (Number.isSafeInteger(input) && input >= 0) return BigInt(input);
-      break;
-    case "string":
-      if (DIGITS_ONLY.test(input)) {
-        // Strip leading zeros before measuring, so that a huge string of digits is rejected without the
-        // (super-linear) cost of turning it into a bigint.
-        const significant = input.charCodeAt(0) === 48 /* "0" */ ? input.replace(/^0+(?=[0-9])/, "") : input;
-        if (significant.length <= ID_DECIMAL_DIGITS_MAX) {
-          const id = BigInt(significant);
-          if (id <= ID_MAX) return id;
-        }
-      }
-      break;
-    default:
-      break;
-  }
+  const id = idOf(input);
+  if (id !== undefined) return id;
   throw new SilkError(
     "invalid_id",
     `${where}: ${describeIdInput(input)} is not a valid ID; IDs are unsigned 64-bit integers (0 to ${ID_MAX}) ` +
       "given as a decimal string of digits or as a non-negative integer",
   );
+}
+
+/**
+ * The ID `input` names under parseId's rules, or undefined when it is not one: for callers whose error message
+ * (parseId's `where`) costs something to build, asked only on failure.
+ */
+export function idOf(input: unknown): bigint | undefined {
+  switch (typeof input) {
+    case "bigint":
+      return input >= 0n && input <= ID_MAX ? input : undefined;
+    case "number":
+      // -0 passes both tests and becomes 0n, which is what a caller writing -0 can only have meant.
+      return Number.isSafeInteger(input) && input >= 0 ? BigInt(input) : undefined;
+    case "string": {
+      if (!DIGITS_ONLY.test(input)) return undefined;
+      // Strip leading zeros before measuring, so that a huge string of digits is rejected without the
+      // (super-linear) cost of turning it into a bigint.
+      const significant = input.charCodeAt(0) === 48 /* "0" */ ? input.replace(/^0+(?=[0-9])/, "") : input;
+      if (significant.length > ID_DECIMAL_DIGITS_MAX) return undefined;
+      const id = BigInt(significant);
+      return id <= ID_MAX ? id : undefined;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** The JSON form of an ID: its decimal string. */

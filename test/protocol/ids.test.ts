@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
-import { ID_MAX, idToString, parseId } from "../../protocol/ids.js";
+import { ID_MAX, idOf, idToString, parseId } from "../../protocol/ids.js";
 
 function rejects(input: unknown): SilkError {
   try {
@@ -78,6 +78,21 @@ describe("parseId", () => {
   it("cuts very long strings in the message", () => {
     const error = rejects("x".repeat(1000));
     expect(error.message.length).toBeLessThan(300);
+  });
+});
+
+describe("idOf", () => {
+  it("answers parseId's ID, or undefined where parseId refuses", () => {
+    const inputs: unknown[] = ["0", "007", "18446744073709551615", "18446744073709551616", "0".repeat(30) + "5", "9".repeat(25), 42, -1, 1.5, -0, 2 ** 53, 0n, -1n, ID_MAX, ID_MAX + 1n, "", " 1", "1e3", null, undefined, {}, [1]];
+    for (const input of inputs) {
+      let expected: bigint | undefined;
+      try {
+        expected = parseId(input, "where");
+      } catch {
+        expected = undefined;
+      }
+      expect(idOf(input)).toBe(expected);
+    }
   });
 });
 
