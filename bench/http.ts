@@ -1,13 +1,17 @@
 /**
  * The HTTP benchmark (`make bench-http`): Silk's `POST /<QueryName>` routes under load, next to a bare fastify
- * route that answers the very same JSON bytes without touching a database — the ceiling of HTTP on this stack.
+ * route that answers the very same JSON bytes without touching a database — the ceiling of HTTP on this stack —
+ * and a raw LMDB route: fastify with the same settings doing, per request, only the lmdb-js reads the query needs on
+ * Silk's own database files (opened read-only beside the server, Silk's key layout and record encoding), rendering
+ * the same JSON with JSON.stringify. The raw route is the ceiling of any engine on this stack and layout: what is
+ * left between it and Silk is Silk's own work (parameters, plan, executor, rendering).
  *
  * In one run: the Facebook SNAP graph is loaded into a fresh database through `importBatch`, `silk serve` is
  * started on it as a child process with a project of two queries (a point get and a 1-hop traversal), and the
  * bare route runs as another child process (this file with `--bare-server`). autocannon, in this process, drives
  * each endpoint in turn with the same settings; the servers get a core of their own on a 2-core machine, which
  * they would not if the load generator shared their process. Silk's answers are checked before the clock starts,
- * and any non-2xx reply or socket error during a run fails it.
+ * the raw route's must be the same bytes, and any non-2xx reply or socket error during a run fails it.
  *
  * Options: `--duration <s>` per run (default 10), `--connections <n>` (default 32), `--rounds <n>` alternating
  * rounds per side, the best reported (default 2), `--source` to serve the TypeScript sources through tsx instead
@@ -22,17 +26,18 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import Fastify, { LogController } from "fastify";
+import { open as openLmdb } from "lmdb";
 import type { ImportEdge, ImportNode } from "../index.js";
 import { DATASETS, readEdgeList, type EdgeList } from "./datasets.js";
 import { startChild, stopChild } from "./processes.js";
 import { formatMachine, machineInfo } from "./report.js";
 import { loadSilkModules, staleBuildFile } from "./silk-modules.js";
 
-/** Silk must reach this share of the bare route's throughput on every endpoint. */
+/** Silk must reach this share of the bare route's throughput on every endpoint (the issue's target). */
 export const THROUGHPUT_RATIO_MIN = 0.7;
 const DURATION_SECONDS_DEFAULT = 10;
 const CONNECTIONS_DEFAULT = 32;
-/** Silk and the bare route are measured in this many alternating rounds; the best round of each is reported. */
+/** Every side is measured in this many alternating rounds; the best round of each is reported. */
 const ROUNDS_DEFAULT = 2;
 /** Each endpoint is driven this long, untimed, before its measured run, so both servers are measured warm. */
 const WARMUP_SECONDS = 2;
@@ -140,6 +145,47 @@ async function serveBare(bodiesFile: string): Promise<void> {
   process.stdout.write(`bare route on http://127.0.0.1:${address.port}\n`);
 }
 
+/** The raw route: this file run with `--raw-server <partition directory>`. */
+function startRaw(partition: string, useDist: boolean): Promise<Child> {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), "--raw-server", partition];
+  return startServer(process.execPath, useDist ? args : [...args, "--source"]);
+}
+
+/**
+ * The raw route: per request, the lmdb-js reads of the query on Silk's partition files (lmdb-js's shared read
+ * transaction, one snapshot for a synchronous handler), records decoded with Silk's msgpackr settings and the body
+ * built as Silk renders it, `{"id", "label", ...properties}`, by JSON.stringify.
+ */
+async function serveRaw(partition: string, source: boolean): Promise<void> {
+  const silk = await loadSilkModules(source, progress);
+  const { idKey, adjacencyRange } = silk.keys;
+  const root = openLmdb({ path: partition, readOnly: true, maxDbs: 16, encoding: "binary" });
+  const binary = (name: string) => root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
+  const nodes = binary("nodes");
+  const outgoing = binary("out");
+  const user = (id: bigint): Record<string, unknown> | null => {
+    const bytes = nodes.getBinaryFast(idKey(id));
+    if (bytes === undefined) return null;
+    const [label, props] = silk.packr.unpack(bytes) as [string, Record<string, unknown>];
+    return { id: id.toString(10), label, ...props };
+  };
+  const app = Fastify({ logger: false, logController: new LogController({ disableRequestLogging: true }) });
+  app.post<{ Body: { id: string } }>("/PointGet", async (request, reply) => {
+    return reply.type("application/json; charset=utf-8").send(JSON.stringify({ user: user(BigInt(request.body.id)) }));
+  });
+  app.post<{ Body: { id: string } }>("/OneHop", async (request, reply) => {
+    const friends: unknown[] = [];
+    const { start, end } = adjacencyRange(BigInt(request.body.id), "Follows");
+    for (const { value } of outgoing.getRange({ start, end })) friends.push(user(value.readBigUInt64BE(0)));
+    return reply.type("application/json; charset=utf-8").send(JSON.stringify({ friends }));
+  });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  process.once("SIGTERM", () => void app.close().then(() => root.close()));
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  process.stdout.write(`raw LMDB route on http://127.0.0.1:${address.port}\n`);
+}
+
 interface Measured {
   readonly requestsPerSecond: number;
   readonly p50Millis: number;
@@ -187,15 +233,17 @@ interface Settings {
   readonly rounds: number;
 }
 
+async function answer(server: Child, endpoint: Endpoint): Promise<string> {
+  const response = await fetch(`${server.url}/${endpoint.name}`, { method: "POST", body: endpoint.body, headers: { "content-type": "application/json" } });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${endpoint.name} answered ${response.status}: ${text}`);
+  return text;
+}
+
 /** Silk's answer to each endpoint, checked against the dataset: these become the bare route's bytes. */
 async function checkedAnswers(silk: Child, endpoints: readonly Endpoint[], pointId: string, hubDegree: number): Promise<Record<string, string>> {
   const answers: Record<string, string> = {};
-  for (const endpoint of endpoints) {
-    const response = await fetch(`${silk.url}/${endpoint.name}`, { method: "POST", body: endpoint.body, headers: { "content-type": "application/json" } });
-    const text = await response.text();
-    if (response.status !== 200) throw new Error(`${endpoint.name} answered ${response.status}: ${text}`);
-    answers[endpoint.name] = text;
-  }
+  for (const endpoint of endpoints) answers[endpoint.name] = await answer(silk, endpoint);
   const pointAnswer = JSON.parse(answers.PointGet) as { user: { id: string; label: string } };
   const hopAnswer = JSON.parse(answers.OneHop) as { friends: unknown[] };
   if (pointAnswer.user.id !== pointId || pointAnswer.user.label !== "User" || hopAnswer.friends.length !== hubDegree) {
@@ -204,10 +252,12 @@ async function checkedAnswers(silk: Child, endpoints: readonly Endpoint[], point
   return answers;
 }
 
-/** Warms both servers up on one endpoint, then measures them in alternating rounds; the best round of each. */
-async function measureEndpoint(endpoint: Endpoint, silk: Child, bare: Child, settings: Settings): Promise<Record<"silk" | "bare", Measured>> {
-  const sides = [["silk", silk], ["bare", bare]] as const;
-  const measured: Record<"silk" | "bare", Measured[]> = { silk: [], bare: [] };
+type Side = "silk" | "raw" | "bare";
+
+/** Warms every server up on one endpoint, then measures them in alternating rounds; the best round of each. */
+async function measureEndpoint(endpoint: Endpoint, servers: Record<Side, Child>, settings: Settings): Promise<Record<Side, Measured>> {
+  const sides = Object.entries(servers) as [Side, Child][];
+  const measured: Record<Side, Measured[]> = { silk: [], raw: [], bare: [] };
   for (const [side, server] of sides) {
     progress(`${endpoint.name} on ${side}: ${WARMUP_SECONDS} s warm-up...`);
     await drive(`${server.url}/${endpoint.name}`, endpoint.body, WARMUP_SECONDS, settings.connections);
@@ -218,17 +268,22 @@ async function measureEndpoint(endpoint: Endpoint, silk: Child, bare: Child, set
       measured[side].push(await drive(`${server.url}/${endpoint.name}`, endpoint.body, settings.seconds, settings.connections));
     }
   }
-  return { silk: bestRun(measured.silk), bare: bestRun(measured.bare) };
+  return { silk: bestRun(measured.silk), raw: bestRun(measured.raw), bare: bestRun(measured.bare) };
 }
 
-function resultRow(endpoint: Endpoint, answer: string, silk: Measured, bare: Measured): string[] {
+function resultRow(endpoint: Endpoint, answer: string, { silk, raw, bare }: Record<Side, Measured>): string[] {
   const ratio = silk.requestsPerSecond / bare.requestsPerSecond;
+  const rate = (side: Measured): string => Math.round(side.requestsPerSecond).toLocaleString("en-US");
   return [
     endpoint.title,
-    Math.round(silk.requestsPerSecond).toLocaleString("en-US"),
-    Math.round(bare.requestsPerSecond).toLocaleString("en-US"),
+    rate(silk),
+    rate(raw),
+    rate(bare),
     ratio.toFixed(2),
+    (raw.requestsPerSecond / bare.requestsPerSecond).toFixed(2),
+    (silk.requestsPerSecond / raw.requestsPerSecond).toFixed(2),
     `${silk.p50Millis} / ${silk.p99Millis}`,
+    `${raw.p50Millis} / ${raw.p99Millis}`,
     `${bare.p50Millis} / ${bare.p99Millis}`,
     String(Buffer.byteLength(answer)),
     `>= ${THROUGHPUT_RATIO_MIN.toFixed(2)}`,
@@ -236,7 +291,7 @@ function resultRow(endpoint: Endpoint, answer: string, silk: Measured, bare: Mea
   ];
 }
 
-/** Loads the dataset, starts both servers, measures every endpoint and prints the table; true if a target is missed. */
+/** Loads the dataset, starts the three servers, measures every endpoint and prints the table; true if a target is missed. */
 async function run(workspace: string, children: Child[], settings: Settings, source: boolean): Promise<boolean> {
   const spec = DATASETS[0];
   const project = join(workspace, "project");
@@ -261,12 +316,20 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
   writeFileSync(bodiesFile, JSON.stringify(answers));
   const bare = await startBare(bodiesFile);
   children.push(bare);
-  const rows: string[][] = [["endpoint", "Silk req/s", "bare req/s", "Silk/bare", "Silk p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"]];
+  const raw = await startRaw(join(data, "partitions", "p0"), useDist);
+  children.push(raw);
+  for (const endpoint of endpoints) {
+    const rawAnswer = await answer(raw, endpoint);
+    if (rawAnswer !== answers[endpoint.name]) throw new Error(`the raw route answers ${endpoint.name} differently: ${rawAnswer.slice(0, 200)}`);
+  }
+  const rows: string[][] = [
+    ["endpoint", "Silk req/s", "raw req/s", "bare req/s", "Silk/bare", "raw/bare", "Silk/raw", "Silk p50/p99 ms", "raw p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"],
+  ];
   let missed = false;
   for (const endpoint of endpoints) {
-    const measured = await measureEndpoint(endpoint, silk, bare, settings);
+    const measured = await measureEndpoint(endpoint, { silk, raw, bare }, settings);
     missed ||= measured.silk.requestsPerSecond / measured.bare.requestsPerSecond < THROUGHPUT_RATIO_MIN;
-    rows.push(resultRow(endpoint, answers[endpoint.name], measured.silk, measured.bare));
+    rows.push(resultRow(endpoint, answers[endpoint.name], measured));
   }
   process.stdout.write(`${formatMachine(machineInfo(useDist ? "dist/ (compiled by tsc)" : "TypeScript sources through tsx"))}\n`);
   process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database\n`);
@@ -287,9 +350,11 @@ async function main(): Promise<void> {
       source: { type: "boolean", default: false },
       strict: { type: "boolean", default: false },
       "bare-server": { type: "string" },
+      "raw-server": { type: "string" },
     },
   });
   if (values["bare-server"] !== undefined) return serveBare(values["bare-server"]);
+  if (values["raw-server"] !== undefined) return serveRaw(values["raw-server"], values.source);
   if (!existsSync(DATASETS[0].path)) {
     progress(`missing dataset file ${DATASETS[0].path}`);
     process.exitCode = 1;
