@@ -157,7 +157,7 @@ export class Coordinator {
     let released = false;
     return {
       run: (parameters) => {
-        if (released) throw new SilkError("closed", "this prepared query was released");
+        if (released) return Promise.reject(new SilkError("closed", "this prepared query was released"));
         const bound = withParameters(plan.parameters, parameters);
         if (registered && plan.requestType === "read" && this.map.count === 1 && transport.readNow !== undefined) {
           // A read the only partition answers synchronously: nothing can run beside it, so it needs neither the lock

@@ -332,10 +332,11 @@ export class Database {
     if (plan.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
     const prepared = await this.coordinator.prepare(plan);
     return {
-      run: async (parameters = {}) => {
-        if (this.closed) throw new SilkError("closed", "this database handle was closed");
+      run: (parameters = {}) => {
+        // Not async, for the reason runQuery gives; a failure is still a rejection.
+        if (this.closed) return Promise.reject(new SilkError("closed", "this database handle was closed"));
         if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
-          throw new SilkError("invalid_type", "parameters must be an object");
+          return Promise.reject(new SilkError("invalid_type", "parameters must be an object"));
         }
         return prepared.run(parameters);
       },
@@ -348,30 +349,38 @@ export class Database {
    * `POST /<name>`). `parameters` are checked and coerced against the query's declaration before anything runs.
    * The query's tree is decoded and sent to the partitions once, on its first call, and kept until close().
    */
-  async query(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<unknown> {
-    const { query, result } = await this.runQuery(name, parameters);
-    return renderOutput(query.output, result);
+  query(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<unknown> {
+    return this.runQuery(name, parameters, renderOutput);
   }
 
   /**
    * What query() answers, as JSON text (bigints as decimal strings): the body of `POST /<name>`, written straight
    * from the results (protocol/helixql/output-json.ts) instead of through the answer's objects.
    */
-  async queryJson(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<string> {
-    const { query, result } = await this.runQuery(name, parameters);
-    return renderOutputJson(query.output, result);
+  queryJson(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<string> {
+    return this.runQuery(name, parameters, renderOutputJson);
   }
 
-  private async runQuery(name: string, parameters: Readonly<Record<string, unknown>>): Promise<{ query: CompiledQuery; result: QueryResult }> {
-    if (this.closed) throw new SilkError("closed", "this database handle was closed");
-    const query = this.queryByName.get(name);
-    if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
-    // Refused before its parameters are looked at: no parameters could make it run here.
-    if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
-    const bound = bindParameters(query, parameters);
-    if (query.tree === undefined) return { query, result: {} };
-    const prepared = this.readyQueries.get(query.name) ?? (await this.preparedQuery(query.name, query.tree));
-    return { query, result: await prepared.run(bound) };
+  /**
+   * Checks, binds, runs and renders one call. Not an async function: a query's cost is a few microseconds, and each
+   * async layer adds a promise and its turns; every failure still arrives as a rejection.
+   */
+  private runQuery<T>(name: string, parameters: Readonly<Record<string, unknown>>, render: (output: CompiledQuery["output"], result: QueryResult) => T): Promise<T> {
+    try {
+      if (this.closed) throw new SilkError("closed", "this database handle was closed");
+      const query = this.queryByName.get(name);
+      if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+      // Refused before its parameters are looked at: no parameters could make it run here.
+      if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
+      const bound = bindParameters(query, parameters);
+      if (query.tree === undefined) return Promise.resolve(render(query.output, {}));
+      const tree = query.tree;
+      const ready = this.readyQueries.get(query.name);
+      const result = ready !== undefined ? ready.run(bound) : this.preparedQuery(query.name, tree).then((prepared) => prepared.run(bound));
+      return result.then((answer) => render(query.output, answer));
+    } catch (cause) {
+      return Promise.reject(cause);
+    }
   }
 
   private preparedQuery(name: string, tree: Readonly<Record<string, unknown>>): Promise<PreparedQuery> {
