@@ -221,22 +221,31 @@ describe("fast read path", () => {
 
 describe("a synchronous snapshot", () => {
   const user = (id: bigint, age: number): StoredRecord => ({ kind: "node", id, label: "User", props: { age } });
+  /** What a snapshot reads of the test's users: user 1's properties and every User's ID. */
+  const stateOf = (snapshot: ReturnType<PartitionStore["synchronousSnapshot"]>): { first: unknown; users: bigint[] } => ({
+    first: snapshot.record("node", 1n)?.props,
+    users: snapshot.idsOfLabel("node", "User"),
+  });
+  /** The same, read by a synchronous snapshot taken and closed now. */
+  const stateNow = (store: PartitionStore): { first: unknown; users: bigint[] } => {
+    const snapshot = store.synchronousSnapshot();
+    try {
+      return stateOf(snapshot);
+    } finally {
+      snapshot.close();
+    }
+  };
 
-  it("sees what this process committed before it, without yielding", () => {
+  it("sees what this process committed before it, without yielding", async () => {
     const path = mkdtempSync(join(tmpdir(), "silk-sync-snapshot-"));
     const writer = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 1n, idLast: 2n ** 64n - 1n });
     try {
       writer.apply(encodeMutations([{ op: "put_record", record: user(1n, 1) }]));
-      const first = writer.synchronousSnapshot();
-      expect(first.record("node", 1n)?.props).toEqual({ age: 1 });
-      first.close();
+      expect(stateNow(writer)).toEqual({ first: { age: 1 }, users: [1n] });
       writer.apply(encodeMutations([{ op: "put_record", record: user(1n, 2) }, { op: "put_record", record: user(2n, 9) }]));
-      const second = writer.synchronousSnapshot();
-      expect(second.record("node", 1n)?.props).toEqual({ age: 2 });
-      expect(second.idsOfLabel("node", "User")).toEqual([1n, 2n]);
-      second.close();
+      expect(stateNow(writer)).toEqual({ first: { age: 2 }, users: [1n, 2n] });
     } finally {
-      void writer.close();
+      await writer.close();
       rmSync(path, { recursive: true, force: true });
     }
   });
@@ -263,18 +272,14 @@ describe("a synchronous snapshot", () => {
     };
     try {
       const snapshot = reader.synchronousSnapshot();
-      expect(snapshot.record("node", 1n)?.props).toEqual({ age: 1 });
+      expect(stateOf(snapshot)).toEqual({ first: { age: 1 }, users: [1n] });
       writeInChild(); // synchronous: this run has not yielded
-      expect(snapshot.record("node", 1n)?.props).toEqual({ age: 1 });
+      expect(stateOf(snapshot)).toEqual({ first: { age: 1 }, users: [1n] });
       expect(snapshot.exists("node", 2n)).toBe(false);
-      expect(snapshot.idsOfLabel("node", "User")).toEqual([1n]);
       snapshot.close();
       // lmdb-js renews its shared read transaction after a timer turn; a snapshot taken then sees the commit.
       await new Promise((resume) => setTimeout(resume, 5));
-      const later = reader.synchronousSnapshot();
-      expect(later.record("node", 1n)?.props).toEqual({ age: 2 });
-      expect(later.idsOfLabel("node", "User")).toEqual([1n, 2n]);
-      later.close();
+      expect(stateNow(reader)).toEqual({ first: { age: 2 }, users: [1n, 2n] });
     } finally {
       await reader.close();
       rmSync(path, { recursive: true, force: true });
