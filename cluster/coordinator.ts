@@ -29,7 +29,7 @@ import { importBatch, type ImportBatch, type ImportResult, type ImportServices }
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
-import { UniqueBuildWatcher } from "./unique-builds.js";
+import { UniqueBuildWatcher, type ValidationPhase } from "./unique-builds.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
@@ -49,6 +49,8 @@ export interface CoordinatorOptions {
   /** The deadline of a request that sets no `timeout_ms` (the servers' `--timeout-ms`); none when undefined. */
   readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+  /** Called as a UNIQUE build's verdict across partitions is sent (cluster/unique-builds.ts; crash tests). */
+  readonly onValidationPhase?: (phase: ValidationPhase) => void;
   /** What `Embed(text)` calls; none: `embedding_not_configured`. */
   readonly embedder?: Embedder;
 }
@@ -85,7 +87,12 @@ export class Coordinator {
   constructor(private readonly options: CoordinatorOptions) {
     this.map = options.map;
     this.ids = new RemoteIdSource(options.transport, () => this.map);
-    this.uniqueBuilds = new UniqueBuildWatcher({ transport: options.transport, map: () => this.map, exclusive: () => this.lock.acquire(true) });
+    this.uniqueBuilds = new UniqueBuildWatcher({
+      transport: options.transport,
+      map: () => this.map,
+      exclusive: () => this.lock.acquire(true),
+      onPhase: options.onValidationPhase,
+    });
   }
 
   /** The partition map in force. */

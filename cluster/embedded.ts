@@ -25,6 +25,7 @@ import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
+import type { ValidationPhase } from "./unique-builds.js";
 import { LmdbDecisionLog } from "./decision-log.js";
 import { writeFileAtomic } from "./durable-files.js";
 import { PartitionMap } from "./partition-map.js";
@@ -65,6 +66,7 @@ export interface InternalOpenOptions {
   /** The deadline of every request that sets no `timeout_ms`, in milliseconds (the servers' `--timeout-ms`). */
   readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
+  readonly onValidationPhase?: (phase: ValidationPhase) => void;
   readonly indexBuildChunkEntities?: number;
 }
 
@@ -279,6 +281,7 @@ export class Database {
         clockMs: internal.clockMs,
         defaultTimeoutMs: internal.defaultTimeoutMs,
         onCommitPhase: internal.onCommitPhase,
+        onValidationPhase: internal.onValidationPhase,
         embedder: options.embedder,
       });
       if (readOnly) {

@@ -21,8 +21,13 @@ import type { Transport } from "./transport.js";
 /** How often the watcher looks while a UNIQUE build is under way. */
 export const UNIQUE_WATCH_INTERVAL_MS = 100;
 
+/** Where a verdict stands: checked and about to be sent, or applied by the first partition only (a test hook). */
+export type ValidationPhase = "checked" | "verdict_first";
+
 export interface UniqueBuildContext {
   readonly transport: Transport;
+  /** Called at each ValidationPhase (crash tests kill the process there). */
+  readonly onPhase?: (phase: ValidationPhase) => void;
   /** The partition map in force. */
   map(): PartitionMap;
   /** The coordinator's write lock; resolves with its release. */
@@ -95,7 +100,13 @@ export class UniqueBuildWatcher {
         blocked = duplicateProblem(index.name, firstRepeatedValue(entries.sort(Buffer.compare)));
       }
       const verdict = { type: "index_validated", kind: index.kind, name: index.name, ...(blocked === undefined ? {} : { blocked }) } as const;
-      await Promise.all(map.partitions.map((partition) => transport.request(partition, verdict)));
+      this.context.onPhase?.("checked");
+      // One partition after the other. A crash in between leaves some with the verdict and the rest validating, and
+      // the next writer's watcher checks again and sends the verdict to all (applying one twice changes nothing).
+      for (const [i, partition] of map.partitions.entries()) {
+        await transport.request(partition, verdict);
+        if (i === 0) this.context.onPhase?.("verdict_first");
+      }
     } finally {
       release();
     }
