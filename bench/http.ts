@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import Fastify, { LogController } from "fastify";
+import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { open as openLmdb } from "lmdb";
 import type { ImportEdge, ImportNode } from "../index.js";
 import { DATASETS, readEdgeList, type EdgeList } from "./datasets.js";
@@ -133,16 +133,26 @@ function startBare(bodies: string): Promise<Child> {
  */
 async function serveBare(bodiesFile: string): Promise<void> {
   const bodies = new Map(Object.entries(JSON.parse(readFileSync(bodiesFile, "utf8")) as Record<string, string>));
-  const app = Fastify({ logger: false, logController: new LogController({ disableRequestLogging: true }) });
+  const app = comparisonServer();
   app.post<{ Params: { name: string } }>("/:name", async (request, reply) => {
     return reply.type("application/json; charset=utf-8").send(bodies.get(request.params.name));
   });
+  await listenAndAnnounce(app, "bare route");
+}
+
+/** fastify with the gateway's settings (no logger, no request logging): the bare and raw routes' server. */
+function comparisonServer(): FastifyInstance {
+  return Fastify({ logger: false, logController: new LogController({ disableRequestLogging: true }) });
+}
+
+/** Listens on a free loopback port and prints `<what> on http://...`, the line startServer waits for. */
+async function listenAndAnnounce(app: FastifyInstance, what: string, closeRest: () => Promise<void> = async () => undefined): Promise<void> {
   await app.listen({ port: 0, host: "127.0.0.1" });
   // Closing lets the process end by itself, as `silk serve` does, so that --cpu-prof can write its profile.
-  process.once("SIGTERM", () => void app.close());
+  process.once("SIGTERM", () => void app.close().then(closeRest));
   const address = app.server.address();
   if (address === null || typeof address === "string") throw new Error("no TCP address");
-  process.stdout.write(`bare route on http://127.0.0.1:${address.port}\n`);
+  process.stdout.write(`${what} on http://127.0.0.1:${address.port}\n`);
 }
 
 /** The raw route: this file run with `--raw-server <partition directory>`. */
@@ -169,7 +179,7 @@ async function serveRaw(partition: string, source: boolean): Promise<void> {
     const [label, props] = silk.packr.unpack(bytes) as [string, Record<string, unknown>];
     return { id: id.toString(10), label, ...props };
   };
-  const app = Fastify({ logger: false, logController: new LogController({ disableRequestLogging: true }) });
+  const app = comparisonServer();
   app.post<{ Body: { id: string } }>("/PointGet", async (request, reply) => {
     return reply.type("application/json; charset=utf-8").send(JSON.stringify({ user: user(BigInt(request.body.id)) }));
   });
@@ -179,11 +189,7 @@ async function serveRaw(partition: string, source: boolean): Promise<void> {
     for (const { value } of outgoing.getRange({ start, end })) friends.push(user(value.readBigUInt64BE(0)));
     return reply.type("application/json; charset=utf-8").send(JSON.stringify({ friends }));
   });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  process.once("SIGTERM", () => void app.close().then(() => root.close()));
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  process.stdout.write(`raw LMDB route on http://127.0.0.1:${address.port}\n`);
+  await listenAndAnnounce(app, "raw LMDB route", () => root.close());
 }
 
 interface Measured {

@@ -4,9 +4,9 @@
  * throughput); the logger reports startup and failures that are not the caller's fault, and a request logs through
  * the server's logger itself rather than a child bound to its request ID: pino builds a child per request, which
  * cost a sixth of a small read's throughput, for lines that are written only on a failure (they name the request
- * ID themselves, errors.ts). bin/serve.ts opens the
- * database and starts listening; bin/gateway.ts does the same for the hosted form, which adds API keys, the
- * account switch and the rate limit in front of the same routes (hosted/access.ts).
+ * ID themselves, errors.ts). bin/serve.ts opens the database and starts listening; bin/gateway.ts does the same for
+ * the hosted form, which adds API keys, the account switch and the rate limit in front of the same routes
+ * (hosted/access.ts).
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { adminRoutes, type ServedProject } from "./admin.js";

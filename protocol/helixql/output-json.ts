@@ -42,9 +42,8 @@ function valueText(value: unknown): string | undefined {
       return `"${value.toString(10)}"`;
     case "object":
       if (value === null) return "null";
-      if (Array.isArray(value)) return arrayText(value);
-      if (typeof (value as { toJSON?: unknown }).toJSON === "function") return valueText((value as { toJSON: () => unknown }).toJSON());
-      return objectText(value as Record<string, unknown>);
+      // Results hold only JSON values; any other object is written by its own keys, as renderOutput's copy has them.
+      return Array.isArray(value) ? arrayText(value) : objectText(value as Record<string, unknown>);
     default:
       // undefined, functions and symbols: left out of objects, null in arrays, as JSON.stringify does.
       return undefined;
