@@ -6,11 +6,10 @@ SILK_DATA ?= data
 
 .PHONY: install build run test nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-cluster redis-server clean
 
-# npm ci can reject this lockfile (lmdb's optional @msgpackr-extract platform packages are missing from the
-# registry for some platforms, see docs/ARCHITECTURE.md); npm install with the committed lockfile installs the
-# locked versions, so fall back to it.
+# npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
+# @msgpackr-extract build, so npm ci finds it in sync on every platform).
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	touch $@
 
 install: node_modules/.installed

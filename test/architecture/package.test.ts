@@ -29,3 +29,16 @@ describe("the package's exports", () => {
     }
   });
 });
+
+describe("the locked dependencies", () => {
+  it("every locked package accepts the Node.js versions package.json's engines promise", async () => {
+    const { default: semver } = await import("semver");
+    const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { engines: { node: string } };
+    const lowest = semver.minVersion(manifest.engines.node)!.version;
+    const lock = JSON.parse(readFileSync(join(REPO, "package-lock.json"), "utf8")) as { packages: Record<string, { engines?: { node?: string } }> };
+    const refusing = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.engines?.node !== undefined && !semver.satisfies(lowest, entry.engines.node))
+      .map(([path, entry]) => `${path} needs node ${entry.engines?.node}`);
+    expect(refusing).toEqual([]);
+  });
+});
