@@ -10,12 +10,21 @@ SILK_DATA ?= data
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
-	touch $@
+	mkdir -p dist && touch $@ dist/.built
 
 install: node_modules/.installed
 
-build: install
+# dist/ is rebuilt only when a source, the grammar or the compiler settings changed, so a warm `make run` starts at
+# once. npm ci runs package.json's `prepare`, which builds dist/, so the install rule stamps it built as well.
+BUILD_SOURCES := $(shell find . -name '*.ts' -not -path './node_modules/*' -not -path './dist/*' -not -path './test/*' \
+	-not -path './bench/*' -not -path '*/generated/*') \
+	protocol/helixql/helixql.peggy scripts/build-parser.mjs tsconfig.json
+
+dist/.built: node_modules/.installed $(BUILD_SOURCES)
 	npm run build
+	touch $@
+
+build: dist/.built
 
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
