@@ -19,6 +19,12 @@ export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => 
 /** Converts a parameter's written type; reports and answers undefined when it names no type. */
 export type TypeConverter = (param: ParamAst) => FieldType | undefined;
 
+/** A variable's static type, and the name the operation tree knows its current value by. */
+interface Variable {
+  readonly type: StaticType;
+  readonly tree: string;
+}
+
 const UNKNOWN_RECORDS: StaticType = { kind: "records", record: "node", label: undefined, one: false };
 
 /** Names that cannot be variables or parameters: they would shadow a source or a constant. */
@@ -30,9 +36,9 @@ export function compileQuery(decl: QueryDeclAst, file: string, schema: Schema, r
 
 class QueryCompiler implements CompilerScope {
   private readonly parameters = new Map<string, QueryParameter>();
-  private readonly variables = new Map<string, StaticType>();
-  /** FOR bindings, innermost loop last. */
-  private readonly loops: Map<string, ValueType>[] = [];
+  private readonly variables = new Map<string, Variable>();
+  /** FOR loops, innermost last: their bindings, and the variables their bodies assign. */
+  private readonly loops: { readonly bindings: Map<string, ValueType>; readonly assigned: string[] }[] = [];
   /** Entries made for RETURN items that are traversals; they run after the body. */
   private readonly pendingHidden: Json[] = [];
   private writes = false;
@@ -51,13 +57,13 @@ class QueryCompiler implements CompilerScope {
 
   lookup(name: string): Binding | undefined {
     for (let i = this.loops.length - 1; i >= 0; i--) {
-      const type = this.loops[i].get(name);
+      const type = this.loops[i].bindings.get(name);
       if (type !== undefined) return { kind: "param", type };
     }
     const parameter = this.parameters.get(name);
     if (parameter !== undefined) return { kind: "param", type: fieldValue(parameter.type), optional: parameter.optional };
     const variable = this.variables.get(name);
-    return variable === undefined ? undefined : { kind: "var", type: variable };
+    return variable === undefined ? undefined : { kind: "var", ...variable };
   }
 
   markWrite(): void {
@@ -118,13 +124,21 @@ class QueryCompiler implements CompilerScope {
         const compiled = this.traversal(statement.value);
         if (compiled === undefined) {
           // Defined anyway, as records of no known type, so that later uses do not echo the error.
-          this.variables.set(name, UNKNOWN_RECORDS);
+          this.variables.set(name, { type: UNKNOWN_RECORDS, tree: name });
           return undefined;
         }
-        // A variable assigned inside a loop collects one result per iteration.
-        const type = this.loops.length > 0 ? many(compiled.type) : compiled.type;
-        this.variables.set(name, type);
-        return { query: { name, root: compiled.tree } };
+        const loop = this.loops.at(-1);
+        if (loop === undefined) {
+          this.variables.set(name, { type: compiled.type, tree: name });
+          return { query: { name, root: compiled.tree } };
+        }
+        // In a FOR body the entry's name collects every iteration's result (for_each appends), while the body's
+        // own uses must see only this iteration's value, as HelixDB binds it: an `as` step binds that value to a
+        // second name, which no HelixQL variable can take (`$` is not allowed in names).
+        const iteration = `${name}$iteration`;
+        loop.assigned.push(name);
+        this.variables.set(name, { type: compiled.type, tree: iteration });
+        return { query: { name, root: { as: { input: compiled.tree, name: iteration } } } };
       }
       case "expr": {
         const compiled = this.traversal(statement.value);
@@ -191,9 +205,15 @@ class QueryCompiler implements CompilerScope {
         bind(field.text, field.loc, decl === undefined ? { t: "any" } : fieldValue(decl.type));
       }
     }
-    this.loops.push(names);
+    const loop = { bindings: names, assigned: [] as string[] };
+    this.loops.push(loop);
     const body = this.statements(statement.body);
     this.loops.pop();
+    // After the loop, a variable of its body holds every value it took: one result per iteration.
+    for (const assigned of loop.assigned) {
+      const variable = this.variables.get(assigned);
+      if (variable !== undefined) this.variables.set(assigned, { type: many(variable.type), tree: assigned });
+    }
     if (body === undefined) return undefined;
     const as = statement.binding.kind === "name" ? { as: statement.binding.name.text } : {};
     return { for_each: { param: name, ...as, body } };

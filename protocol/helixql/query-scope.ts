@@ -25,10 +25,14 @@ export interface ElementContext {
   readonly alias?: string;
 }
 
-/** A name in scope: a tree parameter (declared, or bound by FOR) or a variable (an earlier entry). */
+/**
+ * A name in scope: a tree parameter (declared, or bound by FOR) or a variable (an earlier entry). A variable's
+ * `tree` is the name to reference it by in the tree: its own, except inside the FOR body that assigns it, where it
+ * names this iteration's value only.
+ */
 export type Binding =
   | { readonly kind: "param"; readonly type: ValueType; readonly optional?: boolean }
-  | { readonly kind: "var"; readonly type: StaticType };
+  | { readonly kind: "var"; readonly type: StaticType; readonly tree: string };
 
 export type ChainAst = Extract<ExprAst, { kind: "chain" }>;
 

@@ -106,7 +106,7 @@ function variableSource(scope: CompilerScope, start: CallAst): Compiled | undefi
     scope.report("query_invalid", start.loc, `${name} holds ${describeStaticType(type)}; a traversal needs records`);
     return undefined;
   }
-  return { tree: { [SOURCE_OPS[type.record]]: { reference: { var: name } } }, type };
+  return { tree: { [SOURCE_OPS[type.record]]: { reference: { var: binding.tree } } }, type };
 }
 
 /** The declared label of a generic, reported when missing or unknown for the kind. */
@@ -308,7 +308,7 @@ function endpoint_(scope: CompilerScope, call: CallAst, edgeLabel: string | unde
         scope.report("edge_endpoint_mismatch", arg.loc, `${edgeLabel}: ${role} must be a ${expected}, but ${arg.start.name.text} holds ${type.label}`);
         return undefined;
       }
-      const ref = { var: arg.start.name.text };
+      const ref = { var: binding.tree };
       return { source: { [SOURCE_OPS[type.record]]: { reference: ref } }, ref, one: type.one };
     }
   }

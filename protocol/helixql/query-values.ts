@@ -260,7 +260,7 @@ function namedValue(scope: CompilerScope, call: CallAst): CompiledValue | undefi
   }
   const held = binding.type;
   const type = held.kind === "values" && held.shape !== "many" ? held.value : ANY;
-  return { expr: { var: head }, type };
+  return { expr: { var: binding.tree }, type };
 }
 
 function memberType(type: ValueType, name: string): ValueType | undefined {
