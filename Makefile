@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-cluster redis-server clean
+.PHONY: install build run test soak nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -31,6 +31,11 @@ run: build
 
 test: build redis-server nats-server
 	node scripts/run-tests.mjs
+
+# A 10-minute mixed load (SOAK_SECONDS) on a real server with a SIGKILL every minute and dead readers, then checks that
+# every acknowledged write is there exactly once, the .mdb files stayed bounded and /health's p99 stayed under 100 ms.
+soak: build
+	npx tsx test/soak/soak.ts
 
 # The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
 # suite fails naming the package where we cannot).
