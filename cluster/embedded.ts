@@ -240,8 +240,12 @@ export class Database {
       if (memory) rmSync(directory, { recursive: true, force: true });
     };
     try {
+      if (mode === "writer") {
+        // The lock first: only the writer may create the manifest or mark it with a newer format.
+        mkdirSync(directory, { recursive: true });
+        lock = acquireWriterLock(directory);
+      }
       const manifest = readManifest(directory, options.partitions, mode === "writer", !memory);
-      if (mode === "writer") lock = acquireWriterLock(directory);
       const map = new PartitionMap(manifest.partitions);
       const readOnly = mode === "readonly";
       const now = internal.now ?? (() => new Date());

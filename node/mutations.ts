@@ -109,14 +109,14 @@ export async function createVector(op: string, label: string, rawVector: unknown
 
 /**
  * Merges a patch into each loaded element's record (null removes a property) and puts the new record in the view;
- * `vector`, when given, replaces a vector record's embedding.
+ * `vector`, when given, replaces a vector record's embedding; `removing` says the patch comes from remove_property.
  */
-export function updateAll(items: Element[], patch: Record<string, unknown>, scope: EvalScope, vector?: Float64Array): void {
+export function updateAll(items: Element[], patch: Record<string, unknown>, scope: EvalScope, vector?: Float64Array, removing = false): void {
   const { view, schema } = scope.context;
   for (const element of items) {
     scope.context.deadline.tick();
     const before = element.record!;
-    const changes = prepareUpdate(schema, before.kind, before.label, patch);
+    const changes = prepareUpdate(schema, before.kind, before.label, patch, removing);
     const props: Properties = { ...before.props };
     for (const [key, value] of Object.entries(changes)) {
       if (value === null) delete props[key];

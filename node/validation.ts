@@ -34,16 +34,33 @@ function schemaless(input: Record<string, unknown>, where: string, keepNull: boo
   return props;
 }
 
+/**
+ * SPEC: a text index rejects null. Without this check a null would pass as "not given" on create and "remove" on
+ * update, dropping the field and its postings without a word.
+ */
+function rejectNullTexts(fields: ReadonlyMap<string, FieldDecl>, input: Record<string, unknown>, label: string): void {
+  for (const [key, value] of Object.entries(input)) {
+    if (value === null && fields.get(key)?.textIndex !== undefined) {
+      throw new SilkError("invalid_type", `${label}.${key} has a TEXT INDEX, which takes a String or [String], not null; give it text, or leave it out`);
+    }
+  }
+}
+
 export function prepareCreate(schema: Schema | undefined, kind: RecordKind, label: string, input: Record<string, unknown>, now: () => Date): Properties {
   if (schema === undefined) return schemaless(input, label, false);
+  rejectNullTexts(fieldsOf(schema, kind, label), input, label);
   const props = prepareProperties(fieldsOf(schema, kind, label), input, "create", label, now);
   for (const key of Object.keys(props)) if (props[key] === null) delete props[key];
   return props;
 }
 
-/** The changed properties of an update; a null value means "remove this property". */
-export function prepareUpdate(schema: Schema | undefined, kind: RecordKind, label: string, input: Record<string, unknown>): Properties {
+/**
+ * The changed properties of an update; a null value means "remove this property". A null for a text-indexed field
+ * is `invalid_type` unless `removing` (remove_property, which names the field to remove rather than giving it a value).
+ */
+export function prepareUpdate(schema: Schema | undefined, kind: RecordKind, label: string, input: Record<string, unknown>, removing = false): Properties {
   if (schema === undefined) return schemaless(input, label, true);
+  if (!removing) rejectNullTexts(fieldsOf(schema, kind, label), input, label);
   return prepareProperties(fieldsOf(schema, kind, label), input, "update", label, () => new Date());
 }
 
