@@ -5,7 +5,9 @@
  * QUERY definitions are checked at open and run by name with `query()`.
  *
  * Storage: `{ disk: path }` is durable LMDB under that directory; `"memory"` is LMDB in a private temporary
- * directory (on /dev/shm when the machine has it) without fsync, deleted when the handle closes.
+ * directory (on /dev/shm when the machine has it) without fsync. That directory is deleted as soon as its LMDB
+ * environments are open: their files live on through the open descriptors and memory maps until the handle closes
+ * or the process ends, so a process that dies before `close()` leaves nothing behind.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -240,8 +242,9 @@ export class Database {
       if (memory) rmSync(directory, { recursive: true, force: true });
     };
     try {
-      if (mode === "writer") {
-        // The lock first: only the writer may create the manifest or mark it with a newer format.
+      if (mode === "writer" && !memory) {
+        // The lock first: only the writer may create the manifest or mark it with a newer format. A memory database's
+        // directory is its own (mkdtemp) and deleted once open: there is no other writer to keep out.
         mkdirSync(directory, { recursive: true });
         lock = acquireWriterLock(directory);
       }
@@ -275,6 +278,9 @@ export class Database {
       );
       const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
       opened.push(decisions);
+      // Nothing opens a memory database's files by name again (it has no writer lock and no other handle), so they
+      // can go now and die with the process: a crash before close() leaked the whole directory (73 MB, issue 20).
+      if (memory) rmSync(directory, { recursive: true, force: true });
       const coordinator = new Coordinator({
         transport: new InProcessTransport(actors),
         map,
