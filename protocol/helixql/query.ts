@@ -82,9 +82,57 @@ export function bindParameters(query: CompiledQuery, supplied: unknown): Record<
       }
       continue;
     }
+    rejectIntegerText(parameter.type, value, where);
     bound[name] = toTreeParameter(coerceValue(parameter.type, value, where));
   }
   return bound;
+}
+
+/**
+ * Integer types whose every value is a JSON number without rounding. Their parameters take numbers only, as
+ * HelixDB's typed parameters do: the string "3" is `invalid_type`. The 64- and 128-bit types keep taking decimal
+ * strings, since a JSON number beyond 2^53 may already have been rounded by the time it arrives.
+ */
+const NUMBER_ONLY_INTEGERS: ReadonlySet<string> = new Set(["I8", "I16", "I32", "U8", "U16", "U32"]);
+
+/** Throws invalid_type for a string where the type (or an element or field of it) is a number-only integer. */
+function rejectIntegerText(type: FieldType, value: unknown, where: string): void {
+  switch (type.kind) {
+    case "scalar":
+      if (typeof value === "string" && NUMBER_ONLY_INTEGERS.has(type.name)) {
+        throw new SilkError("invalid_type", `${where}: expected ${type.name}, a JSON number, got the string ${JSON.stringify(value.slice(0, 40))}; send the number itself`);
+      }
+      return;
+    case "array":
+      if (Array.isArray(value) && holdsNumberOnlyInteger(type.element)) value.forEach((item, i) => rejectIntegerText(type.element, item, `${where}[${i}]`));
+      return;
+    case "object":
+      if (typeof value !== "object" || value === null) return;
+      for (const [key, field] of type.fields) {
+        if (Object.hasOwn(value, key)) rejectIntegerText(field.type, (value as Record<string, unknown>)[key], `${where}.${key}`);
+      }
+      return;
+    default: {
+      const unreachable: never = type;
+      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Whether a type holds a number-only integer anywhere, so that a long vector of floats is not walked for nothing. */
+function holdsNumberOnlyInteger(type: FieldType): boolean {
+  switch (type.kind) {
+    case "scalar":
+      return NUMBER_ONLY_INTEGERS.has(type.name);
+    case "array":
+      return holdsNumberOnlyInteger(type.element);
+    case "object":
+      return [...type.fields.values()].some((field) => holdsNumberOnlyInteger(field.type));
+    default: {
+      const unreachable: never = type;
+      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
+    }
+  }
 }
 
 /** A query's parameters by name, each with the name its errors give it; made once per query, not once per call. */
