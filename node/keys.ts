@@ -19,6 +19,8 @@
 import { writeU64 } from "../protocol/ids.js";
 
 export const ID_BYTES = 8;
+/** The longest key lmdb-js stores (its compile-time maximum, default page size); a longer one fails the whole write. */
+export const KEY_BYTES_MAX = 1_978;
 
 export type RecordKind = "node" | "edge" | "vector";
 

@@ -8,9 +8,9 @@
  * scanned). Equalities are preferred to ranges. Without a pinned label every record of the kind is a candidate.
  * Since the whole predicate is evaluated on the candidates either way, the result equals the scan's.
  *
- * Ranges are only planned for numbers and dates, and only with values of the field's kind: the comparisons a scan
- * would refuse with `invalid_type` (ordering strings, comparing a number field with a string) are left to the scan,
- * so they are refused the same way.
+ * Ranges are planned for numbers, dates and strings (in UTF-8 byte order, as the scan compares them), and only with
+ * values of the field's kind: the comparisons a scan would refuse with `invalid_type` (ordering booleans, comparing a
+ * number field with a string) are left to the scan, so they are refused the same way.
  */
 import type { IndexRange, RecordKind } from "../protocol/records.js";
 import type { FieldDecl, ScalarTypeName, Schema } from "../protocol/schema.js";
@@ -168,8 +168,8 @@ function comparisonRange(op: Exclude<CompareOp, "neq">, value: Value): IndexRang
 }
 
 const NUMERIC: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "U128", "ID"]);
-/** Types whose values GT, GTE, LT and LTE compare (SPEC: numbers and dates). */
-const ORDERED: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([...NUMERIC, "Date"]);
+/** Types whose values GT, GTE, LT and LTE compare (SPEC: numbers and dates; its range indexes: strings too). */
+const ORDERED: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([...NUMERIC, "Date", "String"]);
 
 /** The declared type of an indexed top-level field the expression reads, if it reads one. */
 function indexedType(expr: Expr, fields: ReadonlyMap<string, FieldDecl>, runtimeIndexed: (field: string) => boolean): ScalarTypeName | undefined {

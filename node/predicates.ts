@@ -1,8 +1,9 @@
 /**
  * Expressions and predicates of the operation tree, evaluated against one element. Comparisons follow SPEC's type
- * rules: EQ and NEQ compare strings, booleans, dates and numbers; GT, GTE, LT and LTE compare numbers and dates.
- * Comparing values of different types, or ordering strings or booleans, is an `invalid_type` error rather than a
- * silent false, so a mistyped filter is found instead of returning nothing. A missing property matches nothing
+ * rules: EQ and NEQ compare strings, booleans, dates and numbers; GT, GTE, LT and LTE compare numbers, dates and
+ * strings (SPEC's range indexes cover strings: by their UTF-8 bytes, which is Unicode code point order, the order of
+ * index keys; not JavaScript's UTF-16 `<`). Comparing values of different types, or ordering booleans, is an
+ * `invalid_type` error rather than a silent false, so a mistyped filter is found instead of returning nothing. A missing property matches nothing
  * (and so NEQ matches it).
  */
 import { SilkError } from "../protocol/errors.js";
@@ -176,9 +177,7 @@ export function compare(op: CompareOp, rawLeft: Value | undefined, rawRight: Val
   }
   if (op === "eq") return valuesEqual(left, right);
   if (op === "neq") return !valuesEqual(left, right);
-  if (leftKind !== "number" && leftKind !== "date") {
-    throw new SilkError("invalid_type", `${op.toUpperCase()} compares numbers and dates, not ${leftKind}s`);
-  }
+  if (leftKind === "boolean") throw new SilkError("invalid_type", `${op.toUpperCase()} orders numbers, dates and strings, not booleans`);
   const order = compareValues(left, right)!;
   switch (op) {
     case "gt":

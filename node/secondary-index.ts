@@ -13,10 +13,10 @@ import { SilkError } from "../protocol/errors.js";
 import type { IndexStateName, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import type { IndexRange } from "../protocol/records.js";
 import type { Value } from "../protocol/values.js";
-import { encodeIndexValue, kindTagRange } from "./index-encoding.js";
+import { encodeIndexValue, kindTagRange, sharedPrefixRange } from "./index-encoding.js";
 import type { BuildProblem, IndexedRecord, IndexFamilyStore } from "./index-family.js";
 import { indexKey } from "./index-keys.js";
-import { AFTER_EVERY_ID, idKey, ID_BYTES, indexKeyFrom, indexPrefix } from "./keys.js";
+import { AFTER_EVERY_ID, idKey, ID_BYTES, indexKeyFrom, indexPrefix, KEY_BYTES_MAX } from "./keys.js";
 
 interface Addition {
   readonly key: Buffer;
@@ -39,10 +39,11 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
 
   put(definition: SecondaryIndexDefinition, record: IndexedRecord, old: IndexedRecord | undefined): void {
     const field = definition.field;
-    const before = old?.props[field] === undefined ? undefined : encodeIndexValue(old.props[field]);
-    const after = record.props[field] === undefined ? undefined : encodeIndexValue(record.props[field]);
-    if (before !== undefined && after !== undefined && before.equals(after)) return;
     const prefix = prefixOf(definition);
+    const room = valueBytesMax(prefix);
+    const before = old?.props[field] === undefined ? undefined : encodeIndexValue(old.props[field], room);
+    const after = record.props[field] === undefined ? undefined : encodeIndexValue(record.props[field], room);
+    if (before !== undefined && after !== undefined && before.equals(after)) return;
     const ids = idKey(record.id);
     if (before !== undefined) this.removals.push(indexKeyFrom(prefix, before, ids, 0));
     if (after !== undefined) this.additions.push({ key: indexKeyFrom(prefix, after, ids, 0), valueEnd: prefix.length + after.length, definition });
@@ -50,8 +51,9 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
 
   delete(definition: SecondaryIndexDefinition, old: IndexedRecord): void {
     const value = old.props[definition.field];
-    const before = value === undefined ? undefined : encodeIndexValue(value);
-    if (before !== undefined) this.removals.push(indexKeyFrom(prefixOf(definition), before, idKey(old.id), 0));
+    const prefix = prefixOf(definition);
+    const before = value === undefined ? undefined : encodeIndexValue(value, valueBytesMax(prefix));
+    if (before !== undefined) this.removals.push(indexKeyFrom(prefix, before, idKey(old.id), 0));
   }
 
   /** Writes the noted entries: every removal first, then the additions, each addition checked against UNIQUE. */
@@ -83,9 +85,10 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
 
   build(definition: SecondaryIndexDefinition, record: IndexedRecord): number {
     const value = record.props[definition.field];
-    const encoded = value === undefined ? undefined : encodeIndexValue(value);
+    const prefix = prefixOf(definition);
+    const encoded = value === undefined ? undefined : encodeIndexValue(value, valueBytesMax(prefix));
     if (encoded === undefined) return 0;
-    this.entries.putSync(indexKeyFrom(prefixOf(definition), encoded, idKey(record.id), 0), EMPTY);
+    this.entries.putSync(indexKeyFrom(prefix, encoded, idKey(record.id), 0), EMPTY);
     return 1;
   }
 
@@ -176,6 +179,11 @@ function prefixOf(definition: SecondaryIndexDefinition): Buffer {
   return indexPrefix(definition.kind, definition.label, definition.field);
 }
 
+/** The bytes an index's keys leave for the encoded value, between its prefix and the record ID. */
+function valueBytesMax(prefix: Buffer): number {
+  return KEY_BYTES_MAX - prefix.length - ID_BYTES;
+}
+
 /** The first key after every key that starts with `prefix` (which ends with the 0x00 separator). */
 function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
@@ -183,22 +191,32 @@ function prefixEnd(prefix: Buffer): Buffer {
   return end;
 }
 
-/** The [start, end) keys of one range; an unbounded side stops at the edge of the bound value's kind. */
+/**
+ * The [start, end) keys of one range; an unbounded side stops at the edge of the bound value's kind. A string bound
+ * longer than what the index keeps of long strings widens its side to every string that shares its first bytes,
+ * which key order does not place by their whole value (index-encoding.ts).
+ */
 function rangeKeys(prefix: Buffer, range: IndexRange): { start: Buffer; end: Buffer } {
   const bound = range.low ?? range.high;
   const kind = bound === null ? undefined : kindTagRange(bound);
   if (kind === undefined) throw new SilkError("internal", "an index range needs a bound of an indexed kind (a planner bug)");
+  const room = valueBytesMax(prefix);
   const encode = (value: Value): Buffer => {
-    const encoded = encodeIndexValue(value);
+    const encoded = encodeIndexValue(value, room);
     if (encoded === undefined) throw new SilkError("internal", "an index range bound is not indexable (a planner bug)");
     return encoded;
   };
+  const shared = (value: Value | null): { start: Buffer; end: Buffer } | undefined => (typeof value === "string" ? sharedPrefixRange(value, room) : undefined);
+  const lowShared = shared(range.low);
+  const highShared = shared(range.high);
   const start =
     range.low === null ? Buffer.concat([prefix, Buffer.from([kind.first])])
+    : lowShared !== undefined ? Buffer.concat([prefix, lowShared.start])
     : range.lowInclusive ? Buffer.concat([prefix, encode(range.low)])
     : Buffer.concat([prefix, encode(range.low), AFTER_EVERY_ID]);
   const end =
     range.high === null ? Buffer.concat([prefix, Buffer.from([kind.end])])
+    : highShared !== undefined ? Buffer.concat([prefix, highShared.end])
     : range.highInclusive ? Buffer.concat([prefix, encode(range.high), AFTER_EVERY_ID])
     : Buffer.concat([prefix, encode(range.high)]);
   return { start, end };

@@ -25,7 +25,7 @@ import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
 import type { Value } from "../protocol/values.js";
 import type { BuildProblem, IndexedRecord, IndexFamilyStore } from "./index-family.js";
-import { idKey, ID_BYTES, indexPrefix } from "./keys.js";
+import { idKey, ID_BYTES, indexPrefix, KEY_BYTES_MAX } from "./keys.js";
 import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
 import {
   decodeDocument,
@@ -52,8 +52,6 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 /** The longest tenant value a partition key holds, in UTF-8 bytes. */
 export const TENANT_BYTES_MAX = 512;
-/** LMDB's key size limit (lmdb-js, default page size). */
-export const KEY_BYTES_MAX = 1_978;
 /** The most distinct terms one query may hold after analysis (each costs a range read). */
 export const QUERY_TERMS_MAX = 1_024;
 

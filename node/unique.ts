@@ -4,6 +4,9 @@
  * several partitions it asks every partition's index (under the coordinator's lock, nothing changes meanwhile); each
  * partition's store keeps a second, local guard (secondary-index.ts `flush`).
  *
+ * Values are told apart by their exact index encoding (no length bound, so a long string is its whole self, not the
+ * prefix and hash its index key holds).
+ *
  * UNIQUE is enforced once the index is active: while it is constructing, duplicates are allowed, and its build
  * ends `blocked` if any remain. A record without the field (or with an unindexed value, such as null) holds nothing.
  */
@@ -68,11 +71,16 @@ async function checkField(view: TxnView, kind: RecordKind, label: string, field:
   const committed = await view.committedIndexIds(kind, label, field, ranges);
   if (committed === undefined) return; // not active yet: see the module comment
   if (duplicate !== undefined) throw violation(label, field, duplicate[1].props[field], duplicate[0].id);
-  // A committed holder this transaction did not touch keeps its value, which some written record now also has.
-  const other = committed.find((id) => !view.isChanged(id));
-  if (other === undefined) return;
-  const [holder] = await view.records(kind, [other]);
-  throw violation(label, field, holder?.props[field] ?? null, other);
+  // A committed holder this transaction did not touch keeps its value. The index may name a few records that hold
+  // another value (long strings are found by their first bytes, index-encoding.ts), so each one's value is compared
+  // with the written ones, by its exact encoding.
+  const others = committed.filter((id) => !view.isChanged(id));
+  if (others.length === 0) return;
+  for (const holder of await view.records(kind, others)) {
+    const value = holder?.props[field];
+    const encoded = value === undefined ? undefined : encodeIndexValue(value);
+    if (holder !== undefined && encoded !== undefined && holders.has(encoded.toString("latin1"))) throw violation(label, field, value ?? null, holder.id);
+  }
 }
 
 function violation(label: string, field: string, value: Value, holder: bigint): SilkError {

@@ -452,12 +452,11 @@ function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst
   return { [call.name.text.toLowerCase()]: { predicates } };
 }
 
-const ORDERED: ReadonlySet<Family> = new Set<Family>(["number", "date", "any"]);
-
-/** GT and friends order numbers and dates; a string may stand for a date (ISO 8601) when the other side is one. */
-function orderable(family: Family, other: Family): boolean {
-  return ORDERED.has(family) || (family === "string" && other === "date");
-}
+/**
+ * The families GT and friends order: numbers, dates and strings (by their UTF-8 bytes, as SPEC's range indexes do).
+ * A string against a date is a date (ISO 8601), as `comparable` allows.
+ */
+const ORDERED: ReadonlySet<Family> = new Set<Family>(["number", "date", "string", "any"]);
 
 function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context: ElementContext | undefined): Json | undefined {
   const op = COMPARISONS.get(call.name.text)!;
@@ -488,8 +487,8 @@ function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context
     default:
       if (leftFamily === "other" || rightFamily === "other") return mismatch("compares strings, booleans, dates and numbers");
       if (!comparable(leftFamily, rightFamily)) return mismatch("compares values of one type");
-      if (op !== "eq" && op !== "neq" && !(orderable(leftFamily, rightFamily) && orderable(rightFamily, leftFamily))) {
-        return mismatch("orders numbers and dates only");
+      if (op !== "eq" && op !== "neq" && !(ORDERED.has(leftFamily) && ORDERED.has(rightFamily))) {
+        return mismatch("orders numbers, dates and strings only");
       }
       return { [op]: { left: left.expr, right: right.expr } };
   }

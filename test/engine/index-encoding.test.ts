@@ -2,11 +2,13 @@
  * The order-preserving encoding of indexed values (node/index-encoding.ts): for any two values of one kind, the byte
  * order of their encodings is `compareValues`'s order, and equal encodings mean equal values. Checked with
  * fast-check over numbers (integers, fractions, negatives, tiny and huge doubles, bigints beyond 2^53), strings
- * (every code point, NUL included), booleans and dates.
+ * (every code point, NUL included), booleans and dates. Long strings, in an index whose keys leave little room:
+ * each encoding fits the room, equal encodings still mean equal values, and the order holds wherever two strings
+ * differ within the bytes the key keeps.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeIndexValue } from "../../node/index-encoding.js";
+import { encodeIndexValue, longStringPrefixBytes } from "../../node/index-encoding.js";
 import { compareValues, valuesEqual, type Value } from "../../protocol/values.js";
 
 const numbers: fc.Arbitrary<Value> = fc.oneof(
@@ -58,6 +60,23 @@ describe("index value encoding", () => {
     expect(Buffer.compare(encodeIndexValue(2n ** 53n + 1n)!, encodeIndexValue(2 ** 53)!)).toBe(1);
     expect(Buffer.compare(encodeIndexValue(-1e-20)!, encodeIndexValue(-1)!)).toBe(1);
     expect(Buffer.compare(encodeIndexValue(-1e-20)!, encodeIndexValue(0)!)).toBe(-1);
+  });
+
+  it("encodes strings too long for their index by prefix and hash, within the room and in order where the prefixes differ", () => {
+    const room = 100;
+    const kept = longStringPrefixBytes(room);
+    const long = fc.string({ unit: fc.constantFrom("a", "b", "\0", "é", "😀"), minLength: 20, maxLength: 80 });
+    fc.assert(
+      fc.property(fc.oneof(long, strings), fc.oneof(long, strings), (a, b) => {
+        const ea = encodeIndexValue(a, room)!;
+        const eb = encodeIndexValue(b, room)!;
+        expect(ea.length).toBeLessThanOrEqual(room);
+        expect(ea.equals(eb)).toBe(valuesEqual(a, b));
+        const [ua, ub] = [Buffer.from(a as string, "utf8"), Buffer.from(b as string, "utf8")];
+        if (Buffer.compare(ua.subarray(0, kept), ub.subarray(0, kept)) !== 0) expect(sign(Buffer.compare(ea, eb))).toBe(sign(compareValues(a, b)!));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it("leaves out what is not indexed", () => {
