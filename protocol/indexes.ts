@@ -138,7 +138,10 @@ export function describeIndex(definition: IndexDefinition): string {
  * A record without the property is in no partition (a tenant-partitioned index leaves it out).
  */
 export function tenantKey(value: Value): string {
-  return typeof value === "string" ? value : JSON.stringify(valueToJson(value));
+  if (typeof value === "string") return value;
+  // Keys are stored: a bigint keeps the key it had before bigints rendered as strings (its number while safe).
+  if (typeof value === "bigint") return JSON.stringify(value >= -9007199254740991n && value <= 9007199254740991n ? Number(value) : value.toString(10));
+  return JSON.stringify(valueToJson(value));
 }
 
 /** A database's index is as far along as its least advanced partition. */

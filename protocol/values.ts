@@ -183,8 +183,10 @@ export function compareStringsByCodePoint(a: string, b: string): number {
 }
 
 /**
- * The JSON form of a stored value in results: bigints become numbers while they are safe integers and decimal
- * strings beyond (the same rule as IDs, so no client silently rounds); Dates become ISO 8601 strings; bytes become
+ * The JSON form of a stored value in results: a bigint becomes a decimal string, always, because stored bigints are
+ * IDs (an ID field always holds one: IDs are decimal strings in JSON, however small) or integers beyond 2^53 (which a
+ * client would round); writes turn other integers into numbers. A BigInt64Array's elements are numbers while safe
+ * integers, as an [I64]'s plain elements are. Dates become ISO 8601 strings; bytes become
  * base64; typed arrays become plain arrays; NaN and infinities, which JSON cannot carry, become null.
  */
 export function valueToJson(v: Value): unknown {
@@ -195,7 +197,7 @@ export function valueToJson(v: Value): unknown {
     case "number":
       return Number.isFinite(v) ? v : null;
     case "bigint":
-      return bigintToJson(v);
+      return v.toString(10);
     default:
       break;
   }

@@ -184,9 +184,11 @@ describe("compareValues", () => {
 });
 
 describe("valueToJson", () => {
-  it("writes bigints as numbers while safe and as decimal strings beyond", () => {
-    expect(valueToJson(5n)).toBe(5);
-    expect(valueToJson(9007199254740991n)).toBe(9007199254740991);
+  it("writes bigints (IDs, integers beyond 2^53) as decimal strings, however small", () => {
+    expect(valueToJson(5n)).toBe("5");
+    expect(valueToJson([5n, { id: 0n }])).toEqual(["5", { id: "0" }]);
+    expect(valueToJson(new BigInt64Array([5n, 2n ** 60n]))).toEqual([5, "1152921504606846976"]);
+    expect(valueToJson(9007199254740991n)).toBe("9007199254740991");
     expect(valueToJson(9007199254740992n)).toBe("9007199254740992");
     expect(valueToJson(-9007199254740992n)).toBe("-9007199254740992");
     expect(valueToJson(2n ** 64n - 1n)).toBe("18446744073709551615");
@@ -207,9 +209,9 @@ describe("valueToJson", () => {
     expect(valueToJson(Number.POSITIVE_INFINITY)).toBeNull();
     expect(valueToJson(null)).toBeNull();
     const value = { a: [1n, new Date(0), { b: 2n ** 70n }], s: "x", t: true };
-    expect(valueToJson(value)).toEqual({ a: [1, "1970-01-01T00:00:00.000Z", { b: "1180591620717411303424" }], s: "x", t: true });
+    expect(valueToJson(value)).toEqual({ a: ["1", "1970-01-01T00:00:00.000Z", { b: "1180591620717411303424" }], s: "x", t: true });
     expect(JSON.stringify(valueToJson(value))).toBe(
-      '{"a":[1,"1970-01-01T00:00:00.000Z",{"b":"1180591620717411303424"}],"s":"x","t":true}',
+      '{"a":["1","1970-01-01T00:00:00.000Z",{"b":"1180591620717411303424"}],"s":"x","t":true}',
     );
   });
 });
