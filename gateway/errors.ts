@@ -2,9 +2,14 @@
  * Error replies of the HTTP gateway: every failure, whether the engine's (a SilkError), fastify's own (body
  * parsing, size and media-type checks) or an unknown route, answers `{"error": code, "msg": message}` with the
  * status of that code in protocol/errors.ts. A failure that is not the caller's fault is logged; the caller's
- * mistakes are not, since logging them would let any client fill the log.
+ * mistakes are not, since logging them would let any client fill the log, and no logged URL carries its query
+ * string's values (a client may put a credential there). Errors of Node's HTTP parser, which come before fastify
+ * routes anything, are answered in the same shape on the raw socket (answerClientError).
  */
+import { STATUS_CODES, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance } from "fastify";
+import { HTTP_HEADER_BYTES_MAX, type HttpTimeouts } from "./http-limits.js";
 import { asSilkError, SilkError, type ErrorCode } from "../protocol/errors.js";
 
 /** fastify's error codes for bad requests, and the stable codes they answer with. */
@@ -48,11 +53,63 @@ export function requestError(cause: unknown): SilkError {
 export function installErrorReplies(app: FastifyInstance): void {
   app.setErrorHandler((cause, request, reply) => {
     const error = requestError(cause);
-    if (error.kind !== "user") request.log.error({ err: cause, reqId: request.id, url: request.url }, `${error.code}: ${error.message}`);
+    if (error.kind !== "user") request.log.error({ err: cause, reqId: request.id, url: redactedUrl(request.url) }, `${error.code}: ${error.message}`);
     void reply.code(error.status).type("application/json; charset=utf-8").send(JSON.stringify(error.toJSON()));
   });
   app.setNotFoundHandler((request, reply) => {
     const error = new SilkError("route_not_found", `no route ${request.method} ${request.url.split("?")[0]}; see docs/SERVER.md`);
     void reply.code(error.status).type("application/json; charset=utf-8").send(JSON.stringify(error.toJSON()));
   });
+}
+
+/**
+ * The URL as logged: each query parameter keeps its name, but its value is replaced. Silk reads no credential from
+ * the query string, yet clients put keys there (`?api_key=...`), and a log is read by more people than a key may be.
+ */
+export function redactedUrl(url: string): string {
+  const queryAt = url.indexOf("?");
+  if (queryAt === -1) return url;
+  const names = url
+    .slice(queryAt + 1)
+    .split("&")
+    .filter((pair) => pair !== "")
+    .map((pair) => `${pair.split("=")[0]}=[redacted]`);
+  return `${url.slice(0, queryAt)}?${names.join("&")}`;
+}
+
+/** The stable error for a failure of Node's HTTP parser or of its request timeouts. */
+export function clientErrorOf(cause: Error & { code?: string; reason?: string }, timeouts: HttpTimeouts): SilkError {
+  if (cause.code === "HPE_HEADER_OVERFLOW") {
+    return new SilkError("header_too_large", `the request's headers are over ${HTTP_HEADER_BYTES_MAX} bytes in all; send fewer or shorter headers`);
+  }
+  if (cause.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    return new SilkError(
+      "request_timeout",
+      `the request did not arrive in time (its headers within ${timeouts.headersMs} ms, all of it within ${timeouts.requestMs} ms); send each request whole and at once`,
+    );
+  }
+  const reason = cause.reason ?? cause.message;
+  return new SilkError("bad_request", `the request is not valid HTTP/1.1 (${reason}); the connection is closed`);
+}
+
+/**
+ * Answers an error of Node's HTTP parser on the raw socket, then closes it: after bad framing the rest of the
+ * stream cannot be read as requests, and a request that did not arrive in time would otherwise hold the socket
+ * forever. A reply is written only where no response on this socket has begun (as Node's own default does), since
+ * bytes written into the middle of another response would corrupt it; the socket is closed either way. These are
+ * the caller's mistakes (or a network's), so nothing is logged.
+ */
+export function answerClientError(cause: Error & { code?: string }, socket: Socket, responses: WeakMap<object, ServerResponse>, timeouts: HttpTimeouts): void {
+  // A reset connection is already gone; there is nobody to answer.
+  if (cause.code === "ECONNRESET" || socket.destroyed) return;
+  const response = responses.get(socket);
+  if (socket.writable && (response === undefined || !response.headersSent || response.writableEnded)) {
+    const error = clientErrorOf(cause, timeouts);
+    const body = JSON.stringify(error.toJSON());
+    socket.write(
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

@@ -6,11 +6,14 @@
  * cost a sixth of a small read's throughput, for lines that are written only on a failure (they name the request
  * ID themselves, errors.ts). bin/serve.ts opens the database and starts listening; bin/gateway.ts does the same for
  * the hosted form, which adds API keys, the account switch and the rate limit in front of the same routes
- * (hosted/access.ts).
+ * (hosted/access.ts). Every socket's life is bounded (http-limits.ts): a request must arrive within its timeouts, and
+ * errors of Node's HTTP parser (bad framing, oversized headers, those timeouts) answer in the same error shape.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { adminRoutes, type ServedProject } from "./admin.js";
-import { installErrorReplies } from "./errors.js";
+import { answerClientError, installErrorReplies } from "./errors.js";
+import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
 import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
 import { queryV2Routes, type QueryRunner } from "./query-v2.js";
@@ -27,14 +30,25 @@ export interface GatewayOptions {
   readonly logger?: FastifyBaseLogger;
   /** The hosted form's keys, account switch and bucket; without it (`silk serve`) the routes take no credentials. */
   readonly hosted?: HostedAccess;
+  /** HTTP_TIMEOUTS_DEFAULT unless a test needs them short. */
+  readonly httpTimeouts?: HttpTimeouts;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const timeouts = options.httpTimeouts ?? HTTP_TIMEOUTS_DEFAULT;
+  // The response in flight on each socket, so that a parser error is answered only where no response has begun.
+  const responses = new WeakMap<object, ServerResponse>();
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (logger) => logger,
+    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkIntervalMs, maxHeaderSize: HTTP_HEADER_BYTES_MAX },
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    // Bad framing, oversized headers and late requests fail in Node's parser, before any route: answered here.
+    clientErrorHandler: (cause, socket) => answerClientError(cause, socket, responses, timeouts),
   });
+  app.server.on("request", (request: IncomingMessage, response: ServerResponse) => responses.set(request.socket, response));
   installErrorReplies(app);
   if (options.hosted !== undefined) installHostedAccess(app, options.hosted);
   await app.register(adminRoutes, { project: options.database });

@@ -56,7 +56,9 @@ export const ERROR_CODES = {
   invalid_query_json: { status: 400, kind: "user", doc: "The request body is empty or not valid JSON; send the operation tree as a JSON object." },
   payload_too_large: { status: 413, kind: "user", doc: "The request body exceeds the gateway's limit (16 MiB for /v2/query); split the batch." },
   unsupported_media_type: { status: 415, kind: "user", doc: "The request's Content-Type is not application/json; send the body as JSON with that header." },
-  bad_request: { status: 400, kind: "user", doc: "The HTTP request is malformed (a bad URL, or a body whose length does not match Content-Length)." },
+  bad_request: { status: 400, kind: "user", doc: "The HTTP request is malformed (a bad URL, a body whose length does not match Content-Length, or framing that is not HTTP/1.1; after a framing error the connection is closed)." },
+  header_too_large: { status: 431, kind: "user", doc: "The request's headers exceed 16 KiB in all; nothing ran and the connection was closed. Send fewer or shorter headers." },
+  request_timeout: { status: 408, kind: "user", doc: "The request did not arrive in time: its headers within 5 s, or headers and body together within 10 s (docs/SERVER.md); nothing ran and the connection was closed. Send each request whole and at once; split a batch that a slow link cannot send in time. Not the execution deadline (query_timeout)." },
   route_not_found: { status: 404, kind: "user", doc: "No route has this method and path; see docs/SERVER.md for the routes a server answers." },
   // Hosted gateway (silk gateway): keys, the account switch, the rate limit, the deadline. See docs/GATEWAY.md.
   unauthorized: { status: 401, kind: "user", doc: "No API key was sent, or the Authorization header is not `Bearer <key>`; send one key of this database." },
