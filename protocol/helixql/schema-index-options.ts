@@ -81,6 +81,11 @@ export function checkIndexFieldType(modifier: ModifierAst, field: string, type: 
   if (modifier.kind === "vector_index" && element !== "F32" && element !== "F64" && element !== "I64") {
     report(modifier.loc, `VECTOR INDEX on ${field}: a vector index covers [F32], [F64] or [I64] fields, not ${fieldTypeToString(type)}`);
   }
+  // The secondary index encodes scalars only (node/index-encoding.ts): on an array or object it would hold nothing.
+  if ((modifier.kind === "index" || modifier.kind === "unique") && type.kind !== "scalar") {
+    const keyword = modifier.kind === "index" ? "INDEX" : "UNIQUE INDEX";
+    report(modifier.loc, `${keyword} on ${field}: a secondary index covers scalar fields (String, Boolean, numbers, Date, ID), not ${fieldTypeToString(type)}; filter it with WHERE instead`);
+  }
   const text = (type.kind === "scalar" && type.name === "String") || element === "String";
   if (modifier.kind === "text_index" && !text) {
     report(modifier.loc, `TEXT INDEX on ${field}: a text index covers String or [String] fields, not ${fieldTypeToString(type)}`);

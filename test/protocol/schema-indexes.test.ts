@@ -122,8 +122,16 @@ describe("diagnostics of vector and text indexes", () => {
 
   it("refuses a field with two index modifiers", () => {
     expect(problems("N::A { INDEX VECTOR INDEX v: [F32], TEXT INDEX UNIQUE INDEX t: String }")).toEqual([
+      "schema_invalid 1:8 INDEX on v: a secondary index covers scalar fields (String, Boolean, numbers, Date, ID), not [F32]; filter it with WHERE instead",
       "schema_invalid 1:14 v has more than one index modifier (INDEX, then VECTOR INDEX); a field takes one of INDEX, UNIQUE INDEX, VECTOR INDEX, TEXT INDEX",
       "schema_invalid 1:48 t has more than one index modifier (TEXT INDEX, then UNIQUE INDEX); a field takes one of INDEX, UNIQUE INDEX, VECTOR INDEX, TEXT INDEX",
+    ]);
+  });
+
+  it("refuses INDEX and UNIQUE INDEX on an array or object field, which the secondary index cannot hold", () => {
+    expect(problems("N::A { INDEX tags: [String], UNIQUE INDEX address: { city: String }, INDEX ok: U8 }")).toEqual([
+      "schema_invalid 1:8 INDEX on tags: a secondary index covers scalar fields (String, Boolean, numbers, Date, ID), not [String]; filter it with WHERE instead",
+      "schema_invalid 1:30 UNIQUE INDEX on address: a secondary index covers scalar fields (String, Boolean, numbers, Date, ID), not { city: String }; filter it with WHERE instead",
     ]);
   });
 
@@ -200,7 +208,7 @@ describe("the JSON form of vector and text indexes", () => {
 
 describe("schemaIndexDefinitions", () => {
   it("lists every index of every family, named Type.field, in declaration order", () => {
-    const schema = parseSchema({ file: "s.hx", text: EXAMPLE + "N::User { UNIQUE INDEX handle: String, INDEX age: U8, INDEX tags: [String] }" });
+    const schema = parseSchema({ file: "s.hx", text: EXAMPLE + "N::User { UNIQUE INDEX handle: String, INDEX age: U8 }" });
     expect(schemaIndexDefinitions(schema)).toEqual([
       { kind: "node", label: "Doc", field: "body", name: "Doc.body", family: "text", analyzer: "standard_stem_en", positions: true },
       { kind: "node", label: "Doc", field: "tags", name: "Doc.tags", family: "text", analyzer: "standard", positions: false },
