@@ -4,7 +4,7 @@
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
  * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
- * progress, bin/index-command.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
+ * progress, bin/index-command.ts), `silk status` (a database's storage: readers, pages, sizes, bin/status.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
  * bin/cluster.ts, bin/partition.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
@@ -21,6 +21,7 @@ import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type Command
 import { loadSchemaSources } from "./schema-files.js";
 import { clusterCommand } from "./cluster.js";
 import { runPartition } from "./partition.js";
+import { runStatus } from "./status.js";
 import { runServe, runServeCluster, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
@@ -229,6 +230,20 @@ function indexCommand(): Command {
     .addCommand(action("abort", "abort a constructing build of an index created with `index create`; the index is gone"));
 }
 
+function statusCommand(): Command {
+  return new Command("status")
+    .description("a disk database's storage: file and map size, used and free pages, reader slots (docs/SERVER.md)")
+    .requiredOption("--data <dir>", "the database directory (a server may hold it: the command opens it read-only)")
+    .option("--json", "print one JSON object")
+    .action(async (flags: { data: string; json?: boolean }) => {
+      try {
+        await runStatus(flags, { stdout: process.stdout });
+      } catch (cause) {
+        fail("status", cause);
+      }
+    });
+}
+
 function codegenCommand(): Command {
   return new Command("codegen")
     .description("write a TypeScript module with one typed function per QUERY of a project, for the SDK's SilkClient (docs/SDK.md)")
@@ -272,6 +287,7 @@ const program = new Command("silk")
   .addCommand(keysCommand())
   .addCommand(adminCommand())
   .addCommand(indexCommand())
+  .addCommand(statusCommand())
   .addCommand(partitionCommand())
   .addCommand(clusterCommand(fail, positiveInteger));
 

@@ -21,7 +21,7 @@ import { decodeRequest } from "../protocol/tree.js";
 import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
-import { PartitionStore } from "../node/partition-store.js";
+import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
@@ -63,13 +63,15 @@ export interface OpenOptions {
  */
 export interface InternalOpenOptions {
   readonly now?: () => Date;
-  /** The monotonic clock execution deadlines are measured on (tests pass a fake one). */
+  /** The monotonic clock execution deadlines and the partitions' reader checks are measured on (tests pass a fake one). */
   readonly clockMs?: ClockMs;
   /** The deadline of every request that sets no `timeout_ms`, in milliseconds (the servers' `--timeout-ms`). */
   readonly defaultTimeoutMs?: number;
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
   readonly onValidationPhase?: (phase: ValidationPhase) => void;
   readonly indexBuildChunkEntities?: number;
+  /** How often each partition's writer clears dead readers' slots, at most (node/partition-store.ts). */
+  readonly readerCheckIntervalMs?: number;
 }
 
 /** One secondary index of the database (see docs/INDEXES.md): over every partition, counters summed. */
@@ -262,6 +264,8 @@ export class Database {
           mapSizeBytes: options.cache?.mapSizeBytes,
           indexes: schemaIndexDefinitions(schema),
           uniqueAcrossPartitions: map.count > 1,
+          readerCheckIntervalMs: internal.readerCheckIntervalMs,
+          clockMs: internal.clockMs,
         }),
       );
       opened.push(...stores);
@@ -439,6 +443,24 @@ export class Database {
     this.readyQueries.clear();
     await this.engine.close();
   }
+}
+
+/**
+ * The storage status of every partition of a disk database (`silk status`): readers, pages, sizes. It opens each
+ * partition read-only beside whatever writer or readers hold the directory, which clears dead readers' slots.
+ */
+export async function storageStatus(directory: string): Promise<StorageStatus[]> {
+  const manifest = readManifest(directory, undefined, false, false);
+  const statuses: StorageStatus[] = [];
+  for (const range of new PartitionMap(manifest.partitions).ranges) {
+    const store = PartitionStore.open({ path: join(directory, "partitions", `p${range.index}`), readOnly: true, noSync: false, idFirst: range.first, idLast: range.last });
+    try {
+      statuses.push(store.storageStatus());
+    } finally {
+      await store.close();
+    }
+  }
+  return statuses;
 }
 
 /** Opens a database in this process. See OpenOptions. */

@@ -5,7 +5,15 @@
  *
  * Architecture invariant: every change to a partition happens inside one `transactionSync`, so a crash leaves the
  * partition either before or after a transaction, never inside one.
+ *
+ * Reader slots: a process that dies inside a read transaction (SIGKILL) leaves its slot in LMDB's reader table, and
+ * LMDB keeps every page that slot's snapshot could see, so the file grows with each commit and never shrinks (issue
+ * 20: 1.1 MB to 666 MB in 10 s of writes). lmdb-js clears the slots of dead processes when it opens an environment;
+ * a writer clears them again before a write transaction, at most once per `readerCheckIntervalMs`, so a reader that
+ * dies while the writer runs costs at most that long of writes. `storageStatus()` shows the readers and free pages.
  */
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
 import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
@@ -47,6 +55,48 @@ export interface PartitionStoreOptions {
   readonly indexes?: readonly IndexDefinition[];
   /** One of several partitions: UNIQUE builds end `validating`, for the coordinator's check across partitions. */
   readonly uniqueAcrossPartitions?: boolean;
+  /** A writer's reader check runs before a write transaction at most this often (default READER_CHECK_INTERVAL_MS). */
+  readonly readerCheckIntervalMs?: number;
+  /** The monotonic clock of the reader check, in milliseconds (`performance.now` unless a test passes one). */
+  readonly clockMs?: () => number;
+}
+
+/**
+ * How often a writer clears the reader slots of dead processes, at most. The check costs a few microseconds (one
+ * `fcntl` per reader process), so once a second is nothing, and bounds what a dead reader costs to one second of writes.
+ */
+export const READER_CHECK_INTERVAL_MS = 1_000;
+
+/** One slot of LMDB's reader table: a process that has this environment open, and the snapshot it reads, if any. */
+export interface ReaderSlot {
+  readonly pid: number;
+  /** The thread, as LMDB prints it (hexadecimal). */
+  readonly thread: string;
+  /** The transaction whose snapshot the reader holds; undefined when the slot is idle (it pins nothing). */
+  readonly txnId: number | undefined;
+  /** Commits made since that snapshot: while above 0, pages those commits freed cannot be reused. */
+  readonly behindTxns: number | undefined;
+}
+
+/** One partition's LMDB environment as `silk status` shows it (docs/SERVER.md). */
+export interface StorageStatus {
+  readonly path: string;
+  /** The size of data.mdb on disk. */
+  readonly fileBytes: number;
+  /** LMDB's map size: how large the file may grow before lmdb-js enlarges the map. */
+  readonly mapSizeBytes: number;
+  readonly pageSize: number;
+  /** Pages up to the highest one ever used: the file's useful length. */
+  readonly usedPages: number;
+  /** Of those, pages on LMDB's free list, reused by later commits once no reader's snapshot needs them. */
+  readonly freePages: number;
+  /** The last committed transaction. */
+  readonly lastTxnId: number;
+  readonly maxReaders: number;
+  /** Live reader slots (dead processes' slots were just cleared). */
+  readonly readers: readonly ReaderSlot[];
+  /** Slots of dead processes this handle cleared since it opened (lmdb-js's own check at open is not counted). */
+  readonly staleReadersCleared: number;
 }
 
 const META_NEXT_ID = "next_id";
@@ -84,11 +134,23 @@ export class PartitionStore {
   private ownedWords: number[] = [];
   /** The allocation range [idFirst, idLast] as the same four words, for the ID counter's checks in `write`. */
   private readonly allocationWords: readonly number[];
+  private readonly path: string;
+  /** Every named database of the environment, whose pages `storageStatus` counts. */
+  private readonly namedDatabases: { getStats(): object }[] = [];
+  private readonly readerCheckIntervalMs: number;
+  private readonly clockMs: () => number;
+  private readerCheckedAtMs: number;
+  private staleReadersCleared = 0;
 
   private constructor(options: PartitionStoreOptions) {
     this.idFirst = options.idFirst;
     this.idLast = options.idLast;
     this.allocationWords = [...idWords(options.idFirst), ...idWords(options.idLast)];
+    this.path = options.path;
+    this.readerCheckIntervalMs = options.readerCheckIntervalMs ?? READER_CHECK_INTERVAL_MS;
+    this.clockMs = options.clockMs ?? (() => performance.now());
+    // lmdb-js has just run the check in open(): the next one is due an interval from now.
+    this.readerCheckedAtMs = this.clockMs();
     this.root = open({
       path: options.path,
       readOnly: options.readOnly,
@@ -97,14 +159,18 @@ export class PartitionStore {
       maxDbs: 16,
       encoding: "binary",
     });
+    const named = <D extends { getStats(): object }>(database: D): D => {
+      this.namedDatabases.push(database);
+      return database;
+    };
     const binary = (name: string): Database<Buffer, Buffer> =>
-      this.root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
-    this.meta = this.root.openDB({ name: "meta", encoding: "msgpack" });
+      named(this.root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" }));
+    this.meta = named(this.root.openDB({ name: "meta", encoding: "msgpack" }));
     this.records = { node: binary("nodes"), edge: binary("edges"), vector: binary("vectors") };
     this.vectorProps = binary("vector_props");
     this.adjacency = { out: binary("out"), in: binary("in") };
     this.labels = binary("labels");
-    this.intents = this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" });
+    this.intents = named(this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" }));
     const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
     this.nextId = stored === undefined ? (this.idFirst === 0n ? 1n : this.idFirst) : BigInt(stored);
     const reserved = this.meta.get(META_RESERVED_TO) as bigint | number | undefined;
@@ -291,6 +357,7 @@ export class PartitionStore {
    */
   private transact<T>(body: () => T): T {
     let result: T;
+    if (this.clockMs() - this.readerCheckedAtMs >= this.readerCheckIntervalMs) this.clearStaleReaders();
     const sequence = this.pendingLogSequence;
     try {
       result = this.root.transactionSync(
@@ -427,6 +494,36 @@ export class PartitionStore {
     await this.root.close();
   }
 
+  /** Frees the reader slots of processes that died inside a read transaction (LMDB's `mdb_reader_check`). */
+  private clearStaleReaders(): void {
+    this.readerCheckedAtMs = this.clockMs();
+    this.staleReadersCleared += this.root.readerCheck();
+  }
+
+  /**
+   * The environment's readers, pages and sizes, after clearing dead readers' slots. Free pages are what the file
+   * holds beyond the pages of the trees (every named database, the main database, the free list's own) and the two
+   * meta pages.
+   */
+  storageStatus(): StorageStatus {
+    this.clearStaleReaders();
+    const stats = this.root.getStats() as LmdbStats & { free: LmdbTreeStats };
+    const usedPages = stats.lastPageNumber + 1;
+    const treePages = this.namedDatabases.reduce((sum, database) => sum + pagesOf(database.getStats() as LmdbTreeStats), pagesOf(stats) + pagesOf(stats.free));
+    return {
+      path: this.path,
+      fileBytes: statSync(join(this.path, "data.mdb")).size,
+      mapSizeBytes: stats.mapSize,
+      pageSize: stats.pageSize,
+      usedPages,
+      freePages: usedPages - LMDB_META_PAGES - treePages,
+      lastTxnId: stats.lastTxnId,
+      maxReaders: stats.maxReaders,
+      readers: parseReaderList(this.root.readerList(), stats.lastTxnId),
+      staleReadersCleared: this.staleReadersCleared,
+    };
+  }
+
   /** Refuses a list that touches a key another partition owns (a routing bug), before anything is written. */
   private assertOwned(batch: Uint8Array): void {
     const check = (bytes: Buffer, at: number): void => {
@@ -550,4 +647,41 @@ export class PartitionStore {
     }
     return { records, last, done: true };
   }
+}
+
+/** What lmdb-js's `getStats()` answers (its typings say `{}`): a tree's page counts, and the environment's figures. */
+interface LmdbTreeStats {
+  readonly treeBranchPageCount: number;
+  readonly treeLeafPageCount: number;
+  readonly overflowPages: number;
+}
+
+interface LmdbStats extends LmdbTreeStats {
+  readonly pageSize: number;
+  readonly mapSize: number;
+  readonly lastPageNumber: number;
+  readonly lastTxnId: number;
+  readonly maxReaders: number;
+}
+
+/** LMDB's first two pages are its meta pages, in no tree. */
+const LMDB_META_PAGES = 2;
+
+function pagesOf(stats: LmdbTreeStats): number {
+  return stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
+}
+
+/**
+ * LMDB's reader table as `mdb_reader_list` prints it: a header, then `pid thread txnid` per slot, txnid `-` for an
+ * idle slot (or one line `(no active readers)`).
+ */
+function parseReaderList(text: string, lastTxnId: number): ReaderSlot[] {
+  const readers: ReaderSlot[] = [];
+  for (const line of text.split("\n")) {
+    const match = /^\s*([0-9]+)\s+([0-9a-f]+)\s+([0-9]+|-)\s*$/.exec(line);
+    if (match === null) continue;
+    const txnId = match[3] === "-" ? undefined : Number(match[3]);
+    readers.push({ pid: Number(match[1]), thread: match[2], txnId, behindTxns: txnId === undefined ? undefined : lastTxnId - txnId });
+  }
+  return readers;
 }
