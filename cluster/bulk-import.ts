@@ -4,7 +4,7 @@
  * query's writes are, and the batch commits all-or-nothing (two-phase when it spans partitions).
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString } from "../protocol/ids.js";
+import { idToString, parseId } from "../protocol/ids.js";
 import { MutationListWriter } from "../protocol/mutation-codec.js";
 import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
@@ -17,8 +17,11 @@ export interface ImportNode {
   readonly props: Record<string, unknown>;
 }
 
-/** An edge endpoint: a node of the same batch (by index) or an existing node or vector (by ID). */
-export type ImportEndpoint = { readonly batch: number } | { readonly id: bigint };
+/**
+ * An edge endpoint: a node of the same batch (by index) or an existing node or vector (by ID: a bigint, a safe
+ * integer or a decimal string, as IDs are everywhere; anything else is `invalid_id` naming the row and field).
+ */
+export type ImportEndpoint = { readonly batch: number } | { readonly id: bigint | number | string };
 
 export interface ImportEdge {
   readonly label: string;
@@ -106,7 +109,7 @@ function preparer(schema: Schema | undefined, now: () => Date): (kind: RecordKin
 type Prepare = ReturnType<typeof preparer>;
 
 /** Reserves the batch's node IDs, spread over partitions in contiguous slices, one ID block per partition. */
-async function allocateNodes(batch: ImportBatch, services: ImportServices): Promise<Endpoint[]> {
+async function allocateNodes(batch: ParsedBatch, services: ImportServices): Promise<Endpoint[]> {
   const { map } = services;
   const perPartition = Math.ceil(batch.nodes.length / map.count);
   const endpoints: Endpoint[] = new Array(batch.nodes.length);
@@ -124,7 +127,7 @@ async function allocateNodes(batch: ImportBatch, services: ImportServices): Prom
 }
 
 /** The existing records the batch's edges name by ID, one shared endpoint object per record. */
-async function existingEndpoints(batch: ImportBatch, services: ImportServices): Promise<Map<bigint, Endpoint>> {
+async function existingEndpoints(batch: ParsedBatch, services: ImportServices): Promise<Map<bigint, Endpoint>> {
   const ids = new Set<bigint>();
   for (const edge of batch.edges) {
     if ("id" in edge.from) ids.add(edge.from.id);
@@ -141,8 +144,8 @@ async function existingEndpoints(batch: ImportBatch, services: ImportServices): 
 }
 
 /** Both ends of every edge, checked against the schema, and each edge's prepared properties. */
-function resolveEdges(batch: ImportBatch, schema: Schema | undefined, prepare: Prepare, nodes: readonly Endpoint[], existing: ReadonlyMap<bigint, Endpoint>): ResolvedEdges {
-  const endpoint = (end: ImportEndpoint, role: string): Endpoint => {
+function resolveEdges(batch: ParsedBatch, schema: Schema | undefined, prepare: Prepare, nodes: readonly Endpoint[], existing: ReadonlyMap<bigint, Endpoint>): ResolvedEdges {
+  const endpoint = (end: ParsedEndpoint, role: string): Endpoint => {
     const found = "batch" in end ? nodes[end.batch] : existing.get(end.id);
     if (found !== undefined) return found;
     if ("batch" in end) throw new SilkError("node_not_found", `${role} names node ${end.batch} of the batch, which has ${batch.nodes.length}`);
@@ -198,8 +201,29 @@ async function checkUnique(
   if (records.length > 0) await unique.check(records);
 }
 
-export async function importBatch(batch: ImportBatch, services: ImportServices): Promise<ImportResult> {
+/** An endpoint whose ID is parsed: what the steps after `withParsedIds` work on. */
+type ParsedEndpoint = { readonly batch: number } | { readonly id: bigint };
+type ParsedBatch = Omit<ImportBatch, "edges"> & { readonly edges: readonly (Omit<ImportEdge, "from" | "to"> & { readonly from: ParsedEndpoint; readonly to: ParsedEndpoint })[] };
+
+const isParsed = (end: ImportEndpoint): end is ParsedEndpoint => "batch" in end || typeof end.id === "bigint";
+
+/** The batch with every endpoint ID a bigint; the batch itself when it has no other form (bin/import's batches). */
+function withParsedIds(batch: ImportBatch): ParsedBatch {
+  if (batch.edges.every((edge) => isParsed(edge.from) && isParsed(edge.to))) return batch as ParsedBatch;
+  const parsed = (end: ImportEndpoint, where: string): ParsedEndpoint => (isParsed(end) ? end : { id: parseId(end.id, where) });
+  const edges = batch.edges.map((edge, i) => {
+    try {
+      return { ...edge, from: parsed(edge.from, `edges[${i}].from.id`), to: parsed(edge.to, `edges[${i}].to.id`) };
+    } catch (cause) {
+      return rowError("edges", i, cause);
+    }
+  });
+  return { nodes: batch.nodes, edges };
+}
+
+export async function importBatch(input: ImportBatch, services: ImportServices): Promise<ImportResult> {
   const { map, schema, now } = services;
+  const batch = withParsedIds(input);
   const prepare = preparer(schema, now);
   const nodes = await allocateNodes(batch, services);
   const nodeRecords: StoredRecord[] = new Array(batch.nodes.length);
