@@ -9,6 +9,7 @@
  * replicated one on a NATS KV bucket (cluster/kv-decision-log.ts).
  */
 import { open, type Database, type RootDatabase } from "lmdb";
+import { storageFailure } from "../node/storage-errors.js";
 
 export type Outcome = "commit" | "abort";
 
@@ -32,18 +33,27 @@ export class LmdbDecisionLog implements DecisionStore {
   private readonly root: RootDatabase;
   private readonly decisions: Database<Decision | { participants: number[] }, string>;
 
-  constructor(path: string, options: { readOnly: boolean; noSync: boolean }) {
+  constructor(private readonly path: string, options: { readOnly: boolean; noSync: boolean }) {
     this.root = open({ path, readOnly: options.readOnly, noSync: options.noSync, maxDbs: 4 });
     this.decisions = this.root.openDB({ name: "decisions" });
   }
 
   async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
-    return this.root.transactionSync(() => {
+    return this.write(() => {
       const existing = this.read(txid);
       if (existing !== undefined) return existing;
       this.decisions.putSync(txid, { outcome, participants: [...participants] });
       return outcome;
     });
+  }
+
+  /** One write transaction; a failure of the disk under it becomes `storage_error` (node/storage-errors.ts). */
+  private write<T>(body: () => T): T {
+    try {
+      return this.root.transactionSync(body);
+    } catch (cause) {
+      throw storageFailure(cause, this.path) ?? cause;
+    }
   }
 
   async decision(txid: string): Promise<Outcome | undefined> {
@@ -57,7 +67,7 @@ export class LmdbDecisionLog implements DecisionStore {
   }
 
   async forget(txid: string): Promise<void> {
-    this.root.transactionSync(() => {
+    this.write(() => {
       this.decisions.removeSync(txid);
     });
   }

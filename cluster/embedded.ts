@@ -22,6 +22,7 @@ import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
+import { storageFailure } from "../node/storage-errors.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
@@ -321,7 +322,7 @@ export class Database {
     } catch (cause) {
       await Promise.all(opened.map((handle) => handle.close()));
       release();
-      throw cause;
+      throw storageFailure(cause, directory) ?? cause;
     }
   }
 

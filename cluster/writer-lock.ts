@@ -13,7 +13,7 @@
  * the path still names the locked file; otherwise the racer lets go and tries again. The owner deletes the file
  * before it lets go, so no process can hold the lock of a file that the path names but another process deleted.
  */
-import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
@@ -54,7 +54,7 @@ export function acquireWriterLock(directory: string): WriterLock {
     return {
       release: () => {
         heldInThisProcess.delete(path);
-        unlinkSync(path); // before closing, which lets go of the lock (see the module comment)
+        rmSync(path, { force: true }); // before closing, which lets go of the lock (see the module comment)
         closeSync(fd);
       },
     };

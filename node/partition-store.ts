@@ -32,6 +32,7 @@ import { IndexCatalog } from "./index-catalog.js";
 import { decodeEdge, decodeRecord, labelAndPropsFrom, indexedRecord, propsOf, RecordValueScratch } from "./record-codec.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
+import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
@@ -371,7 +372,7 @@ export class PartitionStore {
       );
     } catch (cause) {
       this.indexes.discard();
-      throw cause;
+      throw storageFailure(cause, this.path) ?? cause;
     }
     this.indexes.commit();
     return result;
