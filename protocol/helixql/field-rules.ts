@@ -20,8 +20,9 @@ export const FIELD_TYPE_DEPTH_MAX = 16;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * `$label` is the label key of filters and indexes and `id` is the field every returned record carries, so
- * neither can be a top-level property. `__proto__` would be taken as an object's prototype rather than a key.
+ * `$label` is the label key of filters and indexes, and `id` and `label` are the keys every returned record carries
+ * (its ID and its type's name, HelixDB's record shape), so none can be a top-level property: a property `label`
+ * would hide the type name in every rendering, and `_::{label}` could not say which it reads. `__proto__` would be taken as an object's prototype rather than a key.
  */
 export function checkFieldName(name: NameAst, topLevel: boolean, report: Reporter): boolean {
   const text = name.text;
@@ -31,6 +32,8 @@ export function checkFieldName(name: NameAst, topLevel: boolean, report: Reporte
     report(name.loc, `the field name ${text} is not an identifier (letters, digits and _, not starting with a digit)`);
   } else if (topLevel && text === "id") {
     report(name.loc, "the field name id is reserved: every record already has an id");
+  } else if (topLevel && text === "label") {
+    report(name.loc, "the field name label is reserved: every returned record carries its type's name as label; call the field something else, such as kind or tag");
   } else if (text === "__proto__") {
     report(name.loc, "the field name __proto__ is reserved");
   } else {
