@@ -3,7 +3,8 @@
  * `database.json` (the database's id, which names its bucket in Redis), `keys.json` (key-store.ts), `limits.json`
  * (an override of the plan's rate and burst) and `disabled` (the account-credit switch, present while the database
  * is disabled). Every file is replaced atomically (written aside, flushed, renamed), so a gateway reading it while
- * the CLI writes sees the old version or the new one, never half of one.
+ * the CLI writes sees the old version or the new one, never half of one; `keys.json`, the one file changed by
+ * read-modify-write, is changed under `keys.lock`.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -18,6 +19,15 @@ export function tenantDirectory(data: string): string {
 
 export function keysPath(data: string): string {
   return join(tenantDirectory(data), "keys.json");
+}
+
+/**
+ * The lock every read-modify-write of `keys.json` holds (`silk keys create` and `revoke`), so that two commands run
+ * at once both keep their change. A file of its own, since keys.json itself is replaced on every change and a lock
+ * on the replaced file would guard nothing.
+ */
+export function keysLockPath(data: string): string {
+  return join(tenantDirectory(data), "keys.lock");
 }
 
 export function limitsPath(data: string): string {

@@ -89,7 +89,7 @@ describe("the key store of a running gateway", () => {
     const data = temporaryDirectory();
     writeFileAtomic(
       keysPath(data),
-      JSON.stringify({ keys: Array.from({ length: KEYS_PER_DATABASE_MAX }, (_, i) => ({ id: i.toString(16).padStart(12, "0"), name: "", created: "", revoked: null, sha256: "" })) }),
+      JSON.stringify({ keys: Array.from({ length: KEYS_PER_DATABASE_MAX }, (_, i) => ({ id: i.toString(16).padStart(12, "0"), name: "", created: "", revoked: null, sha256: "0".repeat(64) })) }),
     );
     expect(() => createKey(data, "one more", 0)).toThrow(/the most it may have/);
   });
