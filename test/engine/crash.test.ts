@@ -156,7 +156,7 @@ describe.each(PHASES)("crash at $phase of two-phase commit", ({ phase, decided, 
     expect(await inspectRaw(directory, (raw) => raw.pendingIntents() > 0)).toBe(pending);
     if (pending) await expectCode(Database.open({ storage: { disk: directory }, mode: "readonly" }), "invalid_option");
 
-    // Opening as a writer runs recovery (the dead child's writer lock is stale and taken over).
+    // Opening as a writer runs recovery (the dead child's writer lock, an OS file lock, died with it).
     const db = await Database.open({ storage: { disk: directory } });
     let edgeId: string | undefined;
     try {
