@@ -1,13 +1,14 @@
 /**
  * Checks writes against the schema before they reach the view: the label must be declared for its kind, and
  * properties must be declared and of their declared type. Without a schema (schemaless mode) any identifier label
- * is accepted and property values are stored as given, with only `$label` refused.
+ * is accepted and property values are stored as given, with only `$label` refused, once they passed the checks of
+ * every value from outside (`checkInputValue`: nesting depth, well-formed strings), which also cover bulk imports.
  */
 import { SilkError } from "../protocol/errors.js";
 import type { RecordKind } from "../protocol/records.js";
 import { prepareProperties, type FieldDecl, type Schema } from "../protocol/schema.js";
 import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree.js";
-import { RESERVED_LABEL_KEY, type Properties, type Value } from "../protocol/values.js";
+import { checkInputValue, checkWellFormed, RESERVED_LABEL_KEY, type Properties, type Value } from "../protocol/values.js";
 
 const KIND_WORD: Record<RecordKind, string> = { node: "N::", edge: "E::", vector: "V::" };
 
@@ -29,6 +30,8 @@ function schemaless(input: Record<string, unknown>, where: string, keepNull: boo
   for (const [key, value] of Object.entries(input)) {
     if (key === RESERVED_LABEL_KEY) throw new SilkError("invalid_field", `${where}: ${RESERVED_LABEL_KEY} is reserved`);
     if (value === undefined || (value === null && !keepNull)) continue;
+    checkWellFormed(key, where);
+    checkInputValue(value, `${where}.${key}`);
     props[key] = value as Value;
   }
   return props;

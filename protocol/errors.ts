@@ -19,7 +19,7 @@ export const ERROR_CODES = {
   invalid_type: { status: 400, kind: "user", doc: "A value does not have the type its field or parameter declares." },
   invalid_field: { status: 400, kind: "user", doc: "A property name is not declared in the schema for that label, or uses the reserved key $label." },
   missing_property: { status: 400, kind: "user", doc: "A field marked REQUIRED (and without a DEFAULT) was not supplied when creating a record." },
-  invalid_value: { status: 400, kind: "user", doc: "A value is malformed (for example a Date that is not ISO 8601, or a nesting deeper than the limit)." },
+  invalid_value: { status: 400, kind: "user", doc: "A value is malformed (for example a Date that is not ISO 8601, a nesting deeper than VALUE_DEPTH_MAX, or a string with a lone UTF-16 surrogate; see Limits below); nothing was written." },
   // Schema.
   schema_syntax: { status: 400, kind: "user", doc: "HelixQL text (schema or QUERY) does not parse; the message gives file:line:column and a caret." },
   schema_invalid: { status: 400, kind: "user", doc: "The schema parses but is inconsistent (duplicate type, unknown endpoint type, bad DEFAULT)." },

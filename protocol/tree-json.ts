@@ -3,6 +3,7 @@
  * and reports a fault as `malformed_tree` with the JSON path of the value.
  */
 import { SilkError } from "./errors.js";
+import { checkWellFormed } from "./values.js";
 
 export type Json = unknown;
 
@@ -28,8 +29,10 @@ export function objectAt(value: Json, path: string): Record<string, Json> {
   return value;
 }
 
+/** A string of the tree: every one is well-formed Unicode (values.ts `checkWellFormed`), names as much as values. */
 export function stringAt(value: Json, path: string): string {
   if (typeof value !== "string") throw fault(path, "expected a string");
+  checkWellFormed(value, path);
   return value;
 }
 

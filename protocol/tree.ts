@@ -17,7 +17,7 @@ import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tag
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
 import type { RecordKind } from "./records.js";
-import type { Value } from "./values.js";
+import { checkInputValue, checkWellFormed, VALUE_DEPTH_MAX, type Value } from "./values.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // The decoded plan.
@@ -256,10 +256,14 @@ export { isLabel, LABEL_BYTES_MAX } from "./tree-json.js";
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.
 
-export function decodeLiteral(value: Json, path: string): Value {
+/** A tagged literal; `depth` counts the `array` and `object` literals around it (at most VALUE_DEPTH_MAX). */
+export function decodeLiteral(value: Json, path: string, depth = 0): Value {
   if (value === "null") return null;
   const [tag, body] = tagged(value, path);
   const at = `${path}.${tag}`;
+  if ((tag === "array" || tag === "object") && depth >= VALUE_DEPTH_MAX) {
+    throw new SilkError("invalid_value", `${at}: a value nests at most ${VALUE_DEPTH_MAX} arrays and objects deep (VALUE_DEPTH_MAX); flatten it or store it as a JSON string`);
+  }
   switch (tag) {
     case "bool":
       if (typeof body !== "boolean") throw fault(at, "expected a boolean");
@@ -289,11 +293,14 @@ export function decodeLiteral(value: Json, path: string): Value {
     case "string_array":
       return arrayAt(body, at).map((item, i) => stringAt(item, `${at}[${i}]`));
     case "array":
-      return arrayAt(body, at).map((item, i) => decodeLiteral(item, `${at}[${i}]`));
+      return arrayAt(body, at).map((item, i) => decodeLiteral(item, `${at}[${i}]`, depth + 1));
     case "object": {
       const object = objectAt(body, at);
       const result: Record<string, Value> = {};
-      for (const [key, item] of Object.entries(object)) result[key] = decodeLiteral(item, `${at}.${key}`);
+      for (const [key, item] of Object.entries(object)) {
+        checkWellFormed(key, at);
+        result[key] = decodeLiteral(item, `${at}.${key}`, depth + 1);
+      }
       return result;
     }
     default:
@@ -890,6 +897,10 @@ export function decodeRequest(body: Json): Plan {
     throw new SilkError("write_in_read", "a read batch contains a mutation; send it with request_type write");
   }
   const supplied = request.parameters === undefined || request.parameters === null ? {} : objectAt(request.parameters, "$.parameters");
+  for (const [name, value] of Object.entries(supplied)) {
+    checkWellFormed(name, "$.parameters");
+    checkInputValue(value, `$.parameters.${name}`);
+  }
   const parameters = request.parameter_types === undefined || request.parameter_types === null ? supplied : checkParameters(request.parameter_types, supplied);
   return {
     requestType,

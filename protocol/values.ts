@@ -8,6 +8,49 @@
  * as the same, exactly, without converting through floating point.
  */
 
+import { SilkError } from "./errors.js";
+
+/**
+ * The deepest a value may nest arrays and objects (`[[1]]` nests 2). Checked where values enter (tree literals,
+ * parameters, imported and written properties), before anything walks them: the engine's walks of a value (equality,
+ * encoding, rendering) are recursive, and a value nested thousands deep would overflow the stack.
+ */
+export const VALUE_DEPTH_MAX = 64;
+
+/** A UTF-16 unit of a surrogate pair standing alone: no Unicode text, and UTF-8 (storage, keys) cannot carry it. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Refuses a string with a lone surrogate (`invalid_value`). Stored, it would come back as U+FFFD, so two different
+ * strings would become one (in a UNIQUE index too).
+ */
+export function checkWellFormed(text: string, where: string): void {
+  if (LONE_SURROGATE.test(text)) {
+    throw new SilkError("invalid_value", `${where}: the string holds a lone UTF-16 surrogate, which is not Unicode text and cannot be stored as it is; send well-formed text (pair the surrogate, or escape the data as bytes)`);
+  }
+}
+
+/**
+ * Checks a value from outside (JSON, or a JS caller's values) before the engine walks it: nesting at most
+ * VALUE_DEPTH_MAX arrays and objects, and every string and object key well-formed. Typed arrays and Dates hold no
+ * strings. The walk itself stops at the limit, so it cannot overflow.
+ */
+export function checkInputValue(value: unknown, where: string, depth = 0): void {
+  if (typeof value === "string") return checkWellFormed(value, where);
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value) || value instanceof Date) return;
+  if (depth >= VALUE_DEPTH_MAX) {
+    throw new SilkError("invalid_value", `${where}: a value nests at most ${VALUE_DEPTH_MAX} arrays and objects deep (VALUE_DEPTH_MAX); flatten it or store it as a JSON string`);
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) checkInputValue(item, where, depth + 1);
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    checkWellFormed(key, where);
+    checkInputValue((value as Record<string, unknown>)[key], where, depth + 1);
+  }
+}
+
 /** A stored property value. Typed arrays are stored as they came (vectors stay compact); Uint8Array is bytes. */
 export type Value =
   | null

@@ -10,7 +10,7 @@
 import { SilkError } from "../errors.js";
 import { parseId } from "../ids.js";
 import type { ScalarTypeName } from "../schema.js";
-import type { Value } from "../values.js";
+import { checkWellFormed, type Value } from "../values.js";
 
 export const SCALAR_TYPE_NAMES: readonly ScalarTypeName[] = [
   "String", "Boolean", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "U128", "Date", "ID",
@@ -65,8 +65,9 @@ const INTEGER_TEXT = /^-?[0-9]+$/;
 export function coerceScalar(name: ScalarTypeName, input: unknown, where: string): Value {
   switch (name) {
     case "String":
-      if (typeof input === "string") return input;
-      throw typeError(name, input, where);
+      if (typeof input !== "string") throw typeError(name, input, where);
+      checkWellFormed(input, where);
+      return input;
     case "Boolean":
       if (typeof input === "boolean") return input;
       throw typeError(name, input, where);
