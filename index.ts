@@ -1,6 +1,8 @@
 /** Silk's package entry: the embedded runtime and the types a caller needs. */
 export { open, Database, type IndexInfo, type OpenOptions, type PreparedQuery, type Storage } from "./cluster/embedded.js";
 export { SilkError, ERROR_CODES, type ErrorCode } from "./protocol/errors.js";
+export type { Embedder } from "./protocol/embedding.js";
+export { embedderFromEnvironment, FeatureHashingEmbedder, LocalModelEmbedder, OpenAiCompatibleEmbedder } from "./cluster/embedders.js";
 export type { QueryResult } from "./node/executor.js";
 export type { ImportBatch, ImportEdge, ImportEndpoint, ImportNode, ImportResult } from "./cluster/bulk-import.js";
 export { ImportRowError } from "./cluster/bulk-import.js";

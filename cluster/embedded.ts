@@ -30,6 +30,7 @@ import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
 import type { ValidationPhase } from "./unique-builds.js";
 import { LmdbDecisionLog } from "./decision-log.js";
+import { embedderFromEnvironment } from "./embedders.js";
 import { writeFileAtomic } from "./durable-files.js";
 import { PartitionMap } from "./partition-map.js";
 import { InProcessTransport } from "./transport.js";
@@ -51,8 +52,9 @@ export interface OpenOptions {
   /** Partition actors (default 1). Fixed when the database is created; reopening must give the same number. */
   readonly partitions?: number;
   /**
-   * What `Embed(text)` calls (cluster/embedders.ts has an OpenAI-compatible HTTP provider, a local model directory
-   * and a feature-hashing embedder; any object with `embed(texts)` will do). Without one, Embed is
+   * What `Embed(text)` calls: one of the providers the package exports (`OpenAiCompatibleEmbedder`,
+   * `LocalModelEmbedder`, `FeatureHashingEmbedder`) or any object with `embed(texts)`. Without it, the provider the
+   * `SILK_EMBED_*` environment variables choose, as for the servers (docs/EMBEDDING.md); with neither, Embed is
    * `embedding_not_configured`.
    */
   readonly embedder?: Embedder;
@@ -232,6 +234,7 @@ export class Database {
 
   static async open(options: OpenOptions, internal: InternalOpenOptions = {}): Promise<Database> {
     checkOptions(options);
+    const embedder = options.embedder ?? embedderFromEnvironment(process.env);
     const project = loadProject(options.schema);
     const schema = project.schema;
     const mode = options.mode ?? "writer";
@@ -278,7 +281,7 @@ export class Database {
             now,
             clockMs: internal.clockMs,
             indexBuildChunkEntities: internal.indexBuildChunkEntities,
-            embedder: options.embedder,
+            embedder,
           }),
       );
       const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
@@ -297,7 +300,7 @@ export class Database {
         defaultTimeoutMs: internal.defaultTimeoutMs,
         onCommitPhase: internal.onCommitPhase,
         onValidationPhase: internal.onValidationPhase,
-        embedder: options.embedder,
+        embedder,
       });
       if (readOnly) {
         if (stores.some((store) => store.pendingIntents().length > 0)) {

@@ -14,7 +14,7 @@ export async function embed(text: Value | undefined, context: ExecutionContext):
   if (typeof text !== "string") throw new SilkError("invalid_type", `Embed takes a text (a string), not ${text === null || text === undefined ? "null" : typeof text}`);
   const embedder = context.embedder;
   if (embedder === undefined) {
-    throw new SilkError("embedding_not_configured", "Embed needs an embedding provider, and this server has none; set SILK_EMBED_PROVIDER (docs/EMBEDDING.md) and restart");
+    throw new SilkError("embedding_not_configured", "Embed needs an embedding provider, and this database has none: pass open({ embedder }) to an embedded database, or start the server with SILK_EMBED_PROVIDER set (docs/EMBEDDING.md)");
   }
   let cache = embeddingCaches.get(context);
   if (cache === undefined) embeddingCaches.set(context, (cache = new Map()));
