@@ -1,10 +1,12 @@
 /**
  * Helpers for the hosted-gateway suites: a database directory with the social project and a key, `silk gateway`
  * started as a real process, the operation trees the suites send, and counting users by opening the directory
- * read-only in the test's own process (so counting costs no token).
+ * read-only in the test's own process (so counting costs no token), and a redis-server of the suite's own.
  */
-import { mkdirSync } from "node:fs";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
 import { request } from "node:http";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { createKey } from "../../gateway/hosted/key-store.js";
@@ -85,4 +87,38 @@ export function postDeclaringLength(url: string, bytes: number, headers: Record<
     outgoing.on("error", fail);
     outgoing.write(" ");
   });
+}
+
+const REDIS_SERVER = "/usr/bin/redis-server";
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  await new Promise<void>((done) => server.close(() => done()));
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  return address.port;
+}
+
+/** Starts redis-server without persistence on `port`; resolves once it accepts connections. */
+export function startRedis(port: number): Promise<ChildProcessWithoutNullStreams> {
+  if (!existsSync(REDIS_SERVER)) {
+    throw new Error(`${REDIS_SERVER} is missing: install the redis-server package (apt-get install redis-server); the shared rate limit cannot be tested without it`);
+  }
+  const child = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+  let output = "";
+  return new Promise((done, fail) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+      if (output.includes("Ready to accept connections")) done(child);
+    });
+    child.on("exit", (code) => fail(new Error(`redis-server exited with ${code}:\n${output}`)));
+  });
+}
+
+export async function stopRedis(child: ChildProcessWithoutNullStreams): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((done) => child.once("exit", done));
+  child.kill("SIGKILL");
+  await exited;
 }

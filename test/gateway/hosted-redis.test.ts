@@ -3,19 +3,29 @@
  * machine's shared one on 6379 is never touched), two `silk gateway` processes over one database — the writer
  * and a read-only one beside it, sharing its keys and its bucket — hammered concurrently for a few seconds. The
  * two together admit no more than burst + rate × t. Then Redis is stopped (503, nothing ran, and quickly: the
- * gateway does not wait on a stuck Redis), killed (503 at once), and started again (admission resumes; the new
+ * gateway does not wait on a stuck Redis), paused while decisions wait in its input buffer (they spend nothing when
+ * it resumes, and the stall is logged once), killed (503 at once), and started again (admission resumes; the new
  * server has no cached script, so this also runs the EVAL fallback).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync } from "node:fs";
-import { createServer } from "node:net";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_DECISION_TIMEOUT_MS } from "../../gateway/hosted/redis-bucket.js";
 import { removeTemporaryDirectories } from "../cli/helpers.js";
-import { addUserTree, COUNT_USERS_TREE, expectErrorBody, hostedDatabase, postJson, startGateway, userCount, type HostedDatabase } from "./hosted-process.js";
+import {
+  addUserTree,
+  COUNT_USERS_TREE,
+  expectErrorBody,
+  freePort,
+  hostedDatabase,
+  postJson,
+  startGateway,
+  startRedis,
+  stopRedis,
+  userCount,
+  type HostedDatabase,
+} from "./hosted-process.js";
 import type { StartedServer } from "./serve-process.js";
 
-const REDIS_SERVER = "/usr/bin/redis-server";
 const RATE_PER_SECOND = 20;
 const BURST = 10;
 const HAMMER_MS = 3000;
@@ -29,36 +39,18 @@ const HAMMER_CLIENTS = 16;
  */
 const CLOCK_TOLERANCE_TOKENS = 1;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return address.port;
-}
+const PAUSED_BURST = 5;
+/** More than the burst, so that running them all late would empty the bucket. */
+const PAUSED_REQUESTS = PAUSED_BURST + 1;
+const LOG_WAIT_MS = 5_000;
 
-/** Starts redis-server without persistence on `port`; resolves once it accepts connections. */
-function startRedis(port: number): Promise<ChildProcessWithoutNullStreams> {
-  if (!existsSync(REDIS_SERVER)) {
-    throw new Error(`${REDIS_SERVER} is missing: install the redis-server package (apt-get install redis-server); the shared rate limit cannot be tested without it`);
+/** Polls `condition` every 20 ms; fails after LOG_WAIT_MS. */
+async function waitFor(condition: () => boolean): Promise<void> {
+  const deadline = performance.now() + LOG_WAIT_MS;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not seen within ${LOG_WAIT_MS} ms`);
+    await new Promise((done) => setTimeout(done, 20));
   }
-  const child = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
-  let output = "";
-  return new Promise((done, fail) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
-      if (output.includes("Ready to accept connections")) done(child);
-    });
-    child.on("exit", (code) => fail(new Error(`redis-server exited with ${code}:\n${output}`)));
-  });
-}
-
-async function stopRedis(child: ChildProcessWithoutNullStreams): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((done) => child.once("exit", done));
-  child.kill("SIGKILL");
-  await exited;
 }
 
 let redisPort: number;
@@ -126,6 +118,38 @@ describe("the shared bucket in Redis", () => {
       redis.kill("SIGCONT");
     }
     expect(await userCount(database.data)).toBe(0);
+  });
+
+  it("spends no token on a decision it gave up on while Redis was paused, and logs the stall once", async () => {
+    const paused = hostedDatabase();
+    // Its own database (so its own bucket) that refills one token per 1000 s: the counts below are exact.
+    const gateway = await startGateway(paused, ["--redis", `redis://127.0.0.1:${redisPort}`, "--rate", "0.001", "--burst", String(PAUSED_BURST)]);
+    const send = async (): Promise<number> => {
+      const response = await postJson(`${gateway.url}/v2/query`, COUNT_USERS_TREE, { authorization: `Bearer ${paused.key}` });
+      if (response.status === 503) await expectErrorBody(response, 503, "rate_limit_unavailable");
+      else await response.arrayBuffer();
+      return response.status;
+    };
+    try {
+      expect(await send()).toBe(200);
+      redis.kill("SIGSTOP");
+      try {
+        // Each of these decisions reaches Redis's input buffer and waits there until it resumes.
+        for (let i = 0; i < PAUSED_REQUESTS; i += 1) expect(await send()).toBe(503);
+        await waitFor(() => gateway.stderr().includes(`Redis unavailable (no answer within ${REDIS_DECISION_TIMEOUT_MS} ms: Redis is stuck or overloaded)`));
+      } finally {
+        redis.kill("SIGCONT");
+      }
+      // Redis ran the waiting scripts first, past their deadlines: the bucket still holds all but the first token.
+      const statuses = [];
+      for (let i = 0; i < PAUSED_BURST; i += 1) statuses.push(await send());
+      expect(statuses).toEqual([...Array<number>(PAUSED_BURST - 1).fill(200), 429]);
+      await waitFor(() => gateway.stderr().includes("rate limit: Redis answers again"));
+      expect(gateway.stderr().match(/no answer within/g)).toHaveLength(1);
+    } finally {
+      gateway.child.kill("SIGTERM");
+      await gateway.exited;
+    }
   });
 
   it("fails closed with 503 when Redis is gone, in every gateway; nothing runs; admission resumes when it is back", async () => {
