@@ -200,16 +200,22 @@ export class Coordinator {
       const timeoutMs = deadline.remainingMs();
       const timed: PartitionRequest =
         planId === undefined ? { type: "execute", plan: { ...plan, parameters, timeoutMs } } : { type: "execute_prepared", planId, parameters, timeoutMs };
-      return expect(await transport.request(0, timed), "result").result;
+      try {
+        return expect(await transport.request(0, timed), "result").result;
+      } catch (cause) {
+        // The partition knew only the time left; the caller is told the timeout it asked for.
+        if (cause instanceof SilkError && cause.code === "query_timeout") throw deadline.expired();
+        throw cause;
+      }
     };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
     // its endpoints, then commits) cannot interleave with them.
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
-    const release = await this.lock.acquire(plan.requestType === "write");
+    const release = await this.acquireWithin(deadline, plan.requestType === "write");
     try {
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
-      const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids);
+      const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids, deadline);
       const result = await executePlan(
         plan,
         {
@@ -227,6 +233,20 @@ export class Coordinator {
       return result;
     } finally {
       release();
+    }
+  }
+
+  /**
+   * The lock, or query_timeout at the deadline while still waiting for it (behind a long write): a lock that comes
+   * after its waiter gave up is released at once.
+   */
+  private async acquireWithin(deadline: Deadline, write: boolean): Promise<() => void> {
+    const acquiring = this.lock.acquire(write);
+    try {
+      return await deadline.within(acquiring);
+    } catch (cause) {
+      void acquiring.then((release) => release());
+      throw cause;
     }
   }
 

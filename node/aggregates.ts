@@ -85,7 +85,7 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
   const items = await loaded(scope.context.view, elementsOf(input, step.op));
   const groups = new Map<string, Group>();
   for (const element of items) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const row: Record<string, unknown> = {};
     for (const path of step.properties) row[path] = await propertyJson(element, path, scope);
     const key = JSON.stringify(step.properties.map((path) => row[path]));

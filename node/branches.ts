@@ -22,7 +22,7 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
   const pieces: Stream[] = [];
   const units = step.op === "choose" ? await chooseUnits(input, scope) : unitsOf(input);
   for (const unit of units) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     switch (step.op) {
       case "union":
         for (const traversal of step.traversals) pieces.push(await runFrom(traversal, unit, scope));
@@ -66,7 +66,7 @@ async function holding(items: Element[], predicate: Predicate, scope: EvalScope)
   const yes: Element[] = [];
   const no: Element[] = [];
   for (const element of await loaded(scope.context.view, items)) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     (await evaluatePredicate(predicate, element, scope) ? yes : no).push(element);
   }
   return [yes, no];
@@ -92,11 +92,15 @@ export async function repeat(step: Extract<Step, { op: "repeat" }>, input: Strea
     if (config.until !== undefined) [leaving, continuing] = await holding(level, config.until, scope);
     const last = depth >= limit || continuing.length === 0;
     const emits = config.emit !== "none" && (config.emit !== "after" || depth > 0);
-    if (emits && !last) {
-      const emitted = config.emitPredicate === undefined ? continuing : (await holding(continuing, config.emitPredicate, scope))[0];
-      result.push(...leaving, ...emitted);
-    } else result.push(...leaving, ...(last ? continuing : []));
+    // Appended one by one: spreading a level of a million records into push's arguments overflows the stack.
+    append(result, leaving);
+    if (emits && !last) append(result, config.emitPredicate === undefined ? continuing : (await holding(continuing, config.emitPredicate, scope))[0]);
+    else if (last) append(result, continuing);
     if (last) return elements(result);
     level = elementsOf(await runFrom(config.body, elements(continuing), scope), "repeat");
   }
+}
+
+function append(into: Element[], items: readonly Element[]): void {
+  for (const item of items) into.push(item);
 }

@@ -35,7 +35,7 @@ function referencedIds(ref: Ref, scope: EvalScope, where: string): ReadonlySet<b
 async function dropEdgeIds(ids: Iterable<bigint>, scope: EvalScope): Promise<void> {
   const { view } = scope.context;
   for (const edge of await view.records("edge", [...ids])) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     if (edge !== undefined) view.drop(edge);
   }
 }

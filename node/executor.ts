@@ -102,7 +102,7 @@ async function runEntries(
       continue;
     }
     if (entry.kind === "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): index operations run in the coordinator, not the executor");
-    context.deadline.check();
+    if (context.deadline.checkSlice()) await context.deadline.pause();
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
     const stream = await evalStep(entry.root, { context, variables, parameters, evalStep });
@@ -128,7 +128,7 @@ async function runForEach(
   const rows = lookupParameter(entry.param, parameters, "for_each");
   if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must be an array`);
   for (const row of rows) {
-    context.deadline.check();
+    if (context.deadline.checkSlice()) await context.deadline.pause();
     if (entry.as !== undefined) {
       await runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
       continue;
@@ -190,8 +190,9 @@ async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
 }
 
 export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
-  const { view } = scope.context;
-  scope.context.deadline.check();
+  const { view, deadline } = scope.context;
+  // Every step, a sub-traversal's included, is a point where the invocation may let other requests run.
+  if (deadline.checkSlice()) await deadline.pause();
   switch (step.op) {
     case "nodes":
     case "edges":
@@ -386,7 +387,7 @@ function kindOfSource(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges
 async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>, scope: EvalScope): Promise<Element[]> {
   const kept: Element[] = [];
   for (const element of items) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     if (await keep(element)) kept.push(element);
   }
   return kept;

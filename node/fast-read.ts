@@ -7,6 +7,11 @@
  * (`fastReadable`), which test/node/fast-read.test.ts checks against the executor on random plans; every other plan
  * runs through the executor.
  *
+ * A fast read cannot yield (its snapshot may be lmdb-js's shared read transaction, valid only within one synchronous
+ * run), so it gives up instead: once it has worked EXECUTION_SLICE_MS (deadline.ts), checked between the chunks of
+ * a large read and every DEADLINE_CHECK_INTERVAL_ELEMENTS rows, `executeFastRead` answers undefined and the caller
+ * runs the plan on the executor, which pauses to let other requests in. A point read never reaches such a check.
+ *
  * The step semantics mirror executor.ts (evalStep, resolveRef, traverse, filterStep, distinct, page, summarize,
  * render) and streams.ts (loaded, existing): a change to one of those steps there must be made here too, or the
  * step dropped from FAST_STEPS.
@@ -18,6 +23,7 @@ import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "./executor.js";
+import { BASE_READ_CHUNK_IDS } from "./txn-view.js";
 import { elements, elementsOf, parameterIds, recordToJson, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";
 
@@ -78,9 +84,24 @@ interface Scope {
   readonly deadline: Deadline;
 }
 
-/** Runs a plan `fastReadable` accepted; the caller checked its returns name defined entries (executor checkReturns). */
-export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): QueryResult {
-  const scope: Scope = { reader, parameters, variables: new Map(), deadline };
+/** Thrown inside a fast read whose slice is spent; executeFastRead turns it into undefined. */
+class SliceSpent {}
+
+/**
+ * Runs a plan `fastReadable` accepted; the caller checked its returns name defined entries (executor checkReturns).
+ * Undefined when the read worked through its slice of time: the caller runs the plan on the executor instead.
+ */
+export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): QueryResult | undefined {
+  try {
+    return fastRead(plan, { reader, parameters, variables: new Map(), deadline });
+  } catch (cause) {
+    if (cause instanceof SliceSpent) return undefined;
+    throw cause;
+  }
+}
+
+function fastRead(plan: Plan, scope: Scope): QueryResult {
+  const { deadline } = scope;
   for (const entry of plan.entries) {
     if (entry.kind !== "query") throw new SilkError("internal", "internal error (a bug in Silk): a fast read got an entry it cannot run");
     // evaluate checks the deadline before each step, this entry's first included. A returned entry's records are
@@ -89,7 +110,7 @@ export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: 
     if (entry.name !== undefined) scope.variables.set(entry.name, stream);
   }
   const result: QueryResult = {};
-  for (const name of plan.returns) result[name] = render(scope.variables.get(name) ?? { kind: "elements", items: [] }, reader);
+  for (const name of plan.returns) result[name] = render(scope.variables.get(name) ?? { kind: "elements", items: [] }, scope);
   deadline.check();
   return result;
 }
@@ -108,15 +129,17 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "out":
     case "in": {
       const items = elementsOf(evaluate(step.input, scope), step.op);
-      return elements(scope.reader.neighbours(ownerIds(items), step.op, step.label));
+      const direction = step.op;
+      return elements(inChunks(scope, ownerIds(items), (chunk) => scope.reader.neighbours(chunk, direction, step.label)));
     }
     case "out_e":
     case "in_e": {
       const owners = elementsOf(evaluate(step.input, scope), step.op).filter((item) => item.kind !== "edge");
-      const lists = scope.reader.adjacency(
+      const direction = step.op === "out_e" ? "out" : "in";
+      const lists = inChunks(
+        scope,
         owners.map((item) => item.id),
-        step.op === "out_e" ? "out" : "in",
-        step.label,
+        (chunk) => scope.reader.adjacency(chunk, direction, step.label),
       );
       const edges: Element[] = [];
       lists.forEach((list, i) => {
@@ -127,7 +150,7 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "out_n":
     case "in_n": {
       const ends: Element[] = [];
-      const edges = loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op).filter((item) => item.kind === "edge"));
+      const edges = loaded(scope, elementsOf(evaluate(step.input, scope, true), step.op).filter((item) => item.kind === "edge"));
       for (const element of edges) {
         const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
         ends.push(step.op === "in_n" ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
@@ -135,7 +158,7 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
       return elements(ends);
     }
     case "has_label":
-      return elements(loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op)).filter((element) => element.record!.label === step.label));
+      return elements(loaded(scope, elementsOf(evaluate(step.input, scope, true), step.op)).filter((element) => element.record!.label === step.label));
     case "dedup": {
       const seen = new Set<bigint>();
       return elements(elementsOf(evaluate(step.input, scope, withRecords), step.op).filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
@@ -153,11 +176,11 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "id":
       return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => idToString(item.id)) };
     case "label":
-      return { kind: "values", items: loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), "label")).map((item) => item.record!.label) };
+      return { kind: "values", items: loaded(scope, elementsOf(evaluate(step.input, scope, true), "label")).map((item) => item.record!.label) };
     case "value_map": {
       const rows: unknown[] = [];
-      for (const element of loaded(scope.reader, elementsOf(evaluate(step.input, scope, true), step.op))) {
-        scope.deadline.tick();
+      for (const element of loaded(scope, elementsOf(evaluate(step.input, scope, true), step.op))) {
+        if (scope.deadline.tick()) throw new SliceSpent();
         rows.push(recordToJson(element.record!));
       }
       return valuesStream(rows);
@@ -178,11 +201,11 @@ function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string, withRe
     case "all":
       return scope.reader.allIds(kind).map((id) => ({ kind, id }));
     case "ids":
-      return existing(scope.reader, kind, ref.ids, withRecords);
+      return existing(scope, kind, ref.ids, withRecords);
     case "var":
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
-      return existing(scope.reader, kind, parameterIds(scope.parameters, ref.name, where), withRecords);
+      return existing(scope, kind, parameterIds(scope.parameters, ref.name, where), withRecords);
     default: {
       const unreachable: never = ref;
       throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
@@ -190,24 +213,38 @@ function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string, withRe
   }
 }
 
-function existing(reader: SnapshotReader, kind: RecordKind, ids: readonly bigint[], withRecords: boolean): Element[] {
+/**
+ * `read` over `ids`, in chunks of BASE_READ_CHUNK_IDS when there are more (the executor's TxnView reads the same
+ * chunks), with the slice checked between chunks.
+ */
+function inChunks<T>(scope: Scope, ids: readonly bigint[], read: (chunk: readonly bigint[]) => T[]): T[] {
+  if (ids.length <= BASE_READ_CHUNK_IDS) return read(ids);
+  const results: T[] = [];
+  for (let start = 0; start < ids.length; start += BASE_READ_CHUNK_IDS) {
+    if (start > 0 && scope.deadline.checkSlice()) throw new SliceSpent();
+    for (const result of read(ids.slice(start, start + BASE_READ_CHUNK_IDS))) results.push(result);
+  }
+  return results;
+}
+
+function existing(scope: Scope, kind: RecordKind, ids: readonly bigint[], withRecords: boolean): Element[] {
   const items: Element[] = [];
   if (withRecords) {
-    const records = reader.records(kind, ids);
+    const records = inChunks(scope, ids, (chunk) => scope.reader.records(kind, chunk));
     for (let i = 0; i < ids.length; i += 1) if (records[i] !== undefined) items.push({ kind, id: ids[i], record: records[i] });
     return items;
   }
-  const found = reader.exists(kind, ids);
+  const found = inChunks(scope, ids, (chunk) => scope.reader.exists(kind, chunk));
   for (let i = 0; i < ids.length; i += 1) if (found[i]) items.push({ kind, id: ids[i] });
   return items;
 }
 
 /** streams.ts `loaded`: the elements' records read in one batch per kind; elements whose record is gone dropped. */
-function loaded(reader: SnapshotReader, items: Element[]): Element[] {
+function loaded(scope: Scope, items: Element[]): Element[] {
   // Sources by ID that are rendered arrive loaded (evaluate's withRecords): nothing to group then.
   if (items.every((item) => item.record !== undefined)) return items;
   for (const [kind, list] of unloadedByKind(items)) {
-    const records = reader.records(kind, list.map((item) => item.id));
+    const records = inChunks(scope, list.map((item) => item.id), (chunk) => scope.reader.records(kind, chunk));
     list.forEach((item, i) => (item.record = records[i]));
   }
   return items.filter((item) => item.record !== undefined);
@@ -231,8 +268,8 @@ function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: Sc
 }
 
 /** executor.ts `render` of a read: records in JSON form, values as they are, a scalar as its JSON value. */
-function render(stream: Stream, reader: SnapshotReader): unknown {
+function render(stream: Stream, scope: Scope): unknown {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return loaded(reader, stream.items).map((item) => recordToJson(item.record!));
+  return loaded(scope, stream.items).map((item) => recordToJson(item.record!));
 }

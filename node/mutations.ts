@@ -54,7 +54,7 @@ export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stre
       const props = await createProps("node", step.label, step.properties, scope);
       const created: Element[] = [];
       for (let i = 0; i < count; i += 1) {
-        scope.context.deadline.tick();
+        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
         const record: StoredRecord = { kind: "node", id: await view.allocate("node"), label: step.label, props };
         view.create(record);
         created.push({ kind: "node", id: record.id, record });
@@ -164,7 +164,7 @@ export async function createEdges(
   const created: Element[] = [];
   for (const source of sources) {
     for (const target of targets) {
-      scope.context.deadline.tick();
+      if (scope.context.deadline.tick()) await scope.context.deadline.pause();
       const record: StoredRecord = {
         kind: "edge",
         id: await view.allocate("edge", source.id),

@@ -4,6 +4,10 @@
  * an invocation's reads and writes must not interleave with another's); reads run on their own snapshots. A
  * writer's actor also builds the store's constructing indexes in the background, one chunk at a time in
  * the same queue as writes, so builds and writes interleave and never overlap.
+ *
+ * Long invocations pause to let the event loop run (deadline.ts): a read on its held snapshot, a write inside the
+ * write queue, so no other write interleaves with it. A fast read, which cannot pause, gives up after its slice and
+ * the plan runs on the executor; a request waiting in the write queue answers query_timeout at its deadline.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Embedder } from "../protocol/embedding.js";
@@ -23,7 +27,7 @@ import type {
   VectorSearchRequest,
 } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
-import type { Plan } from "../protocol/tree.js";
+import type { Entry, Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
 import { checkReturns, executePlan, type QueryResult } from "./executor.js";
 import { executeFastRead, fastReadable } from "./fast-read.js";
@@ -123,8 +127,14 @@ export interface WriteLog {
 export const ID_RESERVATION_BLOCK = 4_096;
 
 export class PartitionActor {
-  private writeQueue: Promise<unknown> = Promise.resolve();
+  /** Settles when the last queued write has finished (never rejects). */
+  private writeQueue: Promise<void> = Promise.resolve();
   private readonly plans = new Map<number, Plan>();
+  /**
+   * Plans (by their entries, which a prepared plan's runs share) whose fast read once outran its slice: they run on
+   * the executor from then on, rather than start a fast read that is likely to be thrown away again.
+   */
+  private readonly slowPlans = new WeakSet<readonly Entry[]>();
   private building: Promise<void> | undefined;
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
@@ -193,7 +203,7 @@ export class PartitionActor {
    */
   readPreparedNow(request: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined {
     const plan = this.plans.get(request.planId);
-    if (plan === undefined || !fastReadable(plan)) return undefined;
+    if (plan === undefined || !this.fastReadable(plan)) return undefined;
     const deadline = Deadline.after(request.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     const snapshot = this.options.store.synchronousSnapshot();
     try {
@@ -203,9 +213,16 @@ export class PartitionActor {
     }
   }
 
-  private fastRead(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline): QueryResult {
+  private fastReadable(plan: Plan): boolean {
+    return fastReadable(plan) && !this.slowPlans.has(plan.entries);
+  }
+
+  /** A fast read, or undefined when it outran its slice (the plan is marked to run on the executor). */
+  private fastRead(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline): QueryResult | undefined {
     checkReturns(plan);
-    return executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline);
+    const result = executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline);
+    if (result === undefined) this.slowPlans.add(plan.entries);
+    return result;
   }
 
   private requireWritable(): void {
@@ -334,7 +351,7 @@ export class PartitionActor {
     const deadline = Deadline.after(timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
-      return this.serialized(() => this.execute(plan, parameters, deadline, requestId));
+      return this.serialized(() => this.execute(plan, parameters, deadline, requestId), deadline);
     }
     return this.execute(plan, parameters, deadline, requestId);
   }
@@ -348,11 +365,27 @@ export class PartitionActor {
     }
   }
 
-  /** Runs write work after every earlier write of this partition has finished. */
-  private serialized<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.writeQueue.then(work, work);
-    this.writeQueue = run.catch(() => undefined);
-    return run;
+  /**
+   * Runs write work after every earlier write of this partition has finished. With a deadline, a wait that outlasts
+   * it ends in query_timeout and the work never runs; the writes queued behind it then wait only for those before it.
+   * Only the wait is timed: work that has started is left to finish or fail on its own deadline checks, so a caller
+   * answered query_timeout is never one whose write commits.
+   */
+  private async serialized<T>(work: () => Promise<T>, deadline?: Deadline): Promise<T> {
+    const before = this.writeQueue;
+    let finished!: () => void;
+    this.writeQueue = new Promise<void>((resolve) => (finished = resolve));
+    try {
+      await (deadline === undefined ? before : deadline.within(before));
+    } catch (cause) {
+      void before.then(finished);
+      throw cause;
+    }
+    try {
+      return await work();
+    } finally {
+      finished();
+    }
   }
 
   /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
@@ -360,9 +393,12 @@ export class PartitionActor {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();
     try {
-      if (fastReadable(plan)) return { type: "result", result: this.fastRead(plan, snapshot, parameters, deadline) };
+      if (this.fastReadable(plan)) {
+        const result = this.fastRead(plan, snapshot, parameters, deadline);
+        if (result !== undefined) return { type: "result", result };
+      }
       const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
-      const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids);
+      const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids, deadline);
       const writable = plan.requestType === "write" && this.options.writable;
       const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
       const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);

@@ -101,7 +101,7 @@ async function breadthFirst(source: Element, search: Search): Promise<Found | un
         reached.set(entry.other, { kind: entry.otherKind, previous: frontier[i].id, edge: entry.edge });
         if (search.targets.has(entry.other)) return { target: entry.other, reached };
         checkVisited(reached);
-        search.scope.context.deadline.tick();
+        if (search.scope.context.deadline.tick()) await search.scope.context.deadline.pause();
         next.push({ kind: entry.otherKind, id: entry.other });
       }
     }
@@ -134,7 +134,7 @@ async function dijkstra(source: Element, weight: Expr, search: Search): Promise<
       distance.set(entry.other, candidate);
       reached.set(entry.other, { kind: entry.otherKind, previous: id, edge: entry.edge });
       checkVisited(reached);
-      search.scope.context.deadline.tick();
+      if (search.scope.context.deadline.tick()) await search.scope.context.deadline.pause();
       queue.push(candidate, entry.other);
     }
   }

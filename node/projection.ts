@@ -18,17 +18,17 @@ export async function propertyJson(element: Element, path: string, scope: EvalSc
 export async function project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Promise<Stream> {
   const items = await loaded(scope.context.view, elementsOf(await scope.evalStep(step.input, scope), step.op));
   const rows: unknown[] = [];
-  const tick = (): void => scope.context.deadline.tick();
+  const { deadline } = scope.context;
   switch (step.op) {
     case "values":
       for (const element of items) {
-        tick();
+        if (deadline.tick()) await deadline.pause();
         for (const path of step.properties) rows.push(await propertyJson(element, path, scope));
       }
       break;
     case "value_map":
       for (const element of items) {
-        tick();
+        if (deadline.tick()) await deadline.pause();
         if (step.properties === undefined) rows.push(recordToJson(element.record!));
         else {
           const row: Record<string, unknown> = {};
@@ -39,7 +39,7 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
       break;
     case "project":
       for (const element of items) {
-        tick();
+        if (deadline.tick()) await deadline.pause();
         rows.push(await projectRow(step, element, scope));
       }
       break;

@@ -32,7 +32,7 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
       const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
       const kept: Element[] = [];
       for (const edge of edges) {
-        scope.context.deadline.tick();
+        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
         const predicate = { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value } } as const;
         if (await evaluatePredicate(predicate, edge, scope)) kept.push(edge);
       }
@@ -69,7 +69,7 @@ function unfold(input: Stream): Stream {
 async function group(path: string, input: Stream, scope: EvalScope): Promise<Stream> {
   const groups = new Map<string, unknown[]>();
   for (const element of await loaded(scope.context.view, elementsOf(input, "group"))) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const value = await propertyJson(element, path, scope);
     const key = typeof value === "string" ? value : JSON.stringify(value);
     const members = groups.get(key);
@@ -84,7 +84,7 @@ async function group(path: string, input: Stream, scope: EvalScope): Promise<Str
 async function ordered(items: Element[], orderings: readonly (readonly [string, Order])[], scope: EvalScope): Promise<Element[]> {
   const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
   for (const element of await loaded(scope.context.view, items)) {
-    scope.context.deadline.tick();
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const keys: (Value | undefined)[] = [];
     for (const [path] of orderings) keys.push(await evaluateExpr({ kind: "property", path }, element, scope));
     keyed.push({ element, keys });

@@ -68,8 +68,13 @@ export function elementsOf(stream: Stream, op: string): Element[] {
   return stream.items;
 }
 
+/** The limit_exceeded of a step whose stream would hold more than RESULT_ELEMENTS_MAX records. */
+export function tooManyElements(): SilkError {
+  return new SilkError("limit_exceeded", `a step produced more than ${RESULT_ELEMENTS_MAX} elements`);
+}
+
 export function elements(items: Element[]): Stream {
-  if (items.length > RESULT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `a step produced more than ${RESULT_ELEMENTS_MAX} elements`);
+  if (items.length > RESULT_ELEMENTS_MAX) throw tooManyElements();
   return { kind: "elements", items };
 }
 
@@ -229,7 +234,8 @@ export async function concatStreams(pieces: readonly Stream[], view: TxnView): P
   for (const piece of pieces) {
     const json = await streamToJson(piece, view);
     if (piece.kind === "scalar") items.push(json);
-    else items.push(...(json as unknown[]));
+    // One push per value: spreading a piece of a million values into push's arguments overflows the stack.
+    else for (const value of json as unknown[]) items.push(value);
   }
   return valuesStream(items);
 }

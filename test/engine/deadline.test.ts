@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
-import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS } from "../../node/deadline.js";
+import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS, EXECUTION_SLICE_MS, monotonicClockMs } from "../../node/deadline.js";
 import { decodeRequest, QUERY_TIMEOUT_MS_MAX } from "../../protocol/tree.js";
 import { SOCIAL_SOURCES } from "../gateway/social-project.js";
 import { BACKENDS, expectCode, removeTempDirs, snapshot, tempDir } from "../helpers/engine.js";
@@ -76,6 +76,20 @@ describe.each(CHEAP_BACKENDS)("execution deadline on $name", (backend) => {
     }
   });
 
+  it("a long invocation lets the event loop run while it works (a callback queued before it runs before it ends)", async () => {
+    const db = await openTicking(backend);
+    try {
+      let finished = false;
+      let ranWhileWorking = false;
+      setImmediate(() => (ranWhileWorking = !finished));
+      await db.run(twoEntryBatch(QUERY_TIMEOUT_MS_MAX));
+      finished = true;
+      expect(ranWhileWorking).toBe(true);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("the default deadline applies to named queries (prepared plans) too", async () => {
     const db = await openTicking(backend, 1);
     try {
@@ -111,6 +125,59 @@ describe("Deadline", () => {
     });
     deadline.check();
     expect(deadline.remainingMs()).toBeUndefined();
+  });
+});
+
+describe("Deadline pacing", () => {
+  it("says when a slice of EXECUTION_SLICE_MS is spent, on the same clock reading as the deadline check", () => {
+    let now = 0;
+    let reads = 0;
+    const deadline = Deadline.after(1_000, () => (reads += 1, now));
+    now = EXECUTION_SLICE_MS - 1;
+    expect(deadline.checkSlice()).toBe(false);
+    now = EXECUTION_SLICE_MS;
+    expect(deadline.checkSlice()).toBe(true);
+    expect(reads).toBe(3);
+    now = 1_001;
+    expect(() => deadline.checkSlice()).toThrow(expect.objectContaining({ code: "query_timeout" }));
+  });
+
+  it("pause lets queued callbacks run, then starts a new slice", async () => {
+    let now = 0;
+    const deadline = Deadline.none(() => now);
+    expect(deadline.checkSlice()).toBe(false);
+    now = EXECUTION_SLICE_MS;
+    expect(deadline.checkSlice()).toBe(true);
+    let ran = false;
+    setImmediate(() => (ran = true));
+    await deadline.pause();
+    expect(ran).toBe(true);
+    expect(deadline.checkSlice()).toBe(false);
+  });
+
+  it("a deadline without a timeout paces too, reading the clock only when a loop or a chunk asks", () => {
+    let reads = 0;
+    const deadline = Deadline.none(() => (reads += 1, 0));
+    deadline.check();
+    for (let i = 0; i < DEADLINE_CHECK_INTERVAL_ELEMENTS - 1; i += 1) expect(deadline.tick()).toBe(false);
+    expect(reads).toBe(0);
+    deadline.tick();
+    expect(reads).toBe(1);
+  });
+
+  it("within answers query_timeout at the deadline while the awaited turn has not come, and passes a timely one through", async () => {
+    const deadline = Deadline.after(20, monotonicClockMs);
+    const startMs = performance.now();
+    await expect(deadline.within(new Promise(() => undefined))).rejects.toMatchObject({ code: "query_timeout" });
+    expect(performance.now() - startMs).toBeGreaterThanOrEqual(15);
+    await expect(Deadline.after(10_000, monotonicClockMs).within(Promise.resolve("turn"))).resolves.toBe("turn");
+  });
+
+  it("names the timeout in whole milliseconds", () => {
+    let now = 0;
+    const deadline = Deadline.after(0.9933100000489503, () => now);
+    now = 2;
+    expect(() => deadline.check()).toThrow(expect.objectContaining({ code: "query_timeout", message: expect.stringContaining("deadline of 1 ms") }));
   });
 });
 

@@ -13,12 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open } from "../../cluster/embedded.js";
 import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { Deadline } from "../../node/deadline.js";
+import { Deadline, EXECUTION_SLICE_MS } from "../../node/deadline.js";
 import { executePlan } from "../../node/executor.js";
 import { executeFastRead, fastReadable } from "../../node/fast-read.js";
 import { SnapshotReader } from "../../node/partition-actor.js";
 import { PartitionStore } from "../../node/partition-store.js";
-import { TxnView } from "../../node/txn-view.js";
+import { BASE_READ_CHUNK_IDS, TxnView } from "../../node/txn-view.js";
 import { SilkError } from "../../protocol/errors.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { StoredRecord } from "../../protocol/records.js";
@@ -118,7 +118,8 @@ async function bothWays(request: unknown): Promise<{ general: Outcome; fast: Out
   const fast = await settle(() => {
     const snapshot = store.synchronousSnapshot();
     try {
-      return executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none());
+      // A clock that stands still: the fast read never outruns its slice, so it always answers (see below).
+      return executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => 0));
     } finally {
       snapshot.close();
     }
@@ -202,6 +203,22 @@ describe("fast read path", () => {
     const result = (fast as { result: { a: unknown[]; r: number } }).result;
     expect(result.a.length).toBeGreaterThan(0);
     expect(result.r).toBeGreaterThan(0);
+  });
+
+  it("gives up, answering undefined, once a large read outruns its slice of time; the executor answers instead", async () => {
+    // More IDs than one read chunk, so the slice is checked between chunks; the clock moves a whole slice per reading.
+    const request = read([entry("r", count(nodes(ref.param("p"))))], ["r"], { p: Array.from({ length: BASE_READ_CHUNK_IDS * 3 }, (_, i) => nodeIds[i % NODES]) });
+    const plan = decodeRequest(request as unknown as Json);
+    let nowMs = 0;
+    const snapshot = store.synchronousSnapshot();
+    try {
+      expect(executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => (nowMs += EXECUTION_SLICE_MS)))).toBeUndefined();
+      expect(executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => 0))).toEqual({ r: BASE_READ_CHUNK_IDS * 3 });
+    } finally {
+      snapshot.close();
+    }
+    const { general } = await bothWays(request);
+    expect(general).toEqual({ ok: true, result: { r: BASE_READ_CHUNK_IDS * 3 } });
   });
 
   it("refuses what it does not run: writes, explain, filters, property projections, computed bounds, conditions", () => {
