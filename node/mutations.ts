@@ -75,7 +75,7 @@ export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stre
           : step.op === "set_property"
             ? { [step.name]: await evalInput(step.value, scope) }
             : { [step.name]: null };
-      updateAll(items, patch, scope);
+      updateAll(items, patch, scope, undefined, step.op === "remove_property");
       return elements(items);
     }
     case "drop": {
