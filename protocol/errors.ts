@@ -41,7 +41,7 @@ export const ERROR_CODES = {
   index_not_ready: { status: 409, kind: "user", doc: "A search names an index that is still constructing, or blocked; poll it with get_index_operation (or `silk index status`) and search once it is active." },
   vector_dimension_mismatch: { status: 400, kind: "user", doc: "A vector's length is not its index's dimension (a stored vector, or a search's query vector); nothing was written." },
   tenant_required: { status: 400, kind: "user", doc: "A search on a tenant-partitioned index gave no tenant value; pass the tenant (an unknown tenant gives no results, not this error)." },
-  embedding_not_configured: { status: 503, kind: "user", doc: "Embed(text) ran but the server has no embedding provider; set SILK_EMBED_PROVIDER (docs/EMBEDDING.md) and restart." },
+  embedding_not_configured: { status: 503, kind: "user", doc: "Embed(text) ran but the database has no embedding provider; pass open({ embedder }) to an embedded database, or start the server with SILK_EMBED_PROVIDER set (docs/EMBEDDING.md)." },
   embedding_failed: { status: 502, kind: "io", doc: "The embedding provider failed or answered something other than vectors; the transaction was rolled back. Retry, or check the provider's URL and key." },
   edge_endpoint_mismatch: { status: 400, kind: "user", doc: "An edge's From/To record has a label other than the one the edge type declares." },
   // Modes and runtime.
