@@ -1,39 +1,81 @@
-// Writes docs/ERRORS.md from the one error table (protocol/errors.ts). Run: npx tsx scripts/errors-doc.ts
+// Writes docs/ERRORS.md from the one error table (protocol/errors.ts) and the limits below, each shown with the value
+// of the constant the code enforces. Run: npx tsx scripts/errors-doc.ts (test/architecture/errors-doc.test.ts holds
+// the file to exactly what this renders).
 import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/serve.js";
+import { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "../cluster/embedders.js";
+import { PARTITIONS_MAX } from "../cluster/partition-map.js";
+import { KEYS_PER_DATABASE_MAX } from "../gateway/hosted/key-store.js";
+import { HTTP_HEADER_BYTES_MAX, HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS } from "../gateway/http-limits.js";
+import { REQUEST_BODY_BYTES_MAX } from "../gateway/query-v2.js";
+import { REPEAT_ELEMENTS_MAX } from "../node/branches.js";
 import { INDEX_STRING_PREFIX_BYTES_MAX } from "../node/index-encoding.js";
 import { KEY_BYTES_MAX } from "../node/keys.js";
+import { PREPARED_PLANS_MAX } from "../node/partition-actor.js";
+import { READER_CHECK_INTERVAL_MS } from "../node/partition-store.js";
+import { PATH_VISITED_NODES_MAX } from "../node/paths.js";
+import { MMR_ITEMS_MAX } from "../node/rerank.js";
+import { SEARCH_K_MAX } from "../node/search.js";
+import { RESULT_ELEMENTS_MAX } from "../node/streams.js";
+import { QUERY_TERMS_MAX, TENANT_BYTES_MAX } from "../node/text-index.js";
+import { VECTOR_DIMENSIONS_MAX } from "../node/validation.js";
 import { ERROR_CODES } from "../protocol/errors.js";
+import { LABEL_BYTES_MAX } from "../protocol/tree-json.js";
+import { BRANCH_TRAVERSALS_MAX, REPEAT_ITERATIONS_MAX } from "../protocol/tree-steps.js";
+import { BATCH_ENTRIES_MAX, QUERY_TIMEOUT_MS_MAX, TREE_DEPTH_MAX } from "../protocol/tree.js";
 import { VALUE_DEPTH_MAX } from "../protocol/values.js";
 
-/** Limits on what a request may hold, with the code that refuses more (or how more is handled) and where it lives. */
-const LIMITS: readonly { name: string; value: string; code: string; meaning: string }[] = [
-  {
-    name: "VALUE_DEPTH_MAX (protocol/values.ts)",
-    value: `${VALUE_DEPTH_MAX} levels`,
-    code: "invalid_value",
-    meaning: "How deep a value may nest arrays and objects: `array`/`object` literals of the operation tree, parameters, written and imported properties.",
-  },
-  {
-    name: "well-formed strings (protocol/values.ts)",
-    value: "no lone UTF-16 surrogate",
-    code: "invalid_value",
-    meaning: "Every string of a request (values, parameters, names, imported rows) must be Unicode text: a lone surrogate (a `\\ud800` escape without its pair) cannot be stored as it is.",
-  },
-  {
-    name: "KEY_BYTES_MAX (node/keys.ts)",
-    value: `${KEY_BYTES_MAX} bytes`,
-    code: "none: long strings are indexed",
-    meaning: `LMDB's longest key. A string whose secondary-index key would be longer is keyed by its first ${INDEX_STRING_PREFIX_BYTES_MAX} bytes (INDEX_STRING_PREFIX_BYTES_MAX, node/index-encoding.ts) and its SHA-256; UNIQUE stays exact (docs/INDEXES.md).`,
-  },
+interface Limit {
+  readonly name: string;
+  readonly value: string;
+  /** The error code a request beyond the limit gets (or how more is handled). */
+  readonly code: string;
+  readonly meaning: string;
+}
+
+const count = (value: number): string => value.toLocaleString("en-US");
+const bytes = (value: number): string => (value % 1_048_576 === 0 ? `${value / 1_048_576} MiB` : value % 1024 === 0 ? `${value / 1024} KiB` : `${count(value)} bytes`);
+
+/** Every limit a caller can meet, in the order a request meets them: HTTP, the request, execution, storage, the account. */
+export const LIMITS: readonly Limit[] = [
+  { name: "HTTP_HEADER_BYTES_MAX (gateway/http-limits.ts)", value: bytes(HTTP_HEADER_BYTES_MAX), code: "header_too_large (431)", meaning: "The request line and headers together." },
+  { name: "HTTP_HEADERS_TIMEOUT_MS (gateway/http-limits.ts)", value: `${count(HTTP_HEADERS_TIMEOUT_MS)} ms`, code: "request_timeout (408)", meaning: "Time for a connection to send a request's headers; the socket is then closed." },
+  { name: "HTTP_REQUEST_TIMEOUT_MS (gateway/http-limits.ts)", value: `${count(HTTP_REQUEST_TIMEOUT_MS)} ms`, code: "request_timeout (408)", meaning: "Time for a whole request to arrive, body included (not its execution); the socket is then closed." },
+  { name: "REQUEST_BODY_BYTES_MAX (gateway/query-v2.ts)", value: bytes(REQUEST_BODY_BYTES_MAX), code: "payload_too_large (413)", meaning: "The body of `POST /v2/query` and of a query route." },
+  { name: "BATCH_ENTRIES_MAX (protocol/tree.ts)", value: count(BATCH_ENTRIES_MAX), code: "limit_exceeded", meaning: "Entries in one operation-tree batch." },
+  { name: "TREE_DEPTH_MAX (protocol/tree.ts)", value: `${TREE_DEPTH_MAX} levels`, code: "limit_exceeded", meaning: "How deep steps, predicates and expressions of the operation tree may nest." },
+  { name: "VALUE_DEPTH_MAX (protocol/values.ts)", value: `${VALUE_DEPTH_MAX} levels`, code: "invalid_value", meaning: "How deep a value may nest arrays and objects: `array`/`object` literals of the operation tree, parameters, written and imported properties." },
+  { name: "well-formed strings (protocol/values.ts)", value: "no lone UTF-16 surrogate", code: "invalid_value", meaning: "Every string of a request (values, parameters, names, imported rows) must be Unicode text: a lone surrogate (a `\\ud800` escape without its pair) cannot be stored as it is." },
+  { name: "LABEL_BYTES_MAX (protocol/tree-json.ts)", value: `${LABEL_BYTES_MAX} characters`, code: "malformed_tree / unknown_label", meaning: "A label is an identifier (letters, digits, `_`) of at most this length." },
+  { name: "BRANCH_TRAVERSALS_MAX (protocol/tree-steps.ts)", value: count(BRANCH_TRAVERSALS_MAX), code: "malformed_tree", meaning: "Sub-traversals of one `union`, `coalesce` or `choose` step." },
+  { name: "REPEAT_ITERATIONS_MAX (protocol/tree-steps.ts)", value: count(REPEAT_ITERATIONS_MAX), code: "malformed_tree", meaning: "`times` of a `repeat` step." },
+  { name: "QUERY_TIMEOUT_MS_MAX (protocol/tree.ts)", value: `${count(QUERY_TIMEOUT_MS_MAX)} ms`, code: "malformed_tree / invalid_option", meaning: "The largest `timeout_ms` of a request and `--timeout-ms` of a server." },
+  { name: "SERVE_TIMEOUT_MS_DEFAULT (bin/serve.ts)", value: `${count(SERVE_TIMEOUT_MS_DEFAULT)} ms`, code: "query_timeout (408)", meaning: "A server's execution deadline for a request that sets no `timeout_ms` (`--timeout-ms` changes it). It counts from when the request reaches the engine, includes waiting for other writes, and rolls the transaction back. An embedded run without `timeout_ms` has none." },
+  { name: "RESULT_ELEMENTS_MAX (node/streams.ts)", value: count(RESULT_ELEMENTS_MAX), code: "limit_exceeded", meaning: "Elements or values one step may produce (an expansion stops as soon as it passes it)." },
+  { name: "REPEAT_ELEMENTS_MAX (node/branches.ts)", value: count(REPEAT_ELEMENTS_MAX), code: "limit_exceeded", meaning: "Records a `repeat` step may hold over all its iterations." },
+  { name: "PATH_VISITED_NODES_MAX (node/paths.ts)", value: count(PATH_VISITED_NODES_MAX), code: "limit_exceeded", meaning: "Records one shortest-path search may reach without finding its target." },
+  { name: "SEARCH_K_MAX (node/search.ts)", value: count(SEARCH_K_MAX), code: "invalid_value", meaning: "`k` of a vector or text search." },
+  { name: "MMR_ITEMS_MAX (node/rerank.ts)", value: count(MMR_ITEMS_MAX), code: "limit_exceeded", meaning: "Results `RerankMMR` may reorder (its cost grows with the square of the count)." },
+  { name: "QUERY_TERMS_MAX (node/text-index.ts)", value: count(QUERY_TERMS_MAX), code: "limit_exceeded", meaning: "Distinct terms of one text search." },
+  { name: "TENANT_BYTES_MAX (node/text-index.ts)", value: bytes(TENANT_BYTES_MAX), code: "limit_exceeded", meaning: "A text index's tenant value." },
+  { name: "VECTOR_DIMENSIONS_MAX (node/validation.ts)", value: count(VECTOR_DIMENSIONS_MAX), code: "invalid_value", meaning: "Dimensions of a stored vector (an index's own dimension must then match it exactly: `vector_dimension_mismatch`)." },
+  { name: "EMBED_TEXT_BYTES_MAX (cluster/embedders-input.ts)", value: bytes(EMBED_TEXT_BYTES_MAX), code: "invalid_value", meaning: "A text given to `Embed`." },
+  { name: "EMBED_DIMENSIONS_MAX (cluster/embedders-input.ts)", value: count(EMBED_DIMENSIONS_MAX), code: "invalid_option / invalid_value", meaning: "Dimensions an embedding provider may be configured with, or answer." },
+  { name: "KEY_BYTES_MAX (node/keys.ts)", value: `${count(KEY_BYTES_MAX)} bytes`, code: "none: long strings are indexed", meaning: `LMDB's longest key. A string whose secondary-index key would be longer is keyed by its first ${INDEX_STRING_PREFIX_BYTES_MAX} bytes (INDEX_STRING_PREFIX_BYTES_MAX, node/index-encoding.ts) and its SHA-256; UNIQUE stays exact (docs/INDEXES.md).` },
+  { name: "READER_CHECK_INTERVAL_MS (node/partition-store.ts)", value: `${count(READER_CHECK_INTERVAL_MS)} ms`, code: "none", meaning: "How long a reader that died with a read open can pin old pages: a writer clears dead readers' slots at most this often (docs/SERVER.md, `silk status`)." },
+  { name: "PREPARED_PLANS_MAX (node/partition-actor.ts)", value: count(PREPARED_PLANS_MAX), code: "limit_exceeded", meaning: "Prepared query plans one partition (or coordinator) keeps." },
+  { name: "PARTITIONS_MAX (cluster/partition-map.ts)", value: count(PARTITIONS_MAX), code: "limit_exceeded", meaning: "Partitions of one database." },
+  { name: "KEYS_PER_DATABASE_MAX (gateway/hosted/key-store.ts)", value: count(KEYS_PER_DATABASE_MAX), code: "limit_exceeded", meaning: "API keys of one hosted database, revoked ones included." },
 ];
 
-const rows = Object.entries(ERROR_CODES)
-  .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.kind} | ${spec.doc} |`)
-  .join("\n");
-const limits = LIMITS.map((limit) => `| ${limit.name} | ${limit.value} | ${limit.code} | ${limit.meaning} |`).join("\n");
-writeFileSync(
-  new URL("../docs/ERRORS.md", import.meta.url),
-  `# Error codes
+/** docs/ERRORS.md as it must be. */
+export function renderErrorsDoc(): string {
+  const rows = Object.entries(ERROR_CODES)
+    .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.kind} | ${spec.doc} |`)
+    .join("\n");
+  const limits = LIMITS.map((limit) => `| ${limit.name} | ${limit.value} | ${limit.code} | ${limit.meaning} |`).join("\n");
+  return `# Error codes
 
 Every error Silk reports carries a stable snake_case code. Over HTTP the body is
 \`{"error": "<code>", "msg": "<text>"}\` with the status below; the embedded runtime throws a \`SilkError\` with
@@ -42,7 +84,8 @@ Every error Silk reports carries a stable snake_case code. Over HTTP the body is
 Kinds: \`user\` — the request was wrong, fix it and retry; \`io\` — storage failed, the transaction was rolled back;
 \`internal\` — a bug in Silk, the transaction was rolled back, please report it.
 
-This file is generated from \`protocol/errors.ts\` by \`npx tsx scripts/errors-doc.ts\`; a test keeps them in step.
+This file is generated from \`protocol/errors.ts\` and the limits the code enforces by \`npx tsx scripts/errors-doc.ts\`;
+a test keeps them in step.
 
 | code | HTTP status | kind | meaning and what to do |
 |---|---|---|---|
@@ -50,8 +93,14 @@ ${rows}
 
 ## Limits
 
+Each limit is a named constant of the code (its value here is read from it), with the code a request beyond it gets.
+
 | limit | value | code beyond it | what it bounds |
 |---|---|---|---|
 ${limits}
-`,
-);
+`;
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(new URL("../docs/ERRORS.md", import.meta.url), renderErrorsDoc());
+}
