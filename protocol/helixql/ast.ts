@@ -158,7 +158,10 @@ export interface NamedArgumentAst {
 
 /** One item of a projection `::{...}` or of an object literal `{...}`. */
 export type ProjectionItemAst =
-  /** `name` alone: the property of that name (in an object literal: the variable or parameter of that name). */
+  /**
+   * `name` alone: the property of that name (in an object literal: the variable or parameter of that name). In a
+   * projection the name may be a dotted path into object fields, `addr.city`, kept as written in `name.text`.
+   */
   | { readonly kind: "field"; readonly name: NameAst }
   /** `key: expr` */
   | { readonly kind: "assign"; readonly key: NameAst; readonly value: ExprAst }

@@ -6,6 +6,7 @@
  */
 import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, ProjectionItemAst, SourceLocation, StepAst } from "./ast.js";
+import { fieldTypeToString } from "./coerce.js";
 import { COMPARISONS, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType } from "./query-scope.js";
 import {
   ANY, assignable, comparable, describeValueType, elementOf, familyOf, fieldValue, FLOAT, INT, literalToTree, scalarValue,
@@ -32,18 +33,48 @@ const VIRTUAL_FIELDS: ReadonlyMap<string, { path: string; type: ValueType }> = n
   ["label", { path: "$label", type: scalarValue("String") }],
 ]);
 
-/** Resolves `name` on the records `type`: its tree property path and value type, or reports invalid_field. */
+/**
+ * Resolves `name` on the records `type`: its tree property path and value type, or reports invalid_field. `name`
+ * may be a dotted path (`addr.city`): each segment after the first must be a field of the object field before it,
+ * and the path's type is the innermost field's. The tree reads the same dotted string (protocol/values.ts getPath).
+ */
 export function resolveField(scope: CompilerScope, type: RecordsType, name: string, loc: SourceLocation): { path: string; type: ValueType } | undefined {
-  const virtual = VIRTUAL_FIELDS.get(name);
-  if (virtual !== undefined) return virtual;
-  const fields = fieldsOf(scope, type.record, type.label);
-  if (fields === undefined) return { path: name, type: ANY };
-  const decl = fields.get(name);
-  if (decl === undefined) {
-    scope.report("invalid_field", loc, `${type.label} has no field ${name}${knownFields(fields)}`);
+  const [head, ...inner] = name.split(".");
+  const virtual = VIRTUAL_FIELDS.get(head);
+  if (virtual !== undefined) {
+    if (inner.length === 0) return virtual;
+    scope.report("invalid_field", segmentLoc(loc, name, 1), `${head} is the record's ${head === "id" ? "ID" : "type name"}, not an object: it has no field ${inner[0]}`);
     return undefined;
   }
-  return { path: name, type: fieldValue(decl.type) };
+  const fields = fieldsOf(scope, type.record, type.label);
+  if (fields === undefined) return { path: name, type: ANY };
+  const decl = fields.get(head);
+  if (decl === undefined) {
+    scope.report("invalid_field", loc, `${type.label} has no field ${head}${knownFields(fields)}`);
+    return undefined;
+  }
+  let current: FieldType = decl.type;
+  for (const [index, segment] of inner.entries()) {
+    const walked = [type.label, head, ...inner.slice(0, index)].join(".");
+    const at = segmentLoc(loc, name, index + 1);
+    if (current.kind !== "object") {
+      scope.report("invalid_field", at, `${walked} is ${fieldTypeToString(current)}, not an object: it has no field ${segment}`);
+      return undefined;
+    }
+    const next = current.fields.get(segment);
+    if (next === undefined) {
+      scope.report("invalid_field", at, `${walked} has no field ${segment}${knownFields(current.fields)}`);
+      return undefined;
+    }
+    current = next.type;
+  }
+  return { path: name, type: fieldValue(current) };
+}
+
+/** Where segment `index` of a dotted path written at `loc` starts; a path is written on one line without spaces. */
+function segmentLoc(loc: SourceLocation, path: string, index: number): SourceLocation {
+  const skipped = path.split(".").slice(0, index).join(".").length + 1;
+  return { line: loc.line, column: loc.column + skipped, offset: loc.offset + skipped };
 }
 
 function knownFields(fields: ReadonlyMap<string, FieldDecl>): string {
@@ -513,6 +544,11 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     for (const item of step.items) {
       if (item.kind !== "field") {
         scope.report("query_invalid", step.loc, "::!{...} lists field names to leave out");
+        return undefined;
+      }
+      // The record's rendering is left without whole top-level keys; leaving out part of an object is not a thing it does.
+      if (item.name.text.includes(".")) {
+        scope.report("query_invalid", item.name.loc, `::!{...} leaves out top-level fields; ${item.name.text} is a path into an object field`);
         return undefined;
       }
       if (resolveField(scope, element, item.name.text, item.name.loc) === undefined) return undefined;

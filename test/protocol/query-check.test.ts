@@ -137,6 +137,31 @@ QUERY E1() => u <- AddN<User>({name: "x"}) RETURN u
     expect(problems(`QUERY A() => u <- N<User> RETURN {users: u, n: 3, list: [1, "a"]}`)).toEqual([]);
   });
 
+  it("compiles a dotted path to the tree's dotted property and checks each segment against the object types", () => {
+    const schema = `N::Place { name: String, tags: [String], addr: { city: String, geo: { lat: F64 } } }\n`;
+    const good = checkProject({
+      file: "q.hx",
+      text: `${schema}QUERY A() => p <- N<Place>::WHERE(_::{addr.city}::EQ("Paris"))::ORDER<Asc>(_::{addr.geo.lat})::{addr.city} RETURN p`,
+    });
+    expect(good.diagnostics).toEqual([]);
+    const tree = JSON.stringify(good.queries[0].tree);
+    expect(tree).toContain(`{"property":"addr.city"}`);
+    expect(tree).toContain(`"property":"addr.geo.lat"`);
+    expect(tree).toContain(`{"property":{"source":"addr.city","alias":"addr.city"}}`);
+    expect(() => decodeRequest(good.queries[0].tree)).not.toThrow();
+    const bad = checkProject({
+      file: "q.hx",
+      text: `${schema}QUERY B() => p <- N<Place>::{name.x, tags.x, addr.geo.lon, addr.city.x, label.x} RETURN p\n` +
+        `QUERY C() => p <- N<Place>::WHERE(_::{addr.geo.lat}::EQ("x")) RETURN p`,
+    });
+    // Each query stops at its first bad item, as every projection does; the place is the segment that fails.
+    expect(bad.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(["invalid_field 2:35", "invalid_type 3:54"]);
+    for (const path of ["tags.x", "addr.geo.lon", "addr.city.x", "label.x"]) {
+      const only = checkProject({ file: "q.hx", text: `${schema}QUERY B() => p <- N<Place>::{${path}} RETURN p` });
+      expect(only.diagnostics.map((d) => [d.code, d.column])).toEqual([["invalid_field", 30 + path.lastIndexOf(".") + 1]]);
+    }
+  });
+
   it("a syntax error is one schema_syntax diagnostic and no query is compiled", () => {
     const result = check(`QUERY A() => u <- N<User>::WHERE( RETURN u`);
     expect(result.diagnostics.map((d) => d.code)).toEqual(["schema_syntax"]);
