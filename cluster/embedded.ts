@@ -77,7 +77,11 @@ export interface InternalOpenOptions {
   readonly readerCheckIntervalMs?: number;
 }
 
-/** One secondary index of the database (see docs/INDEXES.md): over every partition, counters summed. */
+/**
+ * One index of the database, of any family (see docs/INDEXES.md): over every partition, counters summed. A union on
+ * `family`: `unique` and `type` (the field's scalar type) exist on secondary entries only, so narrow on `family`
+ * before reading a family's options; vector and text entries carry no `type` key at all.
+ */
 export type IndexInfo = IndexStatus;
 
 const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions", "embedder"]);
