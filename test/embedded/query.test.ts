@@ -106,7 +106,7 @@ describe("query()", () => {
     await expectRefused(db.query("CreateUser", { name: "Cy", age: 3, email: "cy@example.com" }), "unknown_parameter");
     await expectRefused(db.query("CreateUser", { name: "Cy", age: true }), "invalid_type");
     await expectRefused(db.query("CreateUser", { name: 7, age: 3 }), "invalid_type");
-    await expectRefused(db.query("CreateUser", { name: "Cy", age: "three" }), "invalid_value");
+    await expectRefused(db.query("CreateUser", { name: "Cy", age: "three" }), "invalid_type"); // a U32 takes JSON numbers only
     await expectRefused(db.query("CreateUser", { name: "Cy", age: 300 }), "invalid_value");
     await expectRefused(db.query("GetUser", { id: "not-an-id" }), "invalid_id");
     await expectRefused(db.query("CreateUser", [] as unknown as Record<string, unknown>), "invalid_type");
