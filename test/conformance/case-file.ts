@@ -65,10 +65,13 @@ function bodyText(section: Section): string {
   return section.body.map((line) => line.text).join("\n").trim();
 }
 
-/** `Name` or `Name {json}`; the JSON may continue on the following lines of the section. */
+/** The name of a call that sends its JSON as a whole `/v2/query` request (an operation tree), not a QUERY's parameters. */
+export const TREE_CALL = "/v2/query";
+
+/** `Name` or `Name {json}` (or `/v2/query {tree}`); the JSON may continue on the following lines of the section. */
 function parseCall(text: string, line: number): Call {
-  const match = /^([A-Za-z_][A-Za-z0-9_]*)(?:\s+([\s\S]*))?$/.exec(text.trim());
-  if (match === null) throw new Error(`line ${line}: a call is a query name and optional JSON parameters: ${text}`);
+  const match = /^([A-Za-z_][A-Za-z0-9_]*|\/v2\/query)(?:\s+([\s\S]*))?$/.exec(text.trim());
+  if (match === null) throw new Error(`line ${line}: a call is a query name (or /v2/query) and optional JSON parameters: ${text}`);
   try {
     return { name: match[1], parameters: match[2] === undefined ? {} : JSON.parse(match[2]), line };
   } catch (cause) {

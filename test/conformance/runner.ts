@@ -11,7 +11,7 @@ import { open, type Database } from "../../cluster/embedded.js";
 import { stringifyJson } from "../../gateway/json.js";
 import { SilkError } from "../../protocol/errors.js";
 import { listeningGateway } from "../helpers/gateway.js";
-import { type Answer, type Call, type Case, type CheckedCall, QUERY_FILE } from "./case-file.js";
+import { type Answer, type Call, type Case, type CheckedCall, QUERY_FILE, TREE_CALL } from "./case-file.js";
 
 export const CASES_DIRECTORY = join(import.meta.dirname, "cases");
 export const UPDATE = process.env.CONFORMANCE_UPDATE === "1";
@@ -33,7 +33,7 @@ export async function embeddedSession(database: Database): Promise<Session> {
   return {
     run: async (call, parameters) => {
       try {
-        const result = await database.query(call.name, parameters as Record<string, unknown>);
+        const result = call.name === TREE_CALL ? await database.run(parameters) : await database.query(call.name, parameters as Record<string, unknown>);
         // The embedded answer is compared in its JSON form, the form the cases write.
         return { kind: "value", value: JSON.parse(stringifyJson(result) ?? "null") as unknown };
       } catch (cause) {
@@ -49,7 +49,9 @@ export async function httpSession(database: Database): Promise<Session> {
   const { app, base } = await listeningGateway(database);
   return {
     run: async (call, parameters) => {
-      const response = await fetch(`${base}/${call.name}`, { method: "POST", body: JSON.stringify(parameters), headers: { "content-type": "application/json" } });
+      // A tree call's path is its name (`/v2/query`); a QUERY's route is `/<name>`.
+      const path = call.name === TREE_CALL ? TREE_CALL : `/${call.name}`;
+      const response = await fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(parameters), headers: { "content-type": "application/json" } });
       expect(response.headers.get("content-type")).toMatch(/^application\/json/);
       const body = (await response.json()) as unknown;
       if (response.status === 200) return { kind: "value", value: body };
