@@ -10,7 +10,7 @@
  */
 import { statSync, watch, type FSWatcher } from "node:fs";
 import type { Logger } from "pino";
-import { Database } from "../cluster/embedded.js";
+import { Database, type IndexInfo } from "../cluster/embedded.js";
 import type { GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError } from "../protocol/errors.js";
@@ -63,6 +63,10 @@ class ReloadingDatabase implements GatewayDatabase {
 
   queryJson(name: string, parameters: Readonly<Record<string, unknown>>): Promise<string> {
     return this.use((database) => database.queryJson(name, parameters));
+  }
+
+  indexStatuses(): Promise<IndexInfo[]> {
+    return this.use((database) => database.indexStatuses());
   }
 
   private async use<T>(work: (database: Database) => Promise<T>): Promise<T> {
@@ -160,7 +164,7 @@ function watchProject(project: string, onChange: () => void): { close(): void } 
 }
 
 /** Starts the server and the watcher; resolves once it listens. The process then lives until a signal closes it. */
-export async function runDev(options: ServeOptions): Promise<void> {
+export async function runDev(options: ServeOptions & { readonly project: string }): Promise<void> {
   const settings = serveSettings(options);
   const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project), settings.timeoutMs, settings.embedder);
   const server = await listenGateway(database, settings, options.project, () => database.close());

@@ -2,7 +2,9 @@
  * `silk gateway`: the hosted form of the server. It serves what `silk serve` serves (bin/serve.ts) — `/v2/query`,
  * the per-query routes, `/introspect`, `/health` — but every request except `/health` needs one of the database's
  * API keys, a database disabled for credit answers 402, and `/v2/query` draws from the database's token bucket:
- * in this process, or with `--redis` in Redis, shared by every gateway of the database. See docs/GATEWAY.md.
+ * in this process, or with `--redis` in Redis, shared by every gateway of the database. Without `--project` the
+ * database is schemaless, as for `silk serve`: `/v2/query`, `/introspect` and `/health` only, under the same keys,
+ * switch and bucket. See docs/GATEWAY.md.
  */
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
@@ -14,10 +16,11 @@ import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type 
 import { buildGateway } from "../gateway/server.js";
 import { SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { announceEmbedder, closeOnSignals, serveSettings, type ServeSettings } from "./serve.js";
+import { announceEmbedder, closeOnSignals, servedName, serveSettings, type ServeSettings } from "./serve.js";
 
 export interface GatewayCommandOptions {
-  readonly project: string;
+  /** The project directory; without one the database is schemaless and has no per-query routes. */
+  readonly project?: string;
   readonly data: string;
   readonly port?: string;
   readonly host?: string;
@@ -57,7 +60,7 @@ async function openBucket(options: GatewayCommandOptions, limit: RateLimit, sett
 export async function runGateway(options: GatewayCommandOptions): Promise<void> {
   const settings = serveSettings(options);
   const limit = gatewayRateLimit(options);
-  const schema = loadSchemaSources(options.project);
+  const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
   const database = await Database.open(
     { storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer", embedder: settings.embedder },
     { defaultTimeoutMs: settings.timeoutMs },
@@ -83,7 +86,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const store = options.redis === undefined ? "in this process" : `in Redis ${options.redis}`;
   process.stdout.write(
-    `silk: gateway serving ${options.project} on http://${shown}:${address.port} (data in ${settings.data}; ` +
+    `silk: gateway serving ${servedName(options.project)} on http://${shown}:${address.port} (data in ${settings.data}; ` +
       `${limit.ratePerSecond} requests/s, burst ${limit.burst}, bucket ${store})\n`,
   );
   announceEmbedder(settings);

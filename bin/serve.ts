@@ -1,6 +1,8 @@
 /**
  * `silk serve`: the single-server mode. Loads every `.hx` file of the project (schema and queries), opens the
  * database on local disk, and serves the HTTP gateway (gateway/server.ts) on 127.0.0.1:6969 unless told otherwise.
+ * Without `--project` the database is schemaless (HelixDB v3's model: labels and properties come into being when
+ * written, index DDL names its own types) and served on `/v2/query`, `/introspect` and `/health` only.
  * SIGINT and SIGTERM stop accepting requests, let the ones in flight finish, and close the database cleanly
  * (its writer lock is released, so the next start does not have to take over a stale one). `silk dev`
  * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`. `silk serve --cluster DIR` serves
@@ -31,7 +33,8 @@ export const SERVE_DATA_DEFAULT = "./data";
 export const SERVE_TIMEOUT_MS_DEFAULT = 30_000;
 
 export interface ServeOptions {
-  readonly project: string;
+  /** The project directory; without one the database is schemaless and has no per-query routes. */
+  readonly project?: string;
   readonly port?: string;
   readonly host?: string;
   readonly data?: string;
@@ -90,14 +93,19 @@ export function announceEmbedder(settings: ServeSettings): void {
   else settings.logger.info(message);
 }
 
+/** What the start line says is served: the project's directory, or that the database has no schema. */
+export function servedName(project: string | undefined): string {
+  return project ?? "a schemaless database";
+}
+
 /**
- * Builds the gateway over `database` and listens, then prints the line that says where. On failure it runs
- * `closeDatabase` before throwing, so that a port in use does not leave the writer lock behind.
+ * Builds the gateway over `database` and listens, then prints the line that says where (`served`: servedName).
+ * On failure it runs `closeDatabase` before throwing, so that a port in use does not leave the writer lock behind.
  */
 export async function listenGateway(
   database: GatewayDatabase,
   settings: ServeSettings,
-  project: string,
+  served: string,
   closeDatabase: () => Promise<void>,
 ): Promise<FastifyInstance> {
   const { port, host, data, logger } = settings;
@@ -114,7 +122,7 @@ export async function listenGateway(
   }
   const address = app.server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  process.stdout.write(`silk: serving ${project} on http://${shown}:${address.port} (data in ${data})\n`);
+  process.stdout.write(`silk: serving ${served} on http://${shown}:${address.port} (data in ${data})\n`);
   return app;
 }
 
@@ -152,11 +160,9 @@ export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise
 /** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
 export async function runServe(options: ServeOptions): Promise<void> {
   const settings = serveSettings(options);
-  const database = await Database.open(
-    { storage: { disk: settings.data }, schema: loadSchemaSources(options.project), embedder: settings.embedder },
-    { defaultTimeoutMs: settings.timeoutMs },
-  );
-  const server = await listenGateway(database, settings, options.project, () => database.close());
+  const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
+  const database = await Database.open({ storage: { disk: settings.data }, schema, embedder: settings.embedder }, { defaultTimeoutMs: settings.timeoutMs });
+  const server = await listenGateway(database, settings, servedName(options.project), () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
   announceEmbedder(settings);
 }

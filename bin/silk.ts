@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import { asSilkError, SilkError } from "../protocol/errors.js";
+import { asSilkError } from "../protocol/errors.js";
 import { runCodegen } from "../sdk/codegen.js";
 import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
@@ -88,8 +88,8 @@ function importCommand(): Command {
 
 function serveCommand(): Command {
   return new Command("serve")
-    .description("serve a project's database and queries over HTTP (docs/SERVER.md)")
-    .option("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries (required without --cluster)")
+    .description("serve a database over HTTP: a project's schema and queries, or without --project a schemaless database (docs/SERVER.md)")
+    .option("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries (without it: schemaless, /v2/query only)")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
@@ -98,8 +98,7 @@ function serveCommand(): Command {
     .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; timeoutMs?: string }) => {
       try {
         if (flags.cluster !== undefined) await runServeCluster({ ...flags, cluster: flags.cluster });
-        else if (flags.project === undefined) throw new SilkError("invalid_option", "--project <dir> is required (or --cluster <dir>)");
-        else await runServe({ ...flags, project: flags.project });
+        else await runServe(flags);
       } catch (cause) {
         fail("serve", cause);
       }
@@ -139,7 +138,7 @@ function checkCommand(): Command {
 function gatewayCommand(): Command {
   return new Command("gateway")
     .description("serve a database in its hosted form: API keys, the account switch and the /v2/query rate limit (docs/GATEWAY.md)")
-    .requiredOption("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
+    .option("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries (without it: schemaless, /v2/query only)")
     .requiredOption("--data <dir>", "the database directory; its keys, limits and switch are in <dir>/gateway/")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)

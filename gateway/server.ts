@@ -20,7 +20,8 @@ import { queryV2Routes, type QueryRunner } from "./query-v2.js";
 
 /**
  * What the gateway serves: an embedded Database, or anything with its shape (`silk dev` passes one that forwards
- * to whichever database holds the last good version of the project). Read on every request, never copied.
+ * to whichever database holds the last good version of the project). Read on every request, never copied; only
+ * whether it has a schema is decided once, when the gateway is built (a project's database keeps one).
  */
 export interface GatewayDatabase extends QueryRunner, NamedQueryRunner, ServedProject {}
 
@@ -53,7 +54,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   if (options.hosted !== undefined) installHostedAccess(app, options.hosted);
   await app.register(adminRoutes, { project: options.database });
   await app.register(queryV2Routes, { database: options.database });
-  await app.register(queryRoutes, { database: options.database });
+  // A schemaless database (served without a project) has no queries, so it has no per-query routes: `POST /<name>`
+  // is then route_not_found like any other unknown path, not query_not_found, which would suggest a project.
+  if (options.database.schema !== undefined) await app.register(queryRoutes, { database: options.database });
   await app.ready();
   return app;
 }

@@ -135,9 +135,6 @@ describe("silk cluster", () => {
     const down = await runSilk(["cluster", "down", "--dir", dir]);
     expect(down.stdout).toMatch(/no cluster processes/);
 
-    const serve = await runSilk(["serve", "--port", "0"]);
-    expect(serve.code).toBe(1);
-    expect(serve.stderr).toMatch(/silk serve: invalid_option: --project <dir> is required \(or --cluster <dir>\)/);
     writeClusterManifest(dir, { format: CLUSTER_FORMAT, name: "bad", nats: ["nats://127.0.0.1:1"], partitions: 2, replicas: 3, project: join(REPO, "examples"), port: 0 });
     const partition = await runSilk(["partition", "--dir", dir, "--partition", "2", "--replica", "0"]);
     expect(partition.code).toBe(1);

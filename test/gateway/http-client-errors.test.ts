@@ -33,6 +33,7 @@ function slowDatabase(inner: Database): GatewayDatabase {
       return inner.queries;
     },
     queryJson: (name, parameters) => inner.queryJson(name, parameters),
+    indexStatuses: () => inner.indexStatuses(),
     run: async (tree) => {
       await new Promise((done) => setTimeout(done, TIMEOUTS.requestMs * 2));
       return inner.run(tree);

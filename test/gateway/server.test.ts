@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
 import { buildGateway } from "../../gateway/server.js";
-import { SilkError } from "../../protocol/errors.js";
 import { addUser, allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, str, temporaryDirectory, write } from "../cli/helpers.js";
 import { listeningGateway } from "../helpers/gateway.js";
 
@@ -145,7 +144,7 @@ describe("replies the engine cannot give through a real database", () => {
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
     const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
-    const gateway = await listeningGateway({ run, queryJson, queries: [], schema: undefined });
+    const gateway = await listeningGateway({ run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] });
     return { url: `${gateway.base}/v2/query`, close: () => gateway.app.close() };
   }
 
@@ -185,13 +184,13 @@ describe("replies the engine cannot give through a real database", () => {
     const run = async (): Promise<Record<string, unknown>> => {
       throw new TypeError("boom");
     };
-    const queryJson = (): Promise<string> => Promise.reject(new SilkError("missing_parameter", "a caller's mistake"));
-    const app = await buildGateway({ database: { run, queryJson, queries: [], schema: undefined }, logger });
+    const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
+    const app = await buildGateway({ database: { run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] }, logger });
     try {
       // A client may put a credential in the query string: its value must never reach the log.
       const failed = await app.inject({ method: "POST", url: "/v2/query?api_key=silk_secret&x=1", payload: "{}", headers: { "content-type": "application/json" } });
       expect(failed.statusCode).toBe(500);
-      const refused = await app.inject({ method: "POST", url: "/AnyQuery", payload: "{}", headers: { "content-type": "application/json" } });
+      const refused = await app.inject({ method: "POST", url: "/v2/query", payload: "{", headers: { "content-type": "application/json" } });
       expect(refused.statusCode).toBe(400);
       const errors = lines.filter((line) => line.level === 50);
       expect(errors).toHaveLength(1);
@@ -203,11 +202,11 @@ describe("replies the engine cannot give through a real database", () => {
     }
   });
 
-  it("introspection of a schemaless server says so", async () => {
+  it("introspection of a schemaless server says so, with the indexes in place of a schema", async () => {
     const server = await gatewayOver(async () => ({}));
     try {
       const response = await fetch(server.url.replace("/v2/query", "/introspect"));
-      expect(await response.json()).toEqual({ schema: null, queries: [] });
+      expect(await response.json()).toEqual({ schema: null, queries: [], indexes: [] });
     } finally {
       await server.close();
     }

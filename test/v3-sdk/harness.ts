@@ -1,0 +1,121 @@
+/**
+ * Shared set-up for the suites that drive Silk with HelixDB's own v3 TypeScript SDK, the built package in
+ * ../shared/clients/helix-v3-sdk-ts/ (see that folder's README; its code is never copied into this repository, only
+ * imported here by relative URL). It starts a schemaless `silk serve` or `silk gateway` as a real child process over
+ * a fresh data directory and hands back the SDK's own `Client` for it, so a suite sends exactly what a HelixDB user's
+ * application sends.
+ *
+ * Typical use, one server per suite file:
+ *
+ *   let server: SdkServer;
+ *   beforeAll(async () => (server = await startSchemalessServe()));
+ *   afterAll(() => server.stop());
+ *   const { g, writeBatch } = server.sdk;
+ *   await server.client.query(writeBatch().varAs("ann", g().addN("User", { name: "Ann" })).returning(["ann"])).send();
+ *
+ * `treeRequest` sends an operation tree the SDK cannot build (or cannot build yet in the form Silk takes) through the
+ * same client, so its errors arrive as the SDK's `HelixError` too; `remoteError` unwraps one for assertions.
+ */
+import { join } from "node:path";
+import { createKey } from "../../gateway/hosted/key-store.js";
+import { temporaryDirectory } from "../cli/helpers.js";
+import { startServer, type StartedServer } from "../gateway/serve-process.js";
+import type * as HelixSdk from "../../../shared/clients/helix-v3-sdk-ts/dist/index.js";
+
+/** The SDK's module: `Client`, `g`, `readBatch`, `writeBatch`, `Predicate`, `IndexSpec`, `HelixError`, ... */
+export type Sdk = typeof HelixSdk;
+export type SdkClient = HelixSdk.Client;
+export type SdkRequest = HelixSdk.QueryRequest;
+
+/** Where the built SDK lives, relative to this file: /work/main/test/v3-sdk → /work/shared/clients. */
+const SDK_MODULE_URL = new URL("../../../shared/clients/helix-v3-sdk-ts/dist/index.js", import.meta.url).href;
+
+let loaded: Promise<Sdk> | undefined;
+
+/** The SDK's module, imported once per test process. */
+export function loadSdk(): Promise<Sdk> {
+  loaded ??= import(SDK_MODULE_URL) as Promise<Sdk>;
+  return loaded;
+}
+
+/** A Silk process serving a schemaless database, and the SDK client pointed at it. */
+export interface SdkServer {
+  readonly sdk: Sdk;
+  readonly client: SdkClient;
+  /** `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  /** The database directory (created by the server). */
+  readonly data: string;
+  readonly process: StartedServer;
+  /** SIGTERM, then the exit code once the process is gone (0 when it closed cleanly). */
+  stop(): Promise<number | null>;
+}
+
+/** An SdkServer of `silk gateway`: its client sends `key` on every request. */
+export interface SdkGateway extends SdkServer {
+  readonly key: string;
+}
+
+function started(sdk: Sdk, running: StartedServer, data: string, client: SdkClient): SdkServer {
+  return {
+    sdk,
+    client,
+    url: running.url,
+    data,
+    process: running,
+    stop: async () => {
+      if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill("SIGTERM");
+      return running.exited;
+    },
+  };
+}
+
+/** `silk serve --data <fresh dir> --port 0` without `--project`: a schemaless database, no per-query routes. */
+export async function startSchemalessServe(extra: readonly string[] = []): Promise<SdkServer> {
+  const sdk = await loadSdk();
+  const data = join(temporaryDirectory(), "data");
+  const running = await startServer(["serve", "--data", data, "--port", "0", ...extra]);
+  return started(sdk, running, data, sdk.Client.server(running.url));
+}
+
+/**
+ * `silk gateway --data <fresh dir> --port 0` without `--project`, with one live key made beforehand; `extra` adds
+ * options such as `--rate`/`--burst`. The client sends the key as `Authorization: Bearer <key>` (the SDK's way).
+ */
+export async function startSchemalessGateway(extra: readonly string[] = []): Promise<SdkGateway> {
+  const sdk = await loadSdk();
+  const data = join(temporaryDirectory(), "data");
+  const key = createKey(data, "sdk-test", Date.now()).key;
+  const running = await startServer(["gateway", "--data", data, "--port", "0", ...extra]);
+  return { ...started(sdk, running, data, sdk.Client.server(running.url).withApiKey(key)), key };
+}
+
+/**
+ * A `/v2/query` body given as a plain operation tree, sent through the SDK's client: the client needs only
+ * `toJsonString()` of what it is handed, so the cast is what lets a suite send a tree the builders do not make.
+ */
+export function treeRequest(tree: unknown): SdkRequest {
+  return { toJsonString: () => JSON.stringify(tree) } as unknown as SdkRequest;
+}
+
+/** What a failed `send()` carried: the HTTP status and the error code of Silk's `{"error", "msg"}` body. */
+export interface RemoteFailure {
+  readonly status: number | undefined;
+  readonly code: string | undefined;
+  readonly message: string | undefined;
+}
+
+/**
+ * Awaits a `send()` that must fail and answers its status and code; a success, or a failure that is not the SDK's
+ * remote error (a network error, say), fails the test with what happened instead.
+ */
+export async function remoteError(sdk: Sdk, sending: Promise<unknown>): Promise<RemoteFailure> {
+  let answer: unknown;
+  try {
+    answer = await sending;
+  } catch (cause) {
+    if (cause instanceof sdk.HelixError && cause.kind === "Remote") return { status: cause.statusCode, code: cause.code, message: cause.serverMessage };
+    throw cause;
+  }
+  throw new Error(`expected the request to fail, but it answered ${JSON.stringify(answer, (_key, value: unknown) => (typeof value === "bigint" ? `${value}n` : value))}`);
+}
