@@ -87,7 +87,8 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
   for (const element of items) {
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const row: Record<string, unknown> = {};
-    for (const path of step.properties) row[path] = await propertyJson(element, path, scope);
+    // A missing value groups as null (unlike a projection, which leaves it out): every row names every property.
+    for (const path of step.properties) row[path] = (await propertyJson(element, path, scope)) ?? null;
     const key = JSON.stringify(step.properties.map((path) => row[path]));
     let found = groups.get(key);
     if (found === undefined) {

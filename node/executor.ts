@@ -20,7 +20,7 @@ import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
 import { named, reshape } from "./reshape.js";
-import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
 import { upsert } from "./upsert.js";
@@ -433,7 +433,7 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
  * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
  */
 async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
-  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToJson(stream, context.view);
+  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view);
   // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag.
   const items = stream.items.map((item): Element => (item.hit === undefined ? { kind: item.kind, id: item.id } : { kind: item.kind, id: item.id, hit: item.hit }));
   return streamToJson({ kind: "elements", items }, context.view);

@@ -70,7 +70,7 @@ async function group(path: string, input: Stream, scope: EvalScope): Promise<Str
   const groups = new Map<string, unknown[]>();
   for (const element of await loaded(scope.context.view, elementsOf(input, "group"))) {
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    const value = await propertyJson(element, path, scope);
+    const value = (await propertyJson(element, path, scope)) ?? null;
     const key = typeof value === "string" ? value : JSON.stringify(value);
     const members = groups.get(key);
     if (members === undefined) groups.set(key, [recordToJson(element.record!)]);

@@ -43,7 +43,12 @@ export interface SearchTag {
 
 export type Stream =
   | { readonly kind: "elements"; readonly items: Element[] }
-  | { readonly kind: "values"; readonly items: unknown[] }
+  /**
+   * `answer`: what the stream answers when an entry returns it, where that differs from `items` (a `values` step:
+   * one object per element, as HelixDB v3 answers, while its items stay the flat values expressions read). A step
+   * that makes a new values stream from this one answers its own items.
+   */
+  | { readonly kind: "values"; readonly items: unknown[]; readonly answer?: readonly unknown[] }
   | { readonly kind: "scalar"; readonly value: unknown };
 
 export interface ExecutionContext {
@@ -78,9 +83,9 @@ export function elements(items: Element[]): Stream {
   return { kind: "elements", items };
 }
 
-export function valuesStream(items: unknown[]): Stream {
+export function valuesStream(items: unknown[], answer?: readonly unknown[]): Stream {
   if (items.length > RESULT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `a step produced more than ${RESULT_ELEMENTS_MAX} values`);
-  return { kind: "values", items };
+  return answer === undefined ? { kind: "values", items } : { kind: "values", items, answer };
 }
 
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
@@ -174,12 +179,21 @@ export async function streamToJson(stream: Stream, view: TxnView): Promise<unkno
   return (await loaded(view, stream.items)).map((item) => (item.hit === undefined ? recordToJson(item.record!) : hitToJson(item.record!, item.hit)));
 }
 
+/**
+ * What a returned entry answers: the stream's JSON form (`streamToJson`), except that a values stream with an
+ * `answer` (a `values` step's one object per element) answers that.
+ */
+export async function streamToAnswer(stream: Stream, view: TxnView): Promise<unknown> {
+  if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
+  return streamToJson(stream, view);
+}
+
 /** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */
 export function hitToJson(record: StoredRecord, hit: SearchTag): Record<string, unknown> {
   return { ...recordToJson(record), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
 }
 
-/** `$id`, `$label`, `$from` and `$to` of a record in JSON form; undefined for any other name. */
+/** `$id`, `$label`, and an edge's `$from` and `$to`, of a record in JSON form; undefined for anything else. */
 export function virtualPropertyJson(record: StoredRecord, name: string): unknown {
   switch (name) {
     case "$id":
@@ -187,9 +201,9 @@ export function virtualPropertyJson(record: StoredRecord, name: string): unknown
     case "$label":
       return record.label;
     case "$from":
-      return record.kind === "edge" ? idToString(record.from) : null;
+      return record.kind === "edge" ? idToString(record.from) : undefined;
     case "$to":
-      return record.kind === "edge" ? idToString(record.to) : null;
+      return record.kind === "edge" ? idToString(record.to) : undefined;
     default:
       return undefined;
   }

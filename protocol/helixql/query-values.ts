@@ -566,7 +566,9 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     if (item.kind === "field") {
       const field = resolveField(scope, element, item.name.text, item.name.loc);
       if (field === undefined) return undefined;
-      projections.push({ property: { source: field.path, alias: item.name.text } });
+      // An expression item, not a property item: a tree's property item leaves a missing field out of the row (HelixDB
+      // v3's projection), while a HelixQL projection names every field it lists, null when the record lacks it.
+      projections.push({ expr: { alias: item.name.text, expr: { property: field.path } } });
       continue;
     }
     const value = compileValue(scope, item.value, context, "projection");

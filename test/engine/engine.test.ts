@@ -421,7 +421,9 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
         "Carol",
         "Alice",
       ]);
-      expect((await get(values(orderBy(nodesOf("User"), "name"), "address.city"))) as unknown[]).toEqual(["Paris", "Lyon", "Paris", null]);
+      // values answers one object per element keyed by the path as written, none for Dave who has no city (HelixDB
+      // v3's serialisation, docs/OPERATION_TREE.md "Response"; it was a flat array with null).
+      expect(await get(values(orderBy(nodesOf("User"), "name"), "address.city"))).toEqual([{ "address.city": "Paris" }, { "address.city": "Lyon" }, { "address.city": "Paris" }]);
       // Arrays are opaque: no index path reaches into them.
       await put(addN("User", { name: "Tagged", tags: ["x"], nested: { list: [{ k: 1 }] } }));
       expect(await usersWhere(eq(prop("tags.0"), "x"))).toEqual([]);
@@ -442,7 +444,13 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
 
     it("values, value_map and project", async () => {
       const byName = orderBy(nodesOf("User"), "name");
-      expect(await get(values(byName, "name", "age"))).toEqual(["Alice", 30, "Bob", 25, "Carol", 35, "Dave", 40]);
+      // One object per element, as HelixDB v3 answers values (it was one flat array of every value).
+      expect(await get(values(byName, "name", "age"))).toEqual([
+        { name: "Alice", age: 30 },
+        { name: "Bob", age: 25 },
+        { name: "Carol", age: 35 },
+        { name: "Dave", age: 40 },
+      ]);
       expect(await get(valueMap(nodesById(s.dave)))).toEqual([{ $id: s.dave, $label: "User", name: "Dave", age: 40 }]);
       expect(await get(valueMap(limit(byName, 2), ["name", "score", "$id"]))).toEqual([
         { name: "Alice", score: 1.5, $id: s.alice },
@@ -504,11 +512,12 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
         ),
       );
       expect(result.seen).toBe(2);
-      expect(result.friends).toEqual(["B"]);
-      expect(sorted(result.renamed as string[])).toEqual(["A", "B2"]);
-      expect(result.left).toEqual(["B2"]);
+      // values answers one object per element (HelixDB v3's serialisation).
+      expect(result.friends).toEqual([{ name: "B" }]);
+      expect(sorted((result.renamed as { name: string }[]).map((row) => row.name))).toEqual(["A", "B2"]);
+      expect(result.left).toEqual([{ name: "B2" }]);
       expect(result.edgesLeft).toBe(0);
-      expect(await get(values(allNodes(), "name"))).toEqual(["B2"]);
+      expect(await get(values(allNodes(), "name"))).toEqual([{ name: "B2" }]);
       expect(await get(allEdges())).toEqual([]);
     });
 
@@ -569,7 +578,7 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
         expect(result.back).toBe(result.leaves);
       }
       expect(await get(count(out(nodesById(hub), "Has")))).toBe(20);
-      expect(sorted((await get(values(nodesOf("Leaf"), "i"))) as number[])).toEqual(sorted(Array.from({ length: 20 }, (_, i) => i)));
+      expect(sorted(((await get(values(nodesOf("Leaf"), "i"))) as { i: number }[]).map((row) => row.i))).toEqual(sorted(Array.from({ length: 20 }, (_, i) => i)));
       expectConsistent(await snapshot(t.db));
     });
 
@@ -601,7 +610,7 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
     it("stores u64 property values near 2^64-1 exactly and filters on them", async () => {
       await put(addN("Counter", { value: lit.i64(ID_MAX) }));
       await put(addN("Counter", { value: lit.i64("18446744073709551614") }));
-      expect(await get(values(orderBy(nodesOf("Counter"), "value"), "value"))).toEqual(["18446744073709551614", ID_MAX]);
+      expect(await get(values(orderBy(nodesOf("Counter"), "value"), "value"))).toEqual([{ value: "18446744073709551614" }, { value: ID_MAX }]);
       expect(await get(count(where(nodesOf("Counter"), eq(prop("value"), lit.i64(ID_MAX)))))).toBe(1);
       expect(await get(count(where(nodesOf("Counter"), gt(prop("value"), lit.i64("18446744073709551614")))))).toBe(1);
     });
