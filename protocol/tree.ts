@@ -16,6 +16,7 @@ import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
+import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, VALUE_DEPTH_MAX, type Value } from "./values.js";
 
@@ -69,7 +70,18 @@ export type Expr =
   | { readonly kind: "first"; readonly traversal: Step }
   | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] }
   /** HelixQL's `Embed(text)`: the text's vector from the configured embedding provider (protocol/embedding.ts). */
-  | { readonly kind: "embed"; readonly text: Expr };
+  | { readonly kind: "embed"; readonly text: Expr }
+  /** HelixDB's numeric negation; null stays null. */
+  | { readonly kind: "neg"; readonly expr: Expr }
+  /** HelixDB's conditional: the `then` of the first branch whose `when` holds, else `otherwise` (null without one). */
+  | { readonly kind: "case"; readonly branches: readonly CaseBranch[]; readonly otherwise?: Expr }
+  /** HelixDB's current UTC time in epoch milliseconds, from the invocation's clock. */
+  | { readonly kind: "timestamp" };
+
+export interface CaseBranch {
+  readonly when: Predicate;
+  readonly then: Expr;
+}
 
 /** Math functions of `call` with their arity: [fewest, most] arguments. */
 export const MATH_FUNCTIONS = {
@@ -406,12 +418,10 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       if (object.text === undefined) throw fault(`${at}.text`, "embed needs the text to embed");
       return { kind: "embed", text: decodeExpr(object.text, `${at}.text`, depth + 1) };
     }
-    case "timestamp":
     case "date_time_now":
-    case "neg":
-    case "case":
       throw new SilkError("unsupported_operation", `${at}: expression ${tag} is not supported yet`);
     default:
+      if (COMPUTED_EXPR_TAGS.has(tag)) return decodeComputedExpr(tag, body, at, depth, COMPUTED_DECODERS);
       throw fault(path, `unknown expression ${JSON.stringify(tag)}`);
   }
 }
@@ -823,6 +833,11 @@ const STEP_DECODERS: StepDecoders = {
   predicate: decodePredicate,
   input: decodeInput,
   ref: decodeRef,
+};
+
+const COMPUTED_DECODERS: ComputedDecoders = {
+  expr: decodeExpr,
+  predicate: decodePredicate,
 };
 
 function decodeCondition(value: Json, path: string): Condition {
