@@ -24,6 +24,7 @@ import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.
 import type { RecordKind } from "../protocol/records.js";
 import { fieldTypeToString, type Schema } from "../protocol/schema.js";
 import type { IndexOperation } from "../protocol/tree-indexes.js";
+import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree-json.js";
 import type { Plan } from "../protocol/tree.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
@@ -153,13 +154,14 @@ function found(status: IndexStatus | undefined, operation: IndexOperation, name:
 }
 
 /**
- * The definition of a new index. The field must be one the schema declares for the label, of a type the family
- * indexes: a top-level scalar (secondary), [F32]/[F64]/[I64] or a `V::` type's own vector (vector), String or
- * [String] (text); a tenant property must be a declared top-level field (`tenant_id` for text, SPEC).
+ * The definition of a new index. With a schema, the field must be one the schema declares for the label, of a type
+ * the family indexes: a top-level scalar (secondary), [F32]/[F64]/[I64] or a `V::` type's own vector (vector), String
+ * or [String] (text); a tenant property must be a declared top-level field (`tenant_id` for text, SPEC). Without a
+ * schema the request alone defines it (schemalessDefinition).
  */
 function declaredDefinition(operation: IndexOperation, schema: Schema | undefined): IndexDefinition {
   const { kind, label, field, spec } = operation;
-  if (schema === undefined) throw new SilkError("unknown_label", `this database has no schema, so it declares no ${kind} type ${label}; an index needs a declared field`);
+  if (schema === undefined) return schemalessDefinition(operation);
   const types = kind === "node" ? schema.nodes : kind === "edge" ? schema.edges : schema.vectors;
   const declared = types.get(label);
   if (declared === undefined) throw new SilkError("unknown_label", `the schema declares no ${kind} type ${label}`);
@@ -198,4 +200,41 @@ function declaredDefinition(operation: IndexOperation, schema: Schema | undefine
       throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/**
+ * The definition of a new index of a schemaless database: any label, any top-level property a write can give a
+ * record (an identifier; a `V::`-style record's own vector as `$vector`), with the family and options of the request.
+ * No value type is declared, so a secondary index has none: it keys each value by its own kind (index-encoding.ts
+ * keeps booleans, numbers, dates and strings apart, each in its order) and the planner looks it up without one
+ * (node/planner.ts). A vector or text index checks each value when it is written or built, as it always does: a
+ * value of another type is `invalid_type` for a write and blocks a build.
+ */
+function schemalessDefinition(operation: IndexOperation): IndexDefinition {
+  const { kind, label, field, spec } = operation;
+  const name = `${label}.${field}`;
+  const ownVector = spec.family === "vector" && kind === "vector" && field === VECTOR_FIELD;
+  if (!ownVector && !isLabel(field)) {
+    throw new SilkError("invalid_field", `${JSON.stringify(field)} is not a top-level property name: index a property named by an identifier of at most ${LABEL_BYTES_MAX} characters (nested paths and $ fields have no index)`);
+  }
+  switch (spec.family) {
+    case "secondary":
+      return { family: "secondary", kind, label, field, name, unique: spec.unique };
+    case "vector":
+      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", schemalessTenant(spec.tenant)) };
+    case "text":
+      return { family: "text", kind, label, field, name, analyzer: spec.analyzer, positions: spec.positions, ...optionalEntry("tenant", schemalessTenant(spec.tenant)) };
+    default: {
+      const unreachable: never = spec;
+      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** A schemaless index's tenant property: a top-level property name, like the indexed field. */
+function schemalessTenant(tenant: string | undefined): string | undefined {
+  if (tenant !== undefined && !isLabel(tenant)) {
+    throw new SilkError("invalid_field", `${JSON.stringify(tenant)} is not a top-level property name to partition tenants by: name one by an identifier of at most ${LABEL_BYTES_MAX} characters`);
+  }
+  return tenant;
 }

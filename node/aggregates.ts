@@ -1,6 +1,6 @@
 /**
- * Aggregates over a whole stream: `aggregate` (sum, avg, min, max of a property or of the values themselves) into
- * one scalar, and `group_count` / `aggregate_by` into one row per distinct combination of property values, in the
+ * Aggregates over a whole stream: `aggregate` (sum, avg, min, max, count of a property or of the values themselves)
+ * into one scalar (or, for HelixDB's `aggregate_by` form, one row holding it), and `group_count` / `aggregate_by` into one row per distinct combination of property values, in the
  * order the combinations were first seen.
  */
 import { SilkError } from "../protocol/errors.js";
@@ -44,31 +44,37 @@ function numeric(value: Value, fn: AggregateFunction): number {
 }
 
 export async function aggregate(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Promise<Stream> {
-  const values = await aggregatedValues(step, input, scope);
-  switch (step.fn) {
+  const value = aggregateOf(step.fn, await aggregatedValues(step, input, scope));
+  return step.field === undefined ? { kind: "scalar", value } : valuesStream([{ [step.field]: value }]);
+}
+
+function aggregateOf(fn: AggregateFunction, values: readonly Value[]): Value {
+  switch (fn) {
+    case "count":
+      return values.length;
     case "sum":
     case "avg": {
       let sum = 0;
-      for (const value of values) sum += numeric(value, step.fn);
-      if (step.fn === "sum") return { kind: "scalar", value: sum };
-      return { kind: "scalar", value: values.length === 0 ? null : sum / values.length };
+      for (const value of values) sum += numeric(value, fn);
+      if (fn === "sum") return sum;
+      return values.length === 0 ? null : sum / values.length;
     }
     case "min":
     case "max": {
-      const sign = step.fn === "min" ? -1 : 1;
+      const sign = fn === "min" ? -1 : 1;
       let best: Value | null = null;
       for (const value of values) {
         if (best === null) best = value;
         else {
           const order = compareValues(value, best);
-          if (order === undefined) throw new SilkError("invalid_type", `${step.fn} cannot order ${JSON.stringify(value) ?? typeof value} against ${JSON.stringify(best) ?? typeof best}`);
+          if (order === undefined) throw new SilkError("invalid_type", `${fn} cannot order ${JSON.stringify(value) ?? typeof value} against ${JSON.stringify(best) ?? typeof best}`);
           if (order * sign > 0) best = value;
         }
       }
-      return { kind: "scalar", value: best };
+      return best;
     }
     default: {
-      const unreachable: never = step.fn;
+      const unreachable: never = fn;
       throw new Error(`unknown aggregate ${String(unreachable)}`);
     }
   }

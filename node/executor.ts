@@ -39,7 +39,7 @@ export async function executePlan(plan: Plan, base: ExecutionContext, parameters
   const variables = new Map<string, Stream>();
   checkReturns(plan);
   await runEntries(plan.entries, context, variables, parameters, false);
-  if (context.view.hasWrites && context.schema !== undefined) await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+  if (context.view.hasWrites) await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;

@@ -3,10 +3,11 @@
  * (breadth-first, one batched adjacency read per level) or by least total weight (Dijkstra, the weight computed per
  * edge by an expression with the edge as the current element). Ties break by ID: adjacency is visited in order of
  * the other end's ID, then the edge's, and Dijkstra settles equal distances in ID order, so the same data always
- * gives the same path.
+ * gives the same path. HelixDB's v3 form (`helixForm`) searches from one node to one node, at most `maxDepth` hops,
+ * and answers the path's node IDs.
  */
 import { SilkError } from "../protocol/errors.js";
-import { parseId } from "../protocol/ids.js";
+import { idToString, parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
 import type { Expr, PathDirection, Ref, Step } from "../protocol/tree.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
@@ -40,6 +41,7 @@ interface Search {
 export async function shortestPaths(step: ShortestPathStep, input: Stream, scope: EvalScope): Promise<Stream> {
   const search: Search = { step, targets: await pathTargets(step.to, scope), directions: DIRECTIONS[step.direction], scope };
   const sources = await loaded(scope.context.view, elementsOf(input, "shortest_path").filter((item) => item.kind !== "edge"));
+  if (step.helixForm !== undefined) return nodeIdPath(sources, search);
   const rows: unknown[] = [];
   for (const source of sources) {
     const found = step.algorithm.kind === "bfs" ? await breadthFirst(source, search) : await dijkstra(source, step.algorithm.weight, search);
@@ -49,6 +51,21 @@ export async function shortestPaths(step: ShortestPathStep, input: Stream, scope
 }
 
 const DIRECTIONS: Record<PathDirection, Direction[]> = { out: ["out"], in: ["in"], both: ["out", "in"] };
+
+/**
+ * HelixDB's form: the IDs of the path's nodes, source first, or none. Its ends name one node each: a variable or
+ * parameter that names several is refused, one that names a missing node finds no path.
+ */
+async function nodeIdPath(sources: readonly Element[], search: Search): Promise<Stream> {
+  for (const [end, count] of [["source", sources.length], ["target", search.targets.size]] as const) {
+    if (count > 1) throw new SilkError("invalid_value", `shortest_path.${end} must name exactly one node, not ${count}`);
+  }
+  const found = sources.length === 0 ? undefined : await breadthFirst(sources[0], search);
+  if (found === undefined) return valuesStream([]);
+  const ids: string[] = [];
+  for (let id: bigint | undefined = found.target; id !== undefined; id = found.reached.get(id)!.previous) ids.push(idToString(id));
+  return valuesStream(ids.reverse());
+}
 
 /** The IDs a path may end at. IDs that name nothing are simply never reached. */
 async function pathTargets(ref: Ref, scope: EvalScope): Promise<Set<bigint>> {
@@ -92,7 +109,8 @@ async function breadthFirst(source: Element, search: Search): Promise<Found | un
   const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
   if (search.targets.has(source.id)) return { target: source.id, reached };
   let frontier: Element[] = [source];
-  while (frontier.length > 0) {
+  // Silk's form has no depth bound (PATH_VISITED_NODES_MAX bounds the work); HelixDB's stops after maxDepth hops.
+  for (let hops = 0; frontier.length > 0 && hops < (search.step.helixForm?.maxDepth ?? Infinity); hops += 1) {
     const lists = await adjacencyOf(search.scope.context.view, frontier, search.directions, search.step.label);
     const next: Element[] = [];
     for (let i = 0; i < frontier.length; i += 1) {

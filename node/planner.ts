@@ -11,12 +11,18 @@
  * Ranges are planned for numbers, dates and strings (in UTF-8 byte order, as the scan compares them), and only with
  * values of the field's kind: the comparisons a scan would refuse with `invalid_type` (ordering booleans, comparing a
  * number field with a string) are left to the scan, so they are refused the same way.
+ *
+ * A schemaless database declares no field types: its indexes (all made by `create_index`) key each value by its own
+ * kind, and one field may hold numbers in one record and strings in another. There a comparison takes, besides the
+ * index's hits of its value's kind, every entry of every other kind: those are the records a scan would refuse with
+ * `invalid_type` (or compare after aligning, an ISO string with a date), so they stay candidates and the predicate
+ * answers or refuses them as the scan does. When the field holds one kind, the other kinds' ranges are empty seeks.
  */
 import type { IndexRange, RecordKind } from "../protocol/records.js";
 import type { FieldDecl, ScalarTypeName, Schema } from "../protocol/schema.js";
 import type { CompareOp, Expr, Predicate } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
-import { encodeIndexValue } from "./index-encoding.js";
+import { encodeIndexValue, kindTagRange } from "./index-encoding.js";
 import { type EvalScope } from "./predicates.js";
 import { lookupParameter } from "./streams.js";
 
@@ -54,7 +60,7 @@ export async function sourceIds(op: SourceOp, kind: RecordKind, predicate: Predi
     explain?.record({ step: op, access: "full_scan", candidates: ids.length });
     return ids;
   }
-  const lookup = schema === undefined ? undefined : chooseIndex(schema, kind, label, predicate, scope);
+  const lookup = chooseIndex(schema, kind, label, predicate, scope);
   if (lookup !== undefined) {
     const ids = await view.indexIds(kind, label, lookup.field, lookup.ranges);
     if (ids !== undefined) {
@@ -89,11 +95,17 @@ interface IndexLookup {
   readonly equality: boolean;
 }
 
-function chooseIndex(schema: Schema, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
-  const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
-  if (declared === undefined) return undefined;
+function chooseIndex(schema: Schema | undefined, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
   const runtime = scope.context.runtimeIndex;
-  const indexed: IndexedType = (expr) => indexedType(expr, declared.fields, (field) => runtime?.(kind, label, field) !== undefined);
+  let indexed: IndexedType;
+  if (schema === undefined) {
+    if (runtime === undefined) return undefined;
+    indexed = (expr) => (expr.kind === "property" && runtime(kind, label, expr.path) !== undefined ? UNTYPED : undefined);
+  } else {
+    const declared = kind === "node" ? schema.nodes.get(label) : kind === "edge" ? schema.edges.get(label) : schema.vectors.get(label);
+    if (declared === undefined) return undefined;
+    indexed = (expr) => indexedType(expr, declared.fields, (field) => runtime?.(kind, label, field) !== undefined);
+  }
   let best: IndexLookup | undefined;
   for (const conjunct of conjuncts(predicate)) {
     const lookup = lookupOf(conjunct, indexed, scope);
@@ -110,8 +122,15 @@ function conjuncts(predicate: Predicate): Predicate[] {
 
 const FLIPPED: Record<Exclude<CompareOp, "neq">, Exclude<CompareOp, "neq">> = { eq: "eq", gt: "lt", gte: "lte", lt: "gt", lte: "gte" };
 
-/** The declared type of the indexed field an expression reads (schema-declared or created by `create_index`). */
-type IndexedType = (expr: Expr) => ScalarTypeName | undefined;
+/** What an index of a schemaless database is keyed by: each value's own kind, not a declared type. */
+const UNTYPED = "untyped";
+type FieldType = ScalarTypeName | typeof UNTYPED;
+
+/**
+ * The declared type of the indexed field an expression reads (schema-declared or created by `create_index`), or
+ * UNTYPED for an index of a schemaless database.
+ */
+type IndexedType = (expr: Expr) => FieldType | undefined;
 
 function lookupOf(predicate: Predicate, indexed: IndexedType, scope: EvalScope): IndexLookup | undefined {
   switch (predicate.kind) {
@@ -120,30 +139,34 @@ function lookupOf(predicate: Predicate, indexed: IndexedType, scope: EvalScope):
       const onLeft = predicate.left.kind === "property";
       const [field, other, op] = onLeft ? [predicate.left, predicate.right, predicate.op] : [predicate.right, predicate.left, FLIPPED[predicate.op]];
       const type = indexed(field);
-      if (type === undefined || (op !== "eq" && !ORDERED.has(type))) return undefined;
+      if (type === undefined || (op !== "eq" && !ordered(type))) return undefined;
       const value = boundValue(other, type, scope);
-      if (value === undefined) return undefined;
-      return { field: (field as { path: string }).path, ranges: [comparisonRange(op, value)], equality: op === "eq" };
+      // Ordering booleans is the scan's invalid_type; an untyped field learns it from the value.
+      if (value === undefined || (op !== "eq" && typeof value === "boolean")) return undefined;
+      return { field: (field as { path: string }).path, ranges: withOtherKinds(type, [comparisonRange(op, value)], [value]), equality: op === "eq" };
     }
     case "between": {
       const type = indexed(predicate.value);
-      if (type === undefined || !ORDERED.has(type)) return undefined;
+      if (type === undefined || !ordered(type)) return undefined;
       const low = boundValue(predicate.min, type, scope);
       const high = boundValue(predicate.max, type, scope);
-      if (low === undefined || high === undefined) return undefined;
-      return { field: (predicate.value as { path: string }).path, ranges: [{ low, lowInclusive: true, high, highInclusive: true }], equality: false };
+      // Bounds of two kinds (or booleans) would make the scan refuse every record; it is left to say so.
+      if (low === undefined || high === undefined || typeof low === "boolean" || kindTagRange(low)?.first !== kindTagRange(high)?.first) return undefined;
+      return { field: (predicate.value as { path: string }).path, ranges: withOtherKinds(type, [{ low, lowInclusive: true, high, highInclusive: true }], [low]), equality: false };
     }
     case "is_in": {
       const type = indexed(predicate.value);
       const list = type === undefined ? undefined : rawValue(predicate.values, scope);
       if (type === undefined || !Array.isArray(list)) return undefined;
       const ranges: IndexRange[] = [];
+      const values: Value[] = [];
       for (const item of list) {
         const value = asFieldKind(item as Value, type);
         if (value === undefined) return undefined;
         ranges.push({ low: value, lowInclusive: true, high: value, highInclusive: true });
+        values.push(value);
       }
-      return { field: (predicate.value as { path: string }).path, ranges, equality: true };
+      return { field: (predicate.value as { path: string }).path, ranges: withOtherKinds(type, ranges, values), equality: true };
     }
     default:
       return undefined;
@@ -171,6 +194,26 @@ const NUMERIC: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32", "F6
 /** Types whose values GT, GTE, LT and LTE compare (SPEC: numbers and dates; its range indexes: strings too). */
 const ORDERED: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>([...NUMERIC, "Date", "String"]);
 
+/** Whether a field of this type may be ordered: an untyped one by any value but a boolean (checked on the value). */
+function ordered(type: FieldType): boolean {
+  return type === UNTYPED || ORDERED.has(type);
+}
+
+/** The least value of each indexed kind: booleans, numbers, dates (the earliest instant a Date holds), strings. */
+const KIND_LEAST: readonly Value[] = [false, Number.NEGATIVE_INFINITY, new Date(-8_640_000_000_000_000), ""];
+
+/**
+ * An untyped field's ranges: `ranges`, and every entry of each kind none of `values` has, from the kind's least
+ * value to its end (an unbounded side stops at the edge of its bound's kind, secondary-index.ts); see the module
+ * comment. A typed field's are `ranges` alone: its values all have its kind.
+ */
+function withOtherKinds(type: FieldType, ranges: IndexRange[], values: readonly Value[]): IndexRange[] {
+  if (type !== UNTYPED) return ranges;
+  const asked = new Set(values.map((value) => kindTagRange(value)?.first));
+  const others = KIND_LEAST.filter((least) => !asked.has(kindTagRange(least)?.first));
+  return [...ranges, ...others.map((low) => ({ low, lowInclusive: true, high: null, highInclusive: false }))];
+}
+
 /** The declared type of an indexed top-level field the expression reads, if it reads one. */
 function indexedType(expr: Expr, fields: ReadonlyMap<string, FieldDecl>, runtimeIndexed: (field: string) => boolean): ScalarTypeName | undefined {
   if (expr.kind !== "property") return undefined;
@@ -190,18 +233,19 @@ function rawValue(expr: Expr, scope: EvalScope): unknown {
   }
 }
 
-function boundValue(expr: Expr, type: ScalarTypeName, scope: EvalScope): Value | undefined {
+function boundValue(expr: Expr, type: FieldType, scope: EvalScope): Value | undefined {
   const raw = rawValue(expr, scope);
   return raw === undefined ? undefined : asFieldKind(raw as Value, type);
 }
 
 /**
  * The value as the comparison with a field of this type would see it (an ISO string against a date is that date),
- * if it has the field's kind and is indexable; else undefined and the step scans.
+ * if it has the field's kind and is indexable; else undefined and the step scans. Any kind is an untyped field's.
  */
-function asFieldKind(value: Value, type: ScalarTypeName): Value | undefined {
+function asFieldKind(value: Value, type: FieldType): Value | undefined {
   let aligned: Value | undefined;
-  if (NUMERIC.has(type)) aligned = typeof value === "number" || typeof value === "bigint" ? value : undefined;
+  if (type === UNTYPED) aligned = value;
+  else if (NUMERIC.has(type)) aligned = typeof value === "number" || typeof value === "bigint" ? value : undefined;
   else if (type === "String") aligned = typeof value === "string" ? value : undefined;
   else if (type === "Boolean") aligned = typeof value === "boolean" ? value : undefined;
   else if (type === "Date") aligned = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined;

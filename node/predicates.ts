@@ -103,11 +103,29 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
       return arithmetic(expr.op, await evaluateExpr(expr.left, element, scope), await evaluateExpr(expr.right, element, scope));
     case "embed":
       return embed(await evaluateExpr(expr.text, element, scope), scope.context);
+    case "neg":
+      return negate(await evaluateExpr(expr.expr, element, scope));
+    case "case":
+      for (const branch of expr.branches) {
+        if (await evaluatePredicate(branch.when, element, scope)) return evaluateExpr(branch.then, element, scope);
+      }
+      return expr.otherwise === undefined ? null : evaluateExpr(expr.otherwise, element, scope);
+    case "timestamp":
+      // The invocation's clock, passed in (ExecutionContext.now), so tests can fix the time.
+      return scope.context.now().getTime();
     default: {
       const unreachable: never = expr;
       throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** `neg`: a number's negation; null (or a missing value) stays null, as arithmetic on null does. */
+function negate(value: Value | undefined): Value {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "bigint") return -value;
+  if (typeof value === "number") return value === 0 ? 0 : -value;
+  throw new SilkError("invalid_type", "neg needs a number");
 }
 
 function arithmetic(op: "add" | "sub" | "mul" | "div" | "mod", left: Value | undefined, right: Value | undefined): Value | undefined {

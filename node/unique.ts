@@ -9,6 +9,8 @@
  *
  * UNIQUE is enforced once the index is active: while it is constructing, duplicates are allowed, and its build
  * ends `blocked` if any remain. A record without the field (or with an unindexed value, such as null) holds nothing.
+ * A schemaless database declares no fields: there the fields checked are the written records' own properties that
+ * a `create_index` made unique.
  */
 import { SilkError } from "../protocol/errors.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
@@ -18,7 +20,7 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import { encodeIndexValue } from "./index-encoding.js";
 import type { TxnView } from "./txn-view.js";
 
-export function checkUniqueWrites(view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+export function checkUniqueWrites(view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   return checkUniqueRecords(view.writtenRecords(), view, schema, runtimeIndex);
 }
 
@@ -37,7 +39,7 @@ export function uniqueFields(schema: Schema, runtimeIndex: RuntimeIndexLookup | 
  * `records` (new or changed, of one transaction) against each other and against the committed holders `view` reads
  * (records the view changed excepted); `unique_violation` for the first value two records would share.
  */
-export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: TxnView, schema: Schema, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
   const byLabel = new Map<string, StoredRecord[]>();
   for (const record of records) {
     const key = `${record.kind}:${record.label}`;
@@ -47,8 +49,20 @@ export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: 
   }
   for (const labelled of byLabel.values()) {
     const { kind, label } = labelled[0];
-    for (const field of uniqueFields(schema, runtimeIndex, kind, label)) await checkField(view, kind, label, field, labelled);
+    const fields = schema === undefined ? schemalessUniqueFields(runtimeIndex, kind, label, labelled) : uniqueFields(schema, runtimeIndex, kind, label);
+    for (const field of fields) await checkField(view, kind, label, field, labelled);
   }
+}
+
+/**
+ * The UNIQUE fields a schemaless write can break: the properties the written records of one label hold that a
+ * `create_index` made unique (a record without the field holds nothing, so no other index can be broken).
+ */
+function schemalessUniqueFields(runtimeIndex: RuntimeIndexLookup | undefined, kind: RecordKind, label: string, records: readonly StoredRecord[]): string[] {
+  if (runtimeIndex === undefined) return [];
+  const held = new Set<string>();
+  for (const record of records) for (const field of Object.keys(record.props)) held.add(field);
+  return [...held].filter((field) => runtimeIndex(kind, label, field)?.unique === true);
 }
 
 async function checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {

@@ -31,8 +31,11 @@ interface IndexDefinitionBase {
 export interface SecondaryIndexDefinition extends IndexDefinitionBase {
   readonly family: "secondary";
   readonly unique: boolean;
-  /** The field's declared type: a changed type is a different index, rebuilt. */
-  readonly type: ScalarTypeName;
+  /**
+   * The field's declared type: a changed type is a different index, rebuilt. Absent in a schemaless database, which
+   * declares no types: such an index keys each value by its own kind (node/index-encoding.ts), see node/planner.ts.
+   */
+  readonly type?: ScalarTypeName;
 }
 
 /** An HNSW index over float vectors (normalised to float32); one graph per tenant value when `tenant` is set. */
@@ -94,7 +97,7 @@ export function definitionOf(source: IndexDefinition): IndexDefinition {
   const { kind, label, field, name } = source;
   switch (source.family) {
     case "secondary":
-      return { family: "secondary", kind, label, field, name, unique: source.unique, type: source.type };
+      return { family: "secondary", kind, label, field, name, unique: source.unique, ...optionalEntry("type", source.type) };
     case "vector":
       return { family: "vector", kind, label, field, name, metric: source.metric, ...optionalEntry("dimension", source.dimension), ...optionalEntry("tenant", source.tenant) };
     case "text":
@@ -127,9 +130,12 @@ export function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean 
   }
 }
 
-/** How an index is described in messages: `User.age as I32`, `User.email (UNIQUE) as String`, `Doc.body as a text index`. */
+/**
+ * How an index is described in messages: `User.age as I32`, `User.email (UNIQUE) as String`, `User.age as values of
+ * any type` (schemaless), `Doc.body as a text index`.
+ */
 export function describeIndex(definition: IndexDefinition): string {
-  if (definition.family === "secondary") return `${definition.name}${definition.unique ? " (UNIQUE)" : ""} as ${definition.type}`;
+  if (definition.family === "secondary") return `${definition.name}${definition.unique ? " (UNIQUE)" : ""} as ${definition.type ?? "values of any type"}`;
   return `${definition.name} as a ${definition.family} index`;
 }
 

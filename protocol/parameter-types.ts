@@ -26,7 +26,9 @@ export function decodeParameterType(json: unknown, path: string, depth = 0): Par
 }
 
 function wrong(name: string, expected: string, value: unknown): SilkError {
-  return new SilkError("invalid_type", `parameter ${name} must be ${expected}, got ${JSON.stringify(value)}`);
+  // A bigint (an integer beyond 2^53 from the gateway's lossless parse) has no JSON.stringify form.
+  const shown = typeof value === "bigint" ? value.toString() : JSON.stringify(value);
+  return new SilkError("invalid_type", `parameter ${name} must be ${expected}, got ${shown}`);
 }
 
 /** Checks one parameter value against its declared type; returns it (date_time stays an ISO string, validated). */
@@ -41,6 +43,7 @@ export function checkParameter(type: ParameterType, value: unknown, name: string
       return value;
     case "i64":
       if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+      if (typeof value === "bigint" && value >= -(2n ** 63n) && value < 2n ** 63n) return value;
       if (typeof value === "string" && /^-?\d+$/.test(value) && BigInt(value) >= -(2n ** 63n) && BigInt(value) < 2n ** 63n) return value;
       throw wrong(name, "a 64-bit integer", value);
     case "f64":

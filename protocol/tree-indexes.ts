@@ -1,22 +1,34 @@
 /**
  * Decoder of the operation tree's index operations (`create_index`, `drop_index`, `get_index_operation`,
- * `retry_index_operation`, `abort_index_operation`). They are administration, not steps of a traversal: each is the
+ * `retry_index_operation`, `abort_index_operation`), in Silk's form and in HelixDB v3's (`spec`, `operation_id`). They are administration, not steps of a traversal: each is the
  * root of an entry, a batch that holds one holds nothing else, and the coordinator runs them (cluster/index-operations.ts).
  * See docs/OPERATION_TREE.md and docs/INDEXES.md.
  */
 import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "./indexes.js";
 import type { RecordKind } from "./records.js";
-import { allowOnly, fault, labelAt, objectAt, stringAt, type Json } from "./tree-json.js";
+import { allowOnly, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
 
 export type IndexAction = "create" | "drop" | "get" | "retry" | "abort";
 
-export interface IndexOperation {
+/**
+ * One index operation: an index named by kind, label and field (Silk's form, and HelixDB's `spec` of `create_index`
+ * and `drop_index`), or HelixDB's `operation_id` of the operation that built it (`get`, `retry` and `abort` only).
+ */
+export type IndexOperation = NamedIndexOperation | IdentifiedIndexOperation;
+
+export interface NamedIndexOperation {
   readonly action: IndexAction;
   readonly kind: RecordKind;
   readonly label: string;
   readonly field: string;
   /** What `create` makes (`{"family": "secondary", "unique": false}` by default); the other actions find the index by kind, label and field. */
   readonly spec: IndexSpec;
+}
+
+export interface IdentifiedIndexOperation {
+  readonly action: "get" | "retry" | "abort";
+  /** A canonical lowercase UUID, as `create_index` answered it (cluster/index-operation-ids.ts). */
+  readonly operationId: string;
 }
 
 /** A created index's family and options: `create_index`'s `"type"` (`equality`/`range`/`unique`, `vector`, `text`) and its options. */
@@ -49,13 +61,28 @@ const OPTION_KEYS: Readonly<Record<(typeof TYPES)[number] | "legacy", readonly s
 };
 
 /**
- * `{"label", "property", "kind"?}`; `create_index` also takes `"type"` and that type's options, or (the earlier
- * form) `"unique"`. `kind` defaults to `node`, `type` to a plain secondary index.
+ * Silk's form: `{"label", "property", "kind"?}`; `create_index` also takes `"type"` and that type's options, or (the
+ * earlier form) `"unique"`. `kind` defaults to `node`, `type` to a plain secondary index. HelixDB's v3 form, what its
+ * SDKs send: `create_index` `{"spec", "if_not_exists"?}` and `drop_index` `{"spec"}` (decodeHelixSpec), and
+ * `{"operation_id"}` for the others.
  */
 export function decodeIndexOperation(tag: string, body: Json, at: string): IndexOperation {
   const action = ACTIONS.get(tag);
   if (action === undefined) throw fault(at, `${tag} is not an index operation`);
   const object = objectAt(body, at);
+  if (object.spec !== undefined && (action === "create" || action === "drop")) {
+    allowOnly(object, action === "create" ? ["spec", "if_not_exists"] : ["spec"], at);
+    // Silk's create_index answers an existing index of the same definition either way (an existing different one is
+    // refused), so if_not_exists is only checked.
+    if (object.if_not_exists !== undefined && typeof object.if_not_exists !== "boolean") throw fault(`${at}.if_not_exists`, "must be true or false");
+    return { action, ...decodeHelixSpec(object.spec, `${at}.spec`) };
+  }
+  if (object.operation_id !== undefined && (action === "get" || action === "retry" || action === "abort")) {
+    allowOnly(object, ["operation_id"], at);
+    const operationId = stringAt(object.operation_id, `${at}.operation_id`);
+    if (!OPERATION_ID.test(operationId)) throw fault(`${at}.operation_id`, "expected a canonical lowercase UUID, as create_index answered it");
+    return { action, operationId };
+  }
   const base = ["label", "property", "kind"];
   if (action !== "create") allowOnly(object, base, at);
   const kind = object.kind === undefined || object.kind === null ? "node" : stringAt(object.kind, `${at}.kind`);
@@ -86,10 +113,7 @@ function decodeSpec(object: Record<string, Json>, base: readonly string[], at: s
     case "vector": {
       const metric = object.metric === undefined || object.metric === null ? "cosine" : stringAt(object.metric, `${at}.metric`);
       if (!(VECTOR_METRICS as readonly string[]).includes(metric)) throw fault(`${at}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
-      const dimension = object.dimension ?? undefined;
-      if (dimension !== undefined && (typeof dimension !== "number" || !Number.isInteger(dimension) || dimension < 1 || dimension > DIMENSION_MAX)) {
-        throw fault(`${at}.dimension`, `expected an integer from 1 to ${DIMENSION_MAX}`);
-      }
+      const dimension = object.dimension === undefined || object.dimension === null ? undefined : dimensionAt(object.dimension, `${at}.dimension`);
       return { family: "vector", metric: metric as VectorMetric, ...(dimension === undefined ? {} : { dimension }), ...tenant() };
     }
     case "text": {
@@ -104,6 +128,77 @@ function decodeSpec(object: Record<string, Json>, base: readonly string[], at: s
     default: {
       const unreachable: never = type;
       throw fault(at, `unknown index type ${String(unreachable)}`);
+    }
+  }
+}
+
+function dimensionAt(value: Json, path: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > DIMENSION_MAX) throw fault(path, `expected an integer from 1 to ${DIMENSION_MAX}`);
+  return value;
+}
+
+/** A canonical lowercase non-nil UUID, the form of HelixDB's operation IDs. */
+const OPERATION_ID = /^(?!0{8}-0{4}-0{4}-0{4}-0{12}$)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** HelixDB's index specs: `{"<kind>_<family>": {"label", "property", ..}}`, by the spec's tag. */
+const HELIX_SPECS: ReadonlyMap<string, { readonly kind: RecordKind; readonly family: "equality" | "range" | "vector" | "text" }> = new Map([
+  ["node_equality", { kind: "node", family: "equality" }],
+  ["node_range", { kind: "node", family: "range" }],
+  ["edge_equality", { kind: "edge", family: "equality" }],
+  ["edge_range", { kind: "edge", family: "range" }],
+  ["node_vector", { kind: "node", family: "vector" }],
+  ["edge_vector", { kind: "edge", family: "vector" }],
+  ["node_text", { kind: "node", family: "text" }],
+  ["edge_text", { kind: "edge", family: "text" }],
+] as const);
+
+const HELIX_SPEC_KEYS: Readonly<Record<"equality" | "range" | "vector" | "text", readonly string[]>> = {
+  equality: ["label", "property", "unique"],
+  range: ["label", "property", "direction"],
+  vector: ["label", "property", "dimension", "metric", "tenant_property"],
+  text: ["label", "property", "tenant_property"],
+};
+
+/**
+ * HelixDB's index spec as Silk's kind, label, field and spec. Equality and range are one secondary index in Silk
+ * (it answers both; a range's `direction` is only checked); only a node's equality index can be `unique`. A vector
+ * spec's `dimension` and `metric` are required, as HelixDB has them; a text index uses the standard analyzer.
+ */
+function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "action"> {
+  const [tag, body] = tagged(value, at);
+  const helix = HELIX_SPECS.get(tag);
+  if (helix === undefined) throw fault(at, `unknown index spec ${JSON.stringify(tag)} (expected ${[...HELIX_SPECS.keys()].join(", ")})`);
+  const where = `${at}.${tag}`;
+  const object = objectAt(body, where);
+  allowOnly(object, HELIX_SPEC_KEYS[helix.family].filter((key) => key !== "unique" || helix.kind === "node"), where);
+  const label = labelAt(object.label, `${where}.label`);
+  const field = stringAt(object.property, `${where}.property`);
+  const present = (key: string): boolean => object[key] !== undefined && object[key] !== null;
+  const tenant = (): { tenant?: string } => (present("tenant_property") ? { tenant: stringAt(object.tenant_property, `${where}.tenant_property`) } : {});
+  switch (helix.family) {
+    case "equality": {
+      const unique = object.unique ?? false;
+      if (typeof unique !== "boolean") throw fault(`${where}.unique`, "must be true or false");
+      return { kind: helix.kind, label, field, spec: { family: "secondary", unique } };
+    }
+    case "range": {
+      const direction = present("direction") ? stringAt(object.direction, `${where}.direction`) : "asc";
+      if (direction !== "asc" && direction !== "desc") throw fault(`${where}.direction`, 'expected "asc" or "desc"');
+      return { kind: helix.kind, label, field, spec: { family: "secondary", unique: false } };
+    }
+    case "vector": {
+      const metric = stringAt(object.metric, `${where}.metric`);
+      if (!(VECTOR_METRICS as readonly string[]).includes(metric)) throw fault(`${where}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
+      return { kind: helix.kind, label, field, spec: { family: "vector", metric: metric as VectorMetric, dimension: dimensionAt(object.dimension, `${where}.dimension`), ...tenant() } };
+    }
+    case "text": {
+      const spec = { family: "text" as const, analyzer: "standard" as const, positions: false, ...tenant() };
+      if (spec.tenant !== undefined && spec.tenant !== TEXT_TENANT) throw fault(`${where}.tenant_property`, `a text index is partitioned by ${TEXT_TENANT} only`);
+      return { kind: helix.kind, label, field, spec };
+    }
+    default: {
+      const unreachable: never = helix.family;
+      throw fault(at, `unknown index family ${String(unreachable)}`);
     }
   }
 }

@@ -12,7 +12,7 @@ import { SilkError } from "./errors.js";
 import { VECTOR_FIELD } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
-import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, type Json } from "./tree-json.js";
+import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
 
 /** Sub-traversals one `union` or `coalesce` may list. */
 export const BRANCH_TRAVERSALS_MAX = 64;
@@ -126,14 +126,18 @@ function searchStep(tag: string, d: Decoding): Step {
   const { object, at, decoders } = d;
   const vector = op === "vector_search";
   const ownVector = vector && kind === "vector";
-  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", "k", "tenant_value"], at);
+  // HelixDB's SDKs name the query `query_vector` or `query_text`; Silk's `query` stays accepted.
+  const helixKey = vector ? "query_vector" : "query_text";
+  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", helixKey, "k", "tenant_value"], at);
   const label = labelAt(object.label, `${at}.label`);
   const absent = (key: string): boolean => object[key] === undefined || object[key] === null;
   const property = ownVector ? VECTOR_FIELD : vector || !absent("property") ? stringAt(object.property, `${at}.property`) : undefined;
-  if (absent("query")) throw fault(`${at}.query`, vector ? "a vector search needs a query vector" : "a text search needs a query text");
-  const query = decoders.input(object.query, `${at}.query`);
-  if (query.kind === "value" && vector && !isNumberVector(query.value)) throw fault(`${at}.query`, "expected a vector of numbers");
-  if (query.kind === "value" && !vector && typeof query.value !== "string") throw fault(`${at}.query`, "expected a string");
+  if (!absent("query") && !absent(helixKey)) throw fault(`${at}.${helixKey}`, `give the query once, as query or as ${helixKey}`);
+  const queryKey = absent(helixKey) ? "query" : helixKey;
+  if (absent(queryKey)) throw fault(`${at}.query`, vector ? "a vector search needs a query vector" : "a text search needs a query text");
+  const query = decoders.input(object[queryKey], `${at}.${queryKey}`);
+  if (query.kind === "value" && vector && !isNumberVector(query.value)) throw fault(`${at}.${queryKey}`, "expected a vector of numbers");
+  if (query.kind === "value" && !vector && typeof query.value !== "string") throw fault(`${at}.${queryKey}`, "expected a string");
   if (absent("k")) throw fault(`${at}.k`, "a search needs k, the number of results");
   const k = positiveInput(object.k, `${at}.k`, d);
   const tenant = absent("tenant_value") ? undefined : decoders.input(object.tenant_value, `${at}.tenant_value`);
@@ -148,8 +152,17 @@ function isNumberVector(value: unknown): boolean {
   return Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === "number" || typeof item === "bigint");
 }
 
-/** k of a search or of RRF: a literal must be a whole number of at least 1 (a parameter is checked when it runs). */
+/**
+ * k of a search or of RRF: a mutation value, or HelixDB's stream bound `{"literal": n}` (what its SDKs send; its
+ * `{"expr": ..}` form is a mutation value already). A literal must be a whole number of at least 1 (a parameter is
+ * checked when it runs).
+ */
 function positiveInput(value: Json, path: string, d: Decoding): Input {
+  const [tag, body] = tagged(value, path);
+  if (tag === "literal") {
+    if ((typeof body === "number" && Number.isSafeInteger(body) && body >= 1) || (typeof body === "bigint" && body >= 1n)) return { kind: "value", value: body };
+    throw fault(`${path}.literal`, "expected a whole number of at least 1");
+  }
   const input = d.decoders.input(value, path);
   if (input.kind !== "value") return input;
   const n = input.value;

@@ -16,6 +16,7 @@ import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
+import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, VALUE_DEPTH_MAX, type Value } from "./values.js";
 
@@ -69,7 +70,18 @@ export type Expr =
   | { readonly kind: "first"; readonly traversal: Step }
   | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] }
   /** HelixQL's `Embed(text)`: the text's vector from the configured embedding provider (protocol/embedding.ts). */
-  | { readonly kind: "embed"; readonly text: Expr };
+  | { readonly kind: "embed"; readonly text: Expr }
+  /** HelixDB's numeric negation; null stays null. */
+  | { readonly kind: "neg"; readonly expr: Expr }
+  /** HelixDB's conditional: the `then` of the first branch whose `when` holds, else `otherwise` (null without one). */
+  | { readonly kind: "case"; readonly branches: readonly CaseBranch[]; readonly otherwise?: Expr }
+  /** HelixDB's current UTC time in epoch milliseconds, from the invocation's clock. */
+  | { readonly kind: "timestamp" };
+
+export interface CaseBranch {
+  readonly when: Predicate;
+  readonly then: Expr;
+}
 
 /** Math functions of `call` with their arity: [fewest, most] arguments. */
 export const MATH_FUNCTIONS = {
@@ -108,7 +120,8 @@ export type Projection =
   | { readonly kind: "property"; readonly source: string; readonly alias: string }
   | { readonly kind: "expr"; readonly alias: string; readonly expr: Expr };
 
-export type AggregateFunction = "sum" | "avg" | "min" | "max";
+/** `count` only from HelixDB's `aggregate_by` form (the number of non-null values). */
+export type AggregateFunction = "sum" | "avg" | "min" | "max" | "count";
 
 export type PathDirection = "out" | "in" | "both";
 
@@ -178,7 +191,14 @@ export type Step =
   | { readonly op: "edge_has"; readonly input: Step; readonly path: string; readonly value: Input }
   | { readonly op: "edge_has_label"; readonly input: Step; readonly label: string }
   // Aggregates and paths.
-  | { readonly op: "aggregate"; readonly input: Step; readonly fn: AggregateFunction; readonly path?: string }
+  | {
+      readonly op: "aggregate";
+      readonly input: Step;
+      readonly fn: AggregateFunction;
+      readonly path?: string;
+      /** HelixDB's `aggregate_by` form answers one row `{field: value}` (`rank_Sum`), not the bare value. */
+      readonly field?: string;
+    }
   | { readonly op: "group_count" | "aggregate_by"; readonly input: Step; readonly properties: readonly string[] }
   | {
       readonly op: "shortest_path";
@@ -187,6 +207,11 @@ export type Step =
       readonly label?: string;
       readonly direction: PathDirection;
       readonly algorithm: PathAlgorithm;
+      /**
+       * HelixDB's v3 form (`source`, `target`, `max_depth`): one source node and one target, a breadth-first search
+       * of at most `maxDepth` hops, answered as the path's node IDs (an empty list when there is none).
+       */
+      readonly helixForm?: { readonly maxDepth: number };
     }
   // Search: the k best records of an index, best first; with `input` (the `_within` forms) only among its records.
   | {
@@ -272,8 +297,7 @@ export function decodeLiteral(value: Json, path: string, depth = 0): Value {
       return integerLiteral(body, at);
     case "f64":
     case "f32":
-      if (typeof body !== "number" || !Number.isFinite(body)) throw fault(at, "expected a finite number");
-      return body;
+      return finiteAt(body, at);
     case "string":
       return stringAt(body, at);
     case "date_time": {
@@ -308,9 +332,13 @@ export function decodeLiteral(value: Json, path: string, depth = 0): Value {
   }
 }
 
+/**
+ * An integer: a safe JSON number, a decimal string, or a bigint (what the gateway's lossless parse makes of a bare
+ * JSON integer beyond 2^53, as HelixDB's SDKs send i64 values).
+ */
 function integerLiteral(value: Json, path: string): number | bigint {
   if (typeof value === "number" && Number.isSafeInteger(value)) return value;
-  if (typeof value === "string" && /^-?\d+$/.test(value)) {
+  if (typeof value === "bigint" || (typeof value === "string" && /^-?\d+$/.test(value))) {
     const big = BigInt(value);
     if (big < -(2n ** 63n) || big > 2n ** 64n - 1n) throw fault(path, "integer out of 64-bit range");
     return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
@@ -318,9 +346,11 @@ function integerLiteral(value: Json, path: string): number | bigint {
   throw fault(path, "expected an integer (a JSON number, or a decimal string beyond 2^53)");
 }
 
+/** A float; a bigint (a bare JSON integer beyond 2^53, parsed losslessly) is the nearest double, as a float reads it. */
 function finiteAt(value: Json, path: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value)) throw fault(path, "expected a finite number");
-  return value;
+  const number = typeof value === "bigint" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isFinite(number)) throw fault(path, "expected a finite number");
+  return number;
 }
 
 function byteAt(value: Json, path: string): number {
@@ -388,12 +418,10 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       if (object.text === undefined) throw fault(`${at}.text`, "embed needs the text to embed");
       return { kind: "embed", text: decodeExpr(object.text, `${at}.text`, depth + 1) };
     }
-    case "timestamp":
     case "date_time_now":
-    case "neg":
-    case "case":
       throw new SilkError("unsupported_operation", `${at}: expression ${tag} is not supported yet`);
     default:
+      if (COMPUTED_EXPR_TAGS.has(tag)) return decodeComputedExpr(tag, body, at, depth, COMPUTED_DECODERS);
       throw fault(path, `unknown expression ${JSON.stringify(tag)}`);
   }
 }
@@ -538,6 +566,7 @@ function decodeProject(object: Record<string, Json>, at: string, input: Step): S
   };
 }
 
+/** The functions of Silk's `aggregate` step; HelixDB's `aggregate_by` form has its own (HELIX_AGGREGATES). */
 const AGGREGATE_FUNCTIONS: readonly AggregateFunction[] = ["sum", "avg", "min", "max"];
 
 function decodeAggregate(object: Record<string, Json>, at: string, input: Step): Step {
@@ -558,9 +587,55 @@ function groupProperties(value: Json, path: string, op: "group_count" | "aggrega
   return properties;
 }
 
-function decodeShortestPath(object: Record<string, Json>, at: string, input: Step, depth: number): Step {
+/** HelixDB's `aggregate_by` functions: Silk's function, and the function's name in the answer's field. */
+const HELIX_AGGREGATES: ReadonlyMap<string, readonly [AggregateFunction, string]> = new Map([
+  ["count", ["count", "Count"]],
+  ["sum", ["sum", "Sum"]],
+  ["min", ["min", "Min"]],
+  ["max", ["max", "Max"]],
+  ["mean", ["avg", "Mean"]],
+]);
+
+/**
+ * `group_count` and `aggregate_by` in Silk's form (`properties`: one row per combination of values), or in HelixDB's
+ * v3 form: `group_count` with one `property`, and `aggregate_by` with `function` and `property`, which is not a
+ * grouping but one aggregate answered as a row `{"<property>_<Function>": value}` (`{"rank_Mean": 2}`).
+ */
+function decodeGrouping(tag: "group_count" | "aggregate_by", object: Record<string, Json>, at: string, input: () => Step): Step {
+  if (tag === "aggregate_by" && object.function !== undefined) {
+    allowOnly(object, ["input", "function", "property"], at);
+    const name = stringAt(object.function, `${at}.function`);
+    const helix = HELIX_AGGREGATES.get(name);
+    if (helix === undefined) throw fault(`${at}.function`, `expected one of ${[...HELIX_AGGREGATES.keys()].join(", ")}`);
+    const path = stringAt(object.property, `${at}.property`);
+    return { op: "aggregate", input: input(), fn: helix[0], path, field: `${path}_${helix[1]}` };
+  }
+  if (tag === "group_count" && object.property !== undefined) {
+    allowOnly(object, ["input", "property"], at);
+    const property = stringAt(object.property, `${at}.property`);
+    if (property === "count") throw fault(`${at}.property`, '"count" names a field of the group_count row itself');
+    return { op: tag, input: input(), properties: [property] };
+  }
+  allowOnly(object, ["input", "properties"], at);
+  return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag) };
+}
+
+/**
+ * `shortest_path` in Silk's form (`input` sources, `to` targets, `algorithm`, `weight`: one row per source that
+ * reaches a target) or in HelixDB's v3 form (`source` and `target`, one node each, `max_depth`: the path's node IDs).
+ */
+function decodeShortestPath(object: Record<string, Json>, at: string, input: () => Step, depth: number): Step {
   const direction = object.direction === undefined ? "out" : stringAt(object.direction, `${at}.direction`);
   if (direction !== "out" && direction !== "in" && direction !== "both") throw fault(`${at}.direction`, 'expected "out", "in" or "both"');
+  const label = object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`);
+  if (object.source !== undefined || object.target !== undefined) {
+    allowOnly(object, ["source", "target", "label", "direction", "max_depth"], at);
+    const maxDepth = object.max_depth;
+    if (typeof maxDepth !== "number" || !Number.isSafeInteger(maxDepth) || maxDepth < 0) throw fault(`${at}.max_depth`, "expected the most hops, a non-negative integer");
+    const source = oneNode(object.source, `${at}.source`);
+    return { op: "shortest_path", input: { op: "nodes", ref: source }, to: oneNode(object.target, `${at}.target`), label, direction, algorithm: { kind: "bfs" }, helixForm: { maxDepth } };
+  }
+  allowOnly(object, ["input", "to", "label", "direction", "algorithm", "weight"], at);
   const algorithm = object.algorithm === undefined ? "bfs" : stringAt(object.algorithm, `${at}.algorithm`);
   if (algorithm !== "bfs" && algorithm !== "dijkstra") throw fault(`${at}.algorithm`, 'expected "bfs" or "dijkstra"');
   // BFS counts hops, so a weight given with it is ignored (but must still be well formed).
@@ -568,12 +643,21 @@ function decodeShortestPath(object: Record<string, Json>, at: string, input: Ste
   if (algorithm === "dijkstra" && weight === undefined) throw fault(`${at}.weight`, "dijkstra needs a weight expression");
   return {
     op: "shortest_path",
-    input,
+    input: input(),
     to: decodeRef(object.to, `${at}.to`),
-    label: object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`),
+    label,
     direction,
     algorithm: algorithm === "dijkstra" && weight !== undefined ? { kind: "dijkstra", weight } : { kind: "bfs" },
   };
+}
+
+/** An end of HelixDB's shortest path: a reference that names one node (a variable or parameter is checked when it runs). */
+function oneNode(value: Json, path: string): Ref {
+  if (value === undefined) throw fault(path, "expected a node reference");
+  const ref = decodeRef(value, path);
+  if (ref.kind === "all") throw fault(path, "must name exactly one node, not all nodes");
+  if (ref.kind === "ids" && ref.ids.length !== 1) throw fault(`${path}.ids`, `must name exactly one node, not ${ref.ids.length}`);
+  return ref;
 }
 
 function decodeUpsert(tag: "upsert_n" | "upsert_v" | "upsert_e", object: Record<string, Json>, at: string, input: Step): Step {
@@ -697,11 +781,9 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       return decodeAggregate(object, at, input());
     case "group_count":
     case "aggregate_by":
-      only("input", "properties");
-      return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag) };
+      return decodeGrouping(tag, object, at, input);
     case "shortest_path":
-      only("input", "to", "label", "direction", "algorithm", "weight");
-      return decodeShortestPath(object, at, input(), depth);
+      return decodeShortestPath(object, at, input, depth);
     case "upsert_n":
     case "upsert_v":
     case "upsert_e":
@@ -751,6 +833,11 @@ const STEP_DECODERS: StepDecoders = {
   predicate: decodePredicate,
   input: decodeInput,
   ref: decodeRef,
+};
+
+const COMPUTED_DECODERS: ComputedDecoders = {
+  expr: decodeExpr,
+  predicate: decodePredicate,
 };
 
 function decodeCondition(value: Json, path: string): Condition {
@@ -827,7 +914,7 @@ function containsMutation(step: Step): boolean {
   return isMutation(step.op) || childSteps(step).some(containsMutation);
 }
 
-/** Index operations change the database: a read batch may not hold one either. */
+/** Index operations change the database (a read batch may not hold one), except get, which HelixDB's SDKs send in either. */
 function entriesContainMutation(entries: readonly Entry[]): boolean {
   return entries.some((entry) => {
     switch (entry.kind) {
@@ -836,7 +923,7 @@ function entriesContainMutation(entries: readonly Entry[]): boolean {
       case "for_each":
         return entriesContainMutation(entry.body);
       case "index_operation":
-        return true;
+        return entry.operation.action !== "get";
       default: {
         const unreachable: never = entry;
         throw new Error(`unknown entry ${JSON.stringify(unreachable)}`);

@@ -88,6 +88,11 @@ async function withSession<T>(start: () => Promise<Session>, use: (session: Sess
   }
 }
 
+/** A case's project; without HelixQL sources the database is schemaless (conformance.test.ts does the same). */
+function schemaOf(testCase: Case): Case["sources"] | undefined {
+  return testCase.sources.length === 0 ? undefined : testCase.sources;
+}
+
 /** connectCluster for a project that must not load; a cluster that did start anyway is stopped again. */
 async function clusterOpener(sources: Case["sources"]): Promise<Database> {
   const cluster = await startTestCluster(single!, { partitions: 1, replicas: 1, schema: sources });
@@ -107,15 +112,15 @@ for (const file of caseFiles()) {
       }
       for (const [mode, over] of Object.entries(CLUSTER_MODES)) {
         it(`${title} [${mode}]`, async () => {
-          const start = async (): Promise<Session> => clusterSession(await startTestCluster(single!, { partitions: 1, replicas: 1, schema: testCase.sources }), over);
+          const start = async (): Promise<Session> => clusterSession(await startTestCluster(single!, { partitions: 1, replicas: 1, schema: schemaOf(testCase) }), over);
           await withSession(start, (session) => runCalls(file, testCase, session, mode, false));
         }, CASE_TIMEOUT_MS);
       }
       if (!REPLICATED_FILES.has(file)) continue;
       it(`${title} [cluster 2x3 = embedded 2 partitions]`, async () => {
-        const embedded = await withSession(async () => embeddedSession(await open({ storage: "memory", partitions: 2, schema: testCase.sources })), (session) => answersOf(testCase, session));
+        const embedded = await withSession(async () => embeddedSession(await open({ storage: "memory", partitions: 2, schema: schemaOf(testCase) })), (session) => answersOf(testCase, session));
         ranReplicated = true;
-        const cluster = await startTestCluster(three!, { partitions: 2, replicas: 3, schema: testCase.sources });
+        const cluster = await startTestCluster(three!, { partitions: 2, replicas: 3, schema: schemaOf(testCase) });
         const clustered = await withSession(() => clusterSession(cluster), async (session) => {
           const answers = await answersOf(testCase, session);
           await expectReplicasConverge(cluster);

@@ -171,7 +171,7 @@ describe.each(BACKENDS)("index operations ($name)", (backend) => {
       [index("drop_index", { label: "User", property: "handle" }), "unsupported_operation"],
       [index("abort_index_operation", { label: "User", property: "handle" }), "unsupported_operation"],
       [index("abort_index_operation", { label: "User", property: "age" }), "unsupported_operation"],
-      [read([entry("r", op("get_index_operation", { label: "User", property: "age" }))], ["r"]), "write_in_read"],
+      [read([entry("r", op("retry_index_operation", { label: "User", property: "age" }))], ["r"]), "write_in_read"],
       [write([entry("r", op("create_index", { label: "User", property: "email" })), entry("n", addN("User", { handle: "x" }))], ["r"]), "malformed_tree"],
       [write([forEach("rows", [entry(undefined, op("drop_index", { label: "User", property: "age" }))])], [], { rows: [{}] }), "malformed_tree"],
       [writeOne({ count: { input: op("get_index_operation", { label: "User", property: "age" }) } } as TreeNode), "malformed_tree"],

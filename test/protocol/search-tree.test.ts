@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { VECTOR_FIELD } from "../../protocol/indexes.js";
 import { decodeRequest, type Entry, type Step } from "../../protocol/tree.js";
-import type { IndexOperation } from "../../protocol/tree-indexes.js";
+import type { NamedIndexOperation } from "../../protocol/tree-indexes.js";
 
 const ROOT = "$.query.read.entries[0].query.root";
 
@@ -136,9 +136,11 @@ describe("rerank_rrf and rerank_mmr", () => {
 });
 
 describe("create_index types and options", () => {
-  function operation(body: Record<string, unknown>, tag = "create_index"): IndexOperation {
+  function operation(body: Record<string, unknown>, tag = "create_index"): NamedIndexOperation {
     const plan = decodeRequest({ request_type: "write", query: { write: { entries: [{ query: { root: { [tag]: body } } }] } } });
-    return (plan.entries[0] as Extract<Entry, { kind: "index_operation" }>).operation;
+    const decoded = (plan.entries[0] as Extract<Entry, { kind: "index_operation" }>).operation;
+    if ("operationId" in decoded) throw new Error("expected an operation naming its index by kind, label and field");
+    return decoded;
   }
   const at = "$.query.write.entries[0].query.root.create_index";
   const write = (body: Record<string, unknown>) => ({ request_type: "write", query: { write: { entries: [{ query: { root: { create_index: body } } }] } } });

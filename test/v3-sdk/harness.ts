@@ -11,7 +11,7 @@
  *   beforeAll(async () => (server = await startSchemalessServe()));
  *   afterAll(() => server.stop());
  *   const { g, writeBatch } = server.sdk;
- *   await server.client.query(writeBatch().varAs("ann", g().addN("User", { name: "Ann" })).returning(["ann"])).send();
+ *   await server.client.query(writeBatch().varAs("ann", g().addN("User", { name: "Ann" })).returning(["ann"]).toQueryRequest()).send();
  *
  * `treeRequest` sends an operation tree the SDK cannot build (or cannot build yet in the form Silk takes) through the
  * same client, so its errors arrive as the SDK's `HelixError` too; `remoteError` unwraps one for assertions.

@@ -1,0 +1,49 @@
+/**
+ * Decoders of HelixDB v3's expressions that Silk computes without a record read: `neg` (numeric negation), `case`
+ * (the first branch whose predicate holds) and `timestamp` (the current time). Field names follow HelixDB's serde
+ * names (crates/ast/src/expr.rs `Expr::Neg { expr }`, `Expr::Case { when_then, else_expr }`, `Expr::Timestamp`); see
+ * docs/OPERATION_TREE.md, "Values".
+ *
+ * The decoders of expressions and predicates are passed in, so this module does not import tree.ts (which imports
+ * it).
+ */
+import type { CaseBranch, Expr, Predicate } from "./tree.js";
+import { allowOnly, arrayAt, fault, objectAt, type Json } from "./tree-json.js";
+
+export interface ComputedDecoders {
+  expr(value: Json, path: string, depth: number): Expr;
+  predicate(value: Json, path: string, depth: number): Predicate;
+}
+
+export const COMPUTED_EXPR_TAGS: ReadonlySet<string> = new Set(["neg", "case", "timestamp"]);
+
+/**
+ * `"timestamp"` (a unit variant), `{"neg": {"expr": e}}` and `{"case": {"when_then": [{"when": predicate, "then": e},
+ * ..], "else_expr": e?}}`.
+ */
+export function decodeComputedExpr(tag: string, body: Json, at: string, depth: number, decoders: ComputedDecoders): Expr {
+  switch (tag) {
+    case "timestamp":
+      if (body !== null) throw fault(at, 'timestamp takes no arguments: write "timestamp"');
+      return { kind: "timestamp" };
+    case "neg": {
+      const object = objectAt(body, at);
+      allowOnly(object, ["expr"], at);
+      return { kind: "neg", expr: decoders.expr(object.expr, `${at}.expr`, depth + 1) };
+    }
+    case "case": {
+      const object = objectAt(body, at);
+      allowOnly(object, ["when_then", "else_expr"], at);
+      const branches = arrayAt(object.when_then, `${at}.when_then`).map((item, i): CaseBranch => {
+        const where = `${at}.when_then[${i}]`;
+        const branch = objectAt(item, where);
+        allowOnly(branch, ["when", "then"], where);
+        return { when: decoders.predicate(branch.when, `${where}.when`, depth + 1), then: decoders.expr(branch.then, `${where}.then`, depth + 1) };
+      });
+      const otherwise = object.else_expr === undefined || object.else_expr === null ? undefined : decoders.expr(object.else_expr, `${at}.else_expr`, depth + 1);
+      return { kind: "case", branches, ...(otherwise === undefined ? {} : { otherwise }) };
+    }
+    default:
+      throw fault(at, `${tag} is not a computed expression`);
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Index DDL without a schema, driven by HelixDB's own v3 TypeScript SDK against a schemaless `silk serve`: an
+ * equality, a range and a unique index, then lookups answered from them and a duplicate refused; a vector and a text
+ * index, then searches; `/introspect` lists them; a property that cannot be indexed keeps its stable code.
+ *
+ * The indexes are created with Silk's `create_index` and its `type` (sent through the SDK's client as a plain tree):
+ * the SDK's own index DDL (`createIndexIfNotExists(IndexSpec...)`, the `spec` form) is being taught to Silk elsewhere.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeTemporaryDirectories } from "../cli/helpers.js";
+import { remoteError, startSchemalessServe, treeRequest, type SdkServer } from "./harness.js";
+
+let server: SdkServer;
+
+beforeAll(async () => {
+  server = await startSchemalessServe();
+});
+
+afterAll(async () => {
+  expect(await server.stop()).toBe(0);
+  removeTemporaryDirectories();
+});
+
+/** A write batch of index operations (`create_index` with Silk's `type`), one entry per index, each answer under its name. */
+function createIndexes(indexes: Record<string, Record<string, unknown>>): unknown {
+  return {
+    request_type: "write",
+    query: { write: { entries: Object.entries(indexes).map(([name, body]) => ({ query: { name, root: { create_index: body } } })), returns: Object.keys(indexes) } },
+  };
+}
+
+describe("index DDL on a schemaless silk serve, driven by HelixDB's v3 SDK", () => {
+  it("creates equality, range and unique indexes without a schema, and answers from them", async () => {
+    const { g, readBatch, writeBatch, Predicate } = server.sdk;
+    await server.client
+      .query(
+        writeBatch()
+          .varAs("items", g().addN("Item", { sku: "a-1", price: 10 }))
+          .varAs("more", g().addN("Item", { sku: "a-2", price: 25 }))
+          .varAs("ann", g().addN("Person", { name: "Ann", age: 31 }))
+          .returning([]).toQueryRequest(),
+      )
+      .send();
+    const created = (await server.client
+      .query(
+        treeRequest(
+          createIndexes({
+            sku: { label: "Item", property: "sku", type: "unique" },
+            price: { label: "Item", property: "price", type: "range" },
+            name: { label: "Person", property: "name", type: "equality" },
+          }),
+        ),
+      )
+      .send()) as Record<string, { index: string; state: string }>;
+    expect(Object.values(created).map((answer) => answer.index)).toEqual(["Item.sku", "Item.price", "Person.name"]);
+    const found = (await server.client
+      .query(
+        readBatch()
+          .varAs("cheap", g().nWithLabel("Item").where(Predicate.lt("price", 20)).valueMap(["sku"]))
+          .varAs("exact", g().nWithLabel("Item").where(Predicate.eq("sku", "a-2")).valueMap(["price"]))
+          .varAs("ann", g().nWithLabel("Person").where(Predicate.eq("name", "Ann")).valueMap(["age"]))
+          .returning(["cheap", "exact", "ann"]).toQueryRequest(),
+      )
+      .send()) as Record<string, unknown>;
+    expect(found).toEqual({ cheap: [{ sku: "a-1" }], exact: [{ price: 25 }], ann: [{ age: 31 }] });
+    // The unique index refuses a second a-1 with its stable code, and nothing of the batch is written.
+    const duplicate = await remoteError(
+      server.sdk,
+      server.client.query(writeBatch().varAs("ok", g().addN("Item", { sku: "b-1" })).varAs("dup", g().addN("Item", { sku: "a-1" })).returning([]).toQueryRequest()).send(),
+    );
+    expect(duplicate).toMatchObject({ status: 409, code: "unique_violation" });
+    const count = (await server.client.query(readBatch().varAs("n", g().nWithLabel("Item").count()).returning(["n"]).toQueryRequest()).send()) as { n: number };
+    expect(count.n).toBe(2);
+  });
+
+  it("creates a vector and a text index without a schema, and searches them", async () => {
+    const { g, readBatch, writeBatch } = server.sdk;
+    await server.client
+      .query(
+        treeRequest(
+          createIndexes({
+            embedding: { label: "Doc", property: "embedding", type: "vector", metric: "euclidean", dimension: 3 },
+            body: { label: "Doc", property: "body", type: "text", analyzer: "standard_stem_en" },
+          }),
+        ),
+      )
+      .send();
+    await server.client
+      .query(
+        writeBatch()
+          .varAs("a", g().addN("Doc", { title: "graphs", body: "Graph databases store edges", embedding: [1, 0, 0] }))
+          .varAs("b", g().addN("Doc", { title: "vectors", body: "Vector search finds neighbours", embedding: [0, 1, 0] }))
+          .varAs("c", g().addN("Doc", { title: "both", body: "Graphs with vectors", embedding: [0.9, 0.1, 0] }))
+          .returning([]).toQueryRequest(),
+      )
+      .send();
+    const hits = (await server.client
+      .query(
+        readBatch()
+          .varAs("near", g().vectorSearchNodes("Doc", "embedding", [1, 0, 0], 2).valueMap(["title"]))
+          .varAs("text", g().textSearchNodes("Doc", "body", "graph", 5).valueMap(["title"]))
+          .returning(["near", "text"]).toQueryRequest(),
+      )
+      .send()) as Record<string, unknown>;
+    expect(hits).toEqual({ near: [{ title: "graphs" }, { title: "both" }], text: expect.arrayContaining([{ title: "graphs" }, { title: "both" }]) });
+    expect((hits.text as unknown[]).length).toBe(2);
+    const introspection = (await (await fetch(`${server.url}/introspect`)).json()) as { indexes: { name: string; family: string; state: string }[] };
+    expect(introspection.indexes.map(({ name, family, state }) => ({ name, family, state }))).toEqual(
+      expect.arrayContaining([
+        { name: "Doc.embedding", family: "vector", state: "active" },
+        { name: "Doc.body", family: "text", state: "active" },
+        { name: "Item.sku", family: "secondary", state: "active" },
+      ]),
+    );
+  });
+
+  it("refuses a property that is not a top-level name with its stable code", async () => {
+    const badField = await remoteError(server.sdk, server.client.query(treeRequest(createIndexes({ i: { label: "Doc", property: "meta.author", type: "equality" } }))).send());
+    expect(badField).toMatchObject({ status: 400, code: "invalid_field" });
+  });
+});
