@@ -23,9 +23,10 @@ import {
 import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
 import type { RecordKind } from "../protocol/records.js";
 import { fieldTypeToString, type Schema } from "../protocol/schema.js";
-import type { IndexOperation } from "../protocol/tree-indexes.js";
+import type { IndexOperation, NamedIndexOperation } from "../protocol/tree-indexes.js";
 import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree-json.js";
 import type { Plan } from "../protocol/tree.js";
+import { indexOperationId } from "./index-operation-ids.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
 
@@ -39,6 +40,9 @@ export interface IndexAnswer {
   readonly reason?: string;
   readonly message?: string;
 }
+
+/** What an operation of the tree answers: the index's answer with its HelixDB-style operation ID. */
+export type IndexOperationAnswer = IndexAnswer & { readonly operation_id: string };
 
 export interface IndexOperationContext {
   readonly transport: Transport;
@@ -81,27 +85,35 @@ export async function runIndexOperations(plan: Plan, context: IndexOperationCont
   for (const name of plan.returns) {
     if (!named.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
   }
-  const answers = new Map<string, IndexAnswer>();
+  const answers = new Map<string, IndexOperationAnswer>();
   for (const entry of operations) {
     const answer = await runOne(entry.operation, context);
-    if (entry.name !== undefined) answers.set(entry.name, answer);
+    if (entry.name !== undefined) answers.set(entry.name, { ...answer, operation_id: indexOperationId(answer.kind, answer.index) });
   }
   const result: Record<string, unknown> = {};
   for (const name of plan.returns) result[name] = answers.get(name);
   return result;
 }
 
+/** The kind and name of the index an operation is about; an operation ID names the index whose ID it is. */
+function targetOf(operation: IndexOperation, perPartition: readonly IndexStatus[][]): { kind: RecordKind; name: string } {
+  if (!("operationId" in operation)) return { kind: operation.kind, name: `${operation.label}.${operation.field}` };
+  const status = perPartition.flat().find((candidate) => indexOperationId(candidate.kind, candidate.name) === operation.operationId);
+  if (status === undefined) throw new SilkError("index_not_found", `no index operation ${operation.operationId}`);
+  return { kind: status.kind, name: status.name };
+}
+
 async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexAnswer> {
-  const name = `${operation.label}.${operation.field}`;
   const perPartition = await partitionIndexStatuses(context);
-  const own = perPartition.map((statuses) => statuses.find((status) => status.kind === operation.kind && status.name === name));
+  const { kind, name } = targetOf(operation, perPartition);
+  const own = perPartition.map((statuses) => statuses.find((status) => status.kind === kind && status.name === name));
   const [merged] = mergeIndexStatuses(own.map((status) => (status === undefined ? [] : [status])));
   const holders = context.map.partitions.filter((_, i) => own[i] !== undefined);
   const send = async (partitions: readonly number[], request: PartitionRequest): Promise<void> => {
     for (const partition of partitions) await context.transport.request(partition, request);
   };
   const current = async (): Promise<IndexAnswer> => {
-    const [after] = mergeIndexStatuses((await partitionIndexStatuses(context)).map((statuses) => statuses.filter((status) => status.kind === operation.kind && status.name === name)));
+    const [after] = mergeIndexStatuses((await partitionIndexStatuses(context)).map((statuses) => statuses.filter((status) => status.kind === kind && status.name === name)));
     if (after === undefined) throw new SilkError("internal", `internal error (a bug in Silk): ${name} vanished during its operation`);
     return answerOf(after);
   };
@@ -117,39 +129,39 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       return current();
     }
     case "get":
-      return answerOf(found(merged, operation, name));
+      return answerOf(found(merged, kind, name));
     case "retry": {
-      const status = found(merged, operation, name);
+      const status = found(merged, kind, name);
       if (status.state !== "blocked") return answerOf(status);
-      await send(holders, { type: "index_retry", kind: operation.kind, name });
+      await send(holders, { type: "index_retry", kind, name });
       return current();
     }
     case "drop": {
-      const status = found(merged, operation, name);
+      const status = found(merged, kind, name);
       if (status.origin === "schema") throw new SilkError("unsupported_operation", `${name} is declared in the schema; remove it from the schema to drop it`);
-      await send(holders, { type: "index_drop", kind: operation.kind, name });
+      await send(holders, { type: "index_drop", kind, name });
       return answerOf(status, "dropped");
     }
     case "abort": {
-      const status = found(merged, operation, name);
+      const status = found(merged, kind, name);
       if (status.origin === "schema") {
         throw new SilkError("unsupported_operation", `${name} is declared in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
       }
       if (status.state !== "constructing" && status.state !== "validating") {
         throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a build under way can be aborted (drop_index removes the index)`);
       }
-      await send(holders, { type: "index_drop", kind: operation.kind, name });
+      await send(holders, { type: "index_drop", kind, name });
       return answerOf(status, "aborted");
     }
     default: {
-      const unreachable: never = operation.action;
-      throw new Error(`unknown index action ${String(unreachable)}`);
+      const unreachable: never = operation;
+      throw new Error(`unknown index action ${JSON.stringify(unreachable)}`);
     }
   }
 }
 
-function found(status: IndexStatus | undefined, operation: IndexOperation, name: string): IndexStatus {
-  if (status === undefined) throw new SilkError("index_not_found", `no ${operation.kind} index ${name}`);
+function found(status: IndexStatus | undefined, kind: RecordKind, name: string): IndexStatus {
+  if (status === undefined) throw new SilkError("index_not_found", `no ${kind} index ${name}`);
   return status;
 }
 
@@ -159,7 +171,7 @@ function found(status: IndexStatus | undefined, operation: IndexOperation, name:
  * or [String] (text); a tenant property must be a declared top-level field (`tenant_id` for text, SPEC). Without a
  * schema the request alone defines it (schemalessDefinition).
  */
-function declaredDefinition(operation: IndexOperation, schema: Schema | undefined): IndexDefinition {
+function declaredDefinition(operation: NamedIndexOperation, schema: Schema | undefined): IndexDefinition {
   const { kind, label, field, spec } = operation;
   if (schema === undefined) return schemalessDefinition(operation);
   const types = kind === "node" ? schema.nodes : kind === "edge" ? schema.edges : schema.vectors;
@@ -210,7 +222,7 @@ function declaredDefinition(operation: IndexOperation, schema: Schema | undefine
  * (node/planner.ts). A vector or text index checks each value when it is written or built, as it always does: a
  * value of another type is `invalid_type` for a write and blocks a build.
  */
-function schemalessDefinition(operation: IndexOperation): IndexDefinition {
+function schemalessDefinition(operation: NamedIndexOperation): IndexDefinition {
   const { kind, label, field, spec } = operation;
   const name = `${label}.${field}`;
   const ownVector = spec.family === "vector" && kind === "vector" && field === VECTOR_FIELD;
