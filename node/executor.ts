@@ -20,6 +20,9 @@ import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
 import { named, reshape } from "./reshape.js";
+import { bindings } from "./bindings.js";
+import { sack } from "./sacks.js";
+import { carriesRows, traverseRows, walk } from "./walks.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
@@ -268,6 +271,18 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       return group(step, await evalStep(step.input, scope), scope);
     case "shortest_path":
       return shortestPaths(step, await evalStep(step.input, scope), scope);
+    case "path":
+    case "simple_path":
+      return walk(step, scope);
+    case "bind":
+    case "project_bindings":
+    case "edge_properties":
+      return bindings(step, scope);
+    case "with_sack":
+    case "sack_set":
+    case "sack_add":
+    case "sack_get":
+      return sack(step, await evalStep(step.input, scope), scope);
     case "vector_search":
     case "text_search":
       return search(step, scope);
@@ -343,6 +358,7 @@ type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e
 async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> {
   const { view } = scope.context;
   const items = elementsOf(await evalStep(step.input, scope), step.op);
+  if (carriesRows(items, scope)) return traverseRows(step, items, scope);
   switch (step.op) {
     case "out":
     case "in":
@@ -434,7 +450,7 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
  */
 async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
   if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view);
-  // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag.
-  const items = stream.items.map((item): Element => (item.hit === undefined ? { kind: item.kind, id: item.id } : { kind: item.kind, id: item.id, hit: item.hit }));
+  // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
+  const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
   return streamToJson({ kind: "elements", items }, context.view);
 }

@@ -22,6 +22,8 @@ export interface EvalScope {
   readonly contextStream?: Stream;
   /** The executor's step evaluator, passed in so that expressions can run sub-traversals without importing it. */
   readonly evalStep: (step: Step, scope: EvalScope) => Promise<Stream>;
+  /** Set while a `path` or `simple_path` step evaluates its input: traversals then record each row's path (walks.ts). */
+  readonly trackPaths?: boolean;
 }
 
 

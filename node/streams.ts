@@ -13,6 +13,7 @@ import { getPath, isPlainObject, valueToJson, type Properties, type Value } from
 import type { Deadline } from "./deadline.js";
 import type { ExplainLog } from "./planner.js";
 import { VECTOR_NOT_LOADED } from "./record-codec.js";
+import { rowToJson, showsRow, type RowState } from "./rows.js";
 import type { TxnView } from "./txn-view.js";
 
 /** One element of a stream: a record reference, loaded lazily. */
@@ -24,6 +25,8 @@ export interface Element {
   readonly via?: bigint;
   /** For a search result, until a step leaves the hit stream: which search found it, where and how (search.ts). */
   readonly hit?: SearchTag;
+  /** HelixDB's row state (bindings, path, sack) once a step gave the element one (rows.ts). */
+  readonly row?: RowState;
 }
 
 /**
@@ -176,7 +179,10 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
 export async function streamToJson(stream: Stream, view: TxnView): Promise<unknown> {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return (await loaded(view, stream.items)).map((item) => (item.hit === undefined ? recordToJson(item.record!) : hitToJson(item.record!, item.hit)));
+  return (await loaded(view, stream.items)).map((item) => {
+    if (showsRow(item.row)) return rowToJson(item, item.row);
+    return item.hit === undefined ? recordToJson(item.record!) : hitToJson(item.record!, item.hit);
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tag
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
 import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
 import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
+import { decodeRowStep, ROW_STEP_TAGS, type BindingProjection, type RowDecoders } from "./tree-rows.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, VALUE_DEPTH_MAX, type Value } from "./values.js";
 
@@ -190,6 +191,14 @@ export type Step =
   | { readonly op: "as" | "store" | "select"; readonly input: Step; readonly name: string }
   | { readonly op: "edge_has"; readonly input: Step; readonly path: string; readonly value: Input }
   | { readonly op: "edge_has_label"; readonly input: Step; readonly label: string }
+  // Rows: HelixDB's traverser state beside the current element (tree-rows.ts, docs/OPERATION_TREE.md "Rows").
+  | { readonly op: "path" | "simple_path"; readonly input: Step }
+  | { readonly op: "bind"; readonly input: Step; readonly name: string }
+  | { readonly op: "project_bindings"; readonly input: Step; readonly projections: readonly BindingProjection[]; readonly distinct: boolean }
+  | { readonly op: "edge_properties"; readonly input: Step }
+  | { readonly op: "with_sack"; readonly input: Step; readonly initial: Value }
+  | { readonly op: "sack_set" | "sack_add"; readonly input: Step; readonly path: string }
+  | { readonly op: "sack_get"; readonly input: Step }
   // Aggregates and paths.
   | {
       readonly op: "aggregate";
@@ -263,12 +272,6 @@ const MUTATING_OPS: ReadonlySet<StepOp> = new Set<StepOp>([
 export function isMutation(op: StepOp): boolean {
   return MUTATING_OPS.has(op);
 }
-
-/**
- * Steps of HelixDB's v3 vocabulary that parse as names but that Silk does not execute yet. They answer
- * `unsupported_operation` (never a wrong result); later issues implement them (indexes, search, gateway).
- */
-const KNOWN_UNSUPPORTED = new Set(["path", "simple_path", "bind", "project_bindings", "edge_properties"]);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Limits (TigerStyle: every input has a bound, named with its unit last).
@@ -699,7 +702,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
   if (value === "context") return { op: "context" };
   const [tag, body] = tagged(value, path);
   const at = `${path}.${tag}`;
-  if (KNOWN_UNSUPPORTED.has(tag)) throw new SilkError("unsupported_operation", `${at}: step ${tag} is not supported yet`);
   if (isIndexOperationTag(tag)) throw fault(at, `${tag} is an index operation: it must be the root of an entry`);
   const object = objectAt(body ?? {}, at);
   const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
@@ -824,6 +826,7 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       return { op: "remove_property", input: input(), name: stringAt(object.name, `${at}.name`) };
     default:
       if (EXTENDED_STEP_TAGS.has(tag)) return decodeExtendedStep(tag, object, at, depth, STEP_DECODERS);
+      if (ROW_STEP_TAGS.has(tag)) return decodeRowStep(tag, object, at, depth, ROW_DECODERS);
       throw fault(path, `unknown step ${JSON.stringify(tag)}`);
   }
 }
@@ -838,6 +841,11 @@ const STEP_DECODERS: StepDecoders = {
 const COMPUTED_DECODERS: ComputedDecoders = {
   expr: decodeExpr,
   predicate: decodePredicate,
+};
+
+const ROW_DECODERS: RowDecoders = {
+  step: decodeStep,
+  literal: decodeLiteral,
 };
 
 function decodeCondition(value: Json, path: string): Condition {

@@ -233,7 +233,18 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
       return { kind: "records", refs: [{ kind: step.kind, label: step.label }] };
     case "rerank_rrf":
     case "rerank_mmr":
+    case "simple_path":
+    case "with_sack":
+    case "sack_set":
+    case "sack_add":
       return input(step.input);
+    case "path":
+    case "bind":
+    case "sack_get":
+    case "project_bindings":
+    case "edge_properties":
+      // Rows with bindings, a path or a sack answer HelixDB's row objects (node/rows.ts), not records.
+      return { kind: "rows", row: OPEN_ROW };
     default: {
       const unreachable: never = step;
       throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
