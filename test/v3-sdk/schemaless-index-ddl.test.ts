@@ -3,8 +3,9 @@
  * equality, a range and a unique index, then lookups answered from them and a duplicate refused; a vector and a text
  * index, then searches; `/introspect` lists them; a property that cannot be indexed keeps its stable code.
  *
- * The indexes are created with Silk's `create_index` and its `type` (sent through the SDK's client as a plain tree):
- * the SDK's own index DDL (`createIndexIfNotExists(IndexSpec...)`, the `spec` form) is being taught to Silk elsewhere.
+ * Both forms are driven: Silk's `create_index` with its `type` (sent through the SDK's client as a plain tree), and the
+ * SDK's own DDL (`createIndexIfNotExists(IndexSpec...)`, `createVectorIndexNodes`, `createTextIndexNodes`: the
+ * `spec` form, whose answers carry an `operation_id`).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { removeTemporaryDirectories } from "../cli/helpers.js";
@@ -112,6 +113,55 @@ describe("index DDL on a schemaless silk serve, driven by HelixDB's v3 SDK", () 
         { name: "Item.sku", family: "secondary", state: "active" },
       ]),
     );
+  });
+
+  it("takes the SDK's own index DDL (IndexSpec) without a schema, and answers lookups and searches from it", async () => {
+    const { g, readBatch, writeBatch, IndexSpec, Predicate, VectorDistanceMetric } = server.sdk;
+    const created = (await server.client
+      .query(
+        writeBatch()
+          .varAs("code", g().createIndexIfNotExists(IndexSpec.nodeUniqueEquality("Product", "code")))
+          .varAs("weight", g().createIndexIfNotExists(IndexSpec.nodeRange("Product", "weight")))
+          .varAs("colour", g().createIndexIfNotExists(IndexSpec.nodeEquality("Product", "colour")))
+          .varAs("vector", g().createVectorIndexNodes("Note", "vec", 2, VectorDistanceMetric.Cosine))
+          .varAs("text", g().createTextIndexNodes("Note", "text"))
+          .returning(["code", "weight", "colour", "vector", "text"])
+          .toQueryRequest(),
+      )
+      .send()) as Record<string, { index: string; state: string; operation_id: string }>;
+    expect(Object.values(created).map(({ index, state }) => ({ index, state }))).toEqual([
+      { index: "Product.code", state: "active" },
+      { index: "Product.weight", state: "active" },
+      { index: "Product.colour", state: "active" },
+      { index: "Note.vec", state: "active" },
+      { index: "Note.text", state: "active" },
+    ]);
+    expect(new Set(Object.values(created).map((answer) => answer.operation_id)).size).toBe(5);
+    await server.client
+      .query(
+        writeBatch()
+          .varAs("p1", g().addN("Product", { code: "p-1", weight: 1.5, colour: "red" }))
+          .varAs("p2", g().addN("Product", { code: "p-2", weight: 7, colour: "blue" }))
+          .varAs("n1", g().addN("Note", { text: "apples and pears", vec: [1, 0] }))
+          .varAs("n2", g().addN("Note", { text: "pears only", vec: [0, 1] }))
+          .returning([])
+          .toQueryRequest(),
+      )
+      .send();
+    const found = (await server.client
+      .query(
+        readBatch()
+          .varAs("heavy", g().nWithLabel("Product").where(Predicate.gte("weight", 2)).valueMap(["code"]))
+          .varAs("red", g().nWithLabel("Product").where(Predicate.eq("colour", "red")).valueMap(["code"]))
+          .varAs("near", g().vectorSearchNodes("Note", "vec", [0.1, 1], 1).valueMap(["text"]))
+          .varAs("apples", g().textSearchNodes("Note", "text", "apples", 5).valueMap(["text"]))
+          .returning(["heavy", "red", "near", "apples"])
+          .toQueryRequest(),
+      )
+      .send()) as Record<string, unknown>;
+    expect(found).toEqual({ heavy: [{ code: "p-2" }], red: [{ code: "p-1" }], near: [{ text: "pears only" }], apples: [{ text: "apples and pears" }] });
+    const duplicate = await remoteError(server.sdk, server.client.query(writeBatch().varAs("p", g().addN("Product", { code: "p-1" })).returning([]).toQueryRequest()).send());
+    expect(duplicate).toMatchObject({ status: 409, code: "unique_violation" });
   });
 
   it("refuses a property that is not a top-level name with its stable code", async () => {
