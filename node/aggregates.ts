@@ -1,7 +1,12 @@
 /**
- * Aggregates over a whole stream: `aggregate` (sum, avg, min, max, count of a property or of the values themselves)
- * into one scalar (or, for HelixDB's `aggregate_by` form, one row holding it), and `group_count` / `aggregate_by` into one row per distinct combination of property values, in the
+ * Aggregates over a whole stream: `aggregate` (sum, avg, min, max of a property or of the values themselves) into
+ * one scalar, and `group_count` / `aggregate_by` into one row per distinct combination of property values, in the
  * order the combinations were first seen.
+ *
+ * HelixDB's `aggregate_by` form (`function` and `property`, decoded to an `aggregate` with a `field`) answers as
+ * HelixDB v3 computes and serialises it (crates/db/src/execution/interpreter/stream/aggregate.rs): one row
+ * `[{"<property>_<Function>": number}]` over the numeric values (numbers, and strings that read as one; anything
+ * else is skipped), with 0 for min, max and mean of nothing.
  */
 import { SilkError } from "../protocol/errors.js";
 import type { AggregateFunction, Step } from "../protocol/tree.js";
@@ -44,35 +49,84 @@ function numeric(value: Value, fn: AggregateFunction): number {
 }
 
 export async function aggregate(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Promise<Stream> {
-  const value = aggregateOf(step.fn, await aggregatedValues(step, input, scope));
-  return step.field === undefined ? { kind: "scalar", value } : valuesStream([{ [step.field]: value }]);
-}
-
-function aggregateOf(fn: AggregateFunction, values: readonly Value[]): Value {
-  switch (fn) {
+  if (step.field !== undefined) return helixAggregate(step, step.field, input, scope);
+  const values = await aggregatedValues(step, input, scope);
+  switch (step.fn) {
     case "count":
-      return values.length;
+      return { kind: "scalar", value: values.length };
     case "sum":
     case "avg": {
       let sum = 0;
-      for (const value of values) sum += numeric(value, fn);
-      if (fn === "sum") return sum;
-      return values.length === 0 ? null : sum / values.length;
+      for (const value of values) sum += numeric(value, step.fn);
+      if (step.fn === "sum") return { kind: "scalar", value: sum };
+      return { kind: "scalar", value: values.length === 0 ? null : sum / values.length };
     }
     case "min":
     case "max": {
-      const sign = fn === "min" ? -1 : 1;
+      const sign = step.fn === "min" ? -1 : 1;
       let best: Value | null = null;
       for (const value of values) {
         if (best === null) best = value;
         else {
           const order = compareValues(value, best);
-          if (order === undefined) throw new SilkError("invalid_type", `${fn} cannot order ${JSON.stringify(value) ?? typeof value} against ${JSON.stringify(best) ?? typeof best}`);
+          if (order === undefined) throw new SilkError("invalid_type", `${step.fn} cannot order ${JSON.stringify(value) ?? typeof value} against ${JSON.stringify(best) ?? typeof best}`);
           if (order * sign > 0) best = value;
         }
       }
-      return best;
+      return { kind: "scalar", value: best };
     }
+    default: {
+      const unreachable: never = step.fn;
+      throw new Error(`unknown aggregate ${String(unreachable)}`);
+    }
+  }
+}
+
+/**
+ * HelixDB's `aggregate_by`: over records, the numeric values of the property (a search hit's `$distance`/`$score`
+ * included) folded into the row `{field: number}`. Over values, only `count` runs, and answers the bare number of
+ * values, as HelixDB's does; the other functions need records.
+ */
+async function helixAggregate(step: Extract<Step, { op: "aggregate" }>, field: string, input: Stream, scope: EvalScope): Promise<Stream> {
+  if (input.kind !== "elements") {
+    if (step.fn === "count") return { kind: "scalar", value: input.kind === "values" ? input.items.length : 1 };
+    throw new SilkError("malformed_tree", `aggregate_by ${step.fn} needs a stream of records, not of values`);
+  }
+  if (step.path === undefined) throw new SilkError("internal", "internal error (a bug in Silk): aggregate_by decoded without a property");
+  const numbers: number[] = [];
+  for (const element of await loaded(scope.context.view, input.items)) {
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    const number = numericOf(await propertyJson(element, step.path, scope));
+    if (number !== undefined) numbers.push(number);
+  }
+  return valuesStream([{ [field]: fold(step.fn, numbers) }]);
+}
+
+/** Rust's float syntax, which HelixDB's `str::parse::<f64>` reads a string with: no blanks, no hex, `inf` and `nan`. */
+const RUST_FLOAT = /^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$/i;
+
+/** A property's JSON form as HelixDB's aggregates count it: numbers, and strings that parse as one (wide integers). */
+function numericOf(json: unknown): number | undefined {
+  if (typeof json === "number") return json;
+  if (typeof json !== "string" || !RUST_FLOAT.test(json)) return undefined;
+  const body = json.replace(/^[+-]/, "").toLowerCase();
+  const sign = json.startsWith("-") ? -1 : 1;
+  if (body === "nan") return Number.NaN;
+  return body === "inf" || body === "infinity" ? sign * Number.POSITIVE_INFINITY : Number(json);
+}
+
+function fold(fn: AggregateFunction, numbers: readonly number[]): number {
+  switch (fn) {
+    case "count":
+      return numbers.length;
+    case "sum":
+      return numbers.reduce((sum, number) => sum + number, 0);
+    case "avg":
+      return numbers.length === 0 ? 0 : numbers.reduce((sum, number) => sum + number, 0) / numbers.length;
+    case "min":
+      return numbers.length === 0 ? 0 : numbers.reduce((best, number) => Math.min(best, number));
+    case "max":
+      return numbers.length === 0 ? 0 : numbers.reduce((best, number) => Math.max(best, number));
     default: {
       const unreachable: never = fn;
       throw new Error(`unknown aggregate ${String(unreachable)}`);
