@@ -1,0 +1,172 @@
+/**
+ * The request shapes of issue 14, built with HelixDB's own v3 TypeScript SDK (imported by relative URL from
+ * /work/shared/clients; nothing of it is copied here) and run as it sends them: search with `query_vector` /
+ * `query_text` and `k` as `{"literal": n}`, `groupCount(property)`, `aggregateBy(function, property)`,
+ * `shortestPath(source, target, maxDepth)`, `createIndexIfNotExists(IndexSpec)` / `dropIndex(IndexSpec)` and the
+ * operations by operation ID run embedded (`db.run` of the SDK's JSON text, parsed as the gateway parses it); i64
+ * values beyond 2^53, which the SDK writes as bare JSON integers, go over HTTP to a real schemaless `silk serve`.
+ *
+ * The embedded graph: Doc 1 (rank 1, active, "graph databases", [1, 0]) -Knows(4)-> Doc 2 (rank 2, inactive,
+ * "graph theory and graph drawing", [0, 1]) -Knows(5)-> Doc 3 (rank 3, active, "running", [0.6, 0.8]). Index
+ * operations take no IDs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { open, type Database } from "../../cluster/embedded.js";
+import { mayHoldUnsafeInteger, parseLossless } from "../../gateway/request-json.js";
+import { removeTemporaryDirectories } from "../cli/helpers.js";
+import { loadSdk, remoteError, startSchemalessServe, type Sdk, type SdkServer } from "./harness.js";
+import type * as HelixSdk from "../../../shared/clients/helix-v3-sdk-ts/dist/index.js";
+
+type Batch = HelixSdk.ReadBatch | HelixSdk.WriteBatch;
+
+/** How often, and how many times, the index test reads a build's state while it finishes (2 s at most). */
+const BUILD_POLL_MS = 20;
+const BUILD_POLLS_MAX = 100;
+
+let sdk: Sdk;
+let db: Database;
+
+/** Runs what the SDK built, from its JSON text, read as the gateway reads a body. */
+async function run(batch: Batch): Promise<Record<string, unknown>> {
+  const text = batch.toQueryJson();
+  return (await db.run(mayHoldUnsafeInteger(text) ? parseLossless(text) : JSON.parse(text))) as Record<string, unknown>;
+}
+
+/** The SDK's JSON text of one entry's root step (what a check of the wire shape looks at). */
+function rootOf(batch: Batch): Record<string, unknown> {
+  const request = JSON.parse(batch.toQueryJson()) as { query: Record<string, { entries: { query: { root: Record<string, unknown> } }[] }> };
+  return Object.values(request.query)[0].entries[0].query.root;
+}
+
+beforeAll(async () => {
+  sdk = await loadSdk();
+  db = await open({ storage: "memory" });
+  const { g, writeBatch, IndexSpec, VectorDistanceMetric } = sdk;
+  await run(
+    writeBatch()
+      .varAs("vectors", g().createIndexIfNotExists(IndexSpec.nodeVector("Doc", "embedding", 2, VectorDistanceMetric.Cosine)))
+      .varAs("texts", g().createIndexIfNotExists(IndexSpec.nodeText("Doc", "body")))
+      .returning([]),
+  );
+  const docs = await run(
+    writeBatch()
+      .varAs("a", g().addN("Doc", { rank: 1, active: true, body: "graph databases", embedding: sdk.PropertyValue.f32Array([1, 0]) }))
+      .varAs("b", g().addN("Doc", { rank: 2, active: false, body: "graph theory and graph drawing", embedding: sdk.PropertyValue.f32Array([0, 1]) }))
+      .varAs("c", g().addN("Doc", { rank: 3, active: true, body: "running", embedding: sdk.PropertyValue.f32Array([0.6, 0.8]) }))
+      .varAs("ab", g().n("a").addE("Knows", "b"))
+      .varAs("bc", g().n("b").addE("Knows", "c"))
+      .returning(["a", "b", "c"]),
+  );
+  expect(docs).toMatchObject({ a: [{ $id: "1" }], b: [{ $id: "2" }], c: [{ $id: "3" }] });
+});
+
+afterAll(async () => {
+  await db.close();
+});
+
+describe("HelixDB's SDK requests, run embedded", () => {
+  it("searches with query_vector, query_text and k as a stream bound", async () => {
+    const { g, readBatch, Expr, PropertyInput } = sdk;
+    const nearest = readBatch().varAs("nearest", g().vectorSearchNodes("Doc", "embedding", [1, 0], 2).id());
+    expect(rootOf(nearest)).toMatchObject({ id: { input: { vector_search_nodes: { query_vector: { value: { f32_array: [1, 0] } }, k: { literal: 2 } } } } });
+    const texts = readBatch()
+      .varAs("graph", g().textSearchNodes("Doc", "body", "graph", 5).id())
+      .varAs("within", g().n([1, 3]).textSearchWith("Doc", "body", PropertyInput.value("graph"), Expr.val(5)).id());
+    expect(rootOf(texts)).toMatchObject({ id: { input: { text_search_nodes: { query_text: { value: { string: "graph" } }, k: { literal: 5 } } } } });
+    expect(await run(nearest.returning(["nearest"]))).toEqual({ nearest: ["1", "3"] });
+    // BM25 ranks the short "graph databases" above the longer text that says graph twice.
+    expect(await run(texts.returning(["graph", "within"]))).toEqual({ graph: ["1", "2"], within: ["1"] });
+  });
+
+  it("counts groups by one property and aggregates a property with each function", async () => {
+    const { g, readBatch, AggregateFunction } = sdk;
+    const batch = readBatch()
+      .varAs("groups", g().nWithLabel("Doc").groupCount("active"))
+      .varAs("count", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Count, "rank"))
+      .varAs("sum", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Sum, "rank"))
+      .varAs("min", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Min, "rank"))
+      .varAs("max", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Max, "rank"))
+      .varAs("mean", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Mean, "rank"));
+    expect(rootOf(batch)).toMatchObject({ group_count: { property: "active" } });
+    expect(await run(batch.returning(["groups", "count", "sum", "min", "max", "mean"]))).toEqual({
+      groups: [{ active: true, count: 2 }, { active: false, count: 1 }],
+      count: [{ rank_Count: 3 }],
+      sum: [{ rank_Sum: 6 }],
+      min: [{ rank_Min: 1 }],
+      max: [{ rank_Max: 3 }],
+      mean: [{ rank_Mean: 2 }],
+    });
+  });
+
+  it("finds the shortest path from one node to another within max_depth hops", async () => {
+    const { g, readBatch, ShortestPathDirection } = sdk;
+    const batch = readBatch()
+      .varAs("path", g().shortestPath(1, 3, 3))
+      .varAs("back", g().shortestPath(3, 1, 3, { label: "Knows", direction: ShortestPathDirection.In }))
+      .varAs("cut", g().shortestPath(1, 3, 1))
+      .varAs("self", g().shortestPath(1, 1, 0));
+    expect(rootOf(batch)).toEqual({ shortest_path: { source: { ids: [1] }, target: { ids: [3] }, direction: "out", max_depth: 3 } });
+    expect(await run(batch.returning(["path", "back", "cut", "self"]))).toEqual({ path: ["1", "2", "3"], back: ["3", "2", "1"], cut: [], self: ["1"] });
+  });
+
+  it("creates, reads, retries, refuses to abort and drops an index by spec and operation ID", async () => {
+    const { g, readBatch, writeBatch, IndexSpec } = sdk;
+    const spec = IndexSpec.nodeEquality("Doc", "rank");
+    const create = writeBatch().varAs("op", g().createIndexIfNotExists(spec));
+    expect(rootOf(create)).toEqual({ create_index: { spec: { node_equality: { label: "Doc", property: "rank", unique: false } }, if_not_exists: true } });
+    const created = (await run(create.returning(["op"]))).op as { operation_id: string; index: string };
+    expect(created).toMatchObject({ index: "Doc.rank", kind: "node", operation_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/) });
+    const id = created.operation_id;
+    // The build over the three Docs runs in the background: read the operation by its ID until it is active.
+    const get = readBatch().varAs("got", g().getIndexOperation(id)).returning(["got"]);
+    let got = (await run(get)).got as Record<string, unknown>;
+    for (let attempt = 0; got.state !== "active" && attempt < BUILD_POLLS_MAX; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, BUILD_POLL_MS));
+      got = (await run(get)).got as Record<string, unknown>;
+    }
+    expect(got).toMatchObject({ index: "Doc.rank", kind: "node", operation_id: id, state: "active", entities: 3, operations: 3 });
+    expect(await run(writeBatch().varAs("again", g().createIndexIfNotExists(IndexSpec.nodeRange("Doc", "rank"))).varAs("retried", g().retryIndexOperation(id)).returning(["again", "retried"]))).toMatchObject({
+      again: { operation_id: id, state: "active" },
+      retried: { operation_id: id, state: "active" },
+    });
+    await expect(run(writeBatch().varAs("aborted", g().abortIndexOperation(id)).returning(["aborted"]))).rejects.toMatchObject({ code: "unsupported_operation" });
+    expect(await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]))).toMatchObject({ dropped: { operation_id: id, state: "dropped" } });
+    await expect(run(readBatch().varAs("gone", g().getIndexOperation(id)).returning(["gone"]))).rejects.toMatchObject({ code: "index_not_found" });
+  });
+});
+
+describe("i64 values beyond 2^53 over HTTP, as the SDK writes them: bare JSON integers", () => {
+  const BIG = 9_223_372_036_854_775_000n;
+  let server: SdkServer;
+
+  beforeAll(async () => {
+    server = await startSchemalessServe();
+  });
+
+  afterAll(async () => {
+    expect(await server.stop()).toBe(0);
+    removeTemporaryDirectories();
+  });
+
+  it("stores, matches and returns them exactly, and reads IDs and i64 parameters beyond 2^53", async () => {
+    const { g, readBatch, writeBatch, defineParams, param, PropertyValue } = server.sdk;
+    const write = writeBatch().varAs("n", g().addN("Big", { n: PropertyValue.i64(BIG), small: 1 })).returning(["n"]);
+    expect(write.toQueryJson()).toContain(`{"i64":${BIG}}`);
+    expect(await server.client.query(write.toQueryRequest()).send()).toMatchObject({ n: [{ n: String(BIG) }] });
+    const params = defineParams({ big: param.i64() });
+    const read = readBatch()
+      .varAs("exact", g().nWithLabel("Big").has("n", PropertyValue.i64(BIG)).valueMap(["n"]))
+      .varAs("rounded", g().nWithLabel("Big").has("n", PropertyValue.i64(BIG + 1n)).count())
+      .varAs("byParam", g().nWithLabel("Big").where(sdk.Predicate.eq("n", params.big)).count())
+      .varAs("byId", g().n(18_446_744_073_709_551_615n).count())
+      .returning(["exact", "rounded", "byParam", "byId"]);
+    expect(read.toQueryJson(params, { big: BIG })).toContain(`"big":${BIG}`);
+    expect(await server.client.query(read.toQueryRequest(params, { big: BIG })).send()).toEqual({ exact: [{ n: String(BIG) }], rounded: 0, byParam: 1, byId: 0 });
+  });
+
+  it("refuses an integer beyond 64 bits with the path at fault", async () => {
+    const { g, readBatch, PropertyValue } = server.sdk;
+    const failure = await remoteError(server.sdk, server.client.query(readBatch().varAs("x", g().nWithLabel("Big").has("n", PropertyValue.i64(2n ** 64n)).count()).returning(["x"]).toQueryRequest()).send());
+    expect(failure).toMatchObject({ status: 400, code: "malformed_tree", message: expect.stringContaining(".has.value.i64") });
+  });
+});
