@@ -304,9 +304,12 @@ function projectRow(schema: Schema, input: StreamType, projections: readonly Pro
   const refs = input.kind === "records" ? input.refs : undefined;
   const columns = projections.map((projection) => {
     const key = propertyKey(projection.alias);
-    if (projection.kind === "expr") return `${key}: ${projection.expr.kind === "count" ? "number" : JSON_TYPE}`;
-    if (projection.source === "$id" || projection.source === "$label") return `${key}: string`;
-    return `${key}: ${declaredFieldType(schema, refs, projection.source) ?? JSON_TYPE}`;
+    // HelixQL compiles a field `::{name}` to an expression item that reads the property (null when the record lacks
+    // it, where a tree's property item leaves the column out), so both type as the field.
+    const source = projection.kind === "property" ? projection.source : projection.expr.kind === "property" ? projection.expr.path : undefined;
+    if (source === undefined) return `${key}: ${projection.kind === "expr" && projection.expr.kind === "count" ? "number" : JSON_TYPE}`;
+    if (source === "$id" || source === "$label") return `${key}: string`;
+    return `${key}: ${declaredFieldType(schema, refs, source) ?? JSON_TYPE}`;
   });
   return columns.length === 0 ? "{}" : `{ ${columns.join("; ")} }`;
 }

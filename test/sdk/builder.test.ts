@@ -23,6 +23,8 @@ async function run(request: Record<string, unknown>): Promise<Record<string, unk
 }
 
 const names = (records: unknown): string[] => (records as { name: string }[]).map((record) => record.name).sort();
+/** The rows a `values(["name"])` answers: one object per element. */
+const rows = (...values: string[]): { name: string }[] => values.map((name) => ({ name }));
 
 beforeAll(async () => {
   db = await open({ storage: "memory" });
@@ -132,9 +134,10 @@ describe("builder requests run", () => {
         .parameter("who", "cy")
         .build(),
     );
+    // values answers one object per element, as HelixDB v3 does (it was one flat array of names).
     expect(result).toEqual({
-      adults: ["ann"], either: ["ann", "bob"], between: ["ann", "cy"], neq: ["bob", "cy"], strings: ["ann"], in: ["bob", "cy"],
-      nulls: ["ann", "bob", "cy"], followed: ["bob", "cy"], popular: ["cy"], math: ["ann"], call: ["cy"], byParam: ["cy"], byId: ["bob"],
+      adults: rows("ann"), either: rows("ann", "bob"), between: rows("ann", "cy"), neq: rows("bob", "cy"), strings: rows("ann"), in: rows("bob", "cy"),
+      nulls: rows("ann", "bob", "cy"), followed: rows("bob", "cy"), popular: rows("cy"), math: rows("ann"), call: rows("cy"), byParam: rows("cy"), byId: rows("bob"),
     });
   });
 
@@ -167,9 +170,9 @@ describe("builder requests run", () => {
         .parameter("n", 2, ptype.i64)
         .build(),
     );
-    expect(result.top).toEqual(["cy", "ann"]);
-    expect(result.skipped).toEqual(["bob"]);
-    expect(result.range).toEqual(["ann"]);
+    expect(result.top).toEqual(rows("cy", "ann"));
+    expect(result.skipped).toEqual(rows("bob"));
+    expect(result.range).toEqual(rows("ann"));
     expect(result.exists).toBe(true);
     expect(result.ids).toEqual([ids.ann]);
     expect(result.labels).toEqual(["User"]);
