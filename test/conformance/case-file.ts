@@ -3,6 +3,7 @@
  * into cases, and rewriting the expectations of a file from recorded answers (`CONFORMANCE_UPDATE=1`). Nothing here
  * runs a query; conformance.test.ts does, in every mode.
  */
+import { mayHoldUnsafeInteger, parseLossless } from "../../gateway/request-json.js";
 
 /** One call of a query: its name and its parameters (JSON, with `$n.path` strings naming earlier answers). */
 export interface Call {
@@ -68,12 +69,17 @@ function bodyText(section: Section): string {
 /** The name of a call that sends its JSON as a whole `/v2/query` request (an operation tree), not a QUERY's parameters. */
 export const TREE_CALL = "/v2/query";
 
-/** `Name` or `Name {json}` (or `/v2/query {tree}`); the JSON may continue on the following lines of the section. */
+/**
+ * `Name` or `Name {json}` (or `/v2/query {tree}`); the JSON may continue on the following lines of the section. A
+ * tree is read as the gateway reads a body, so an integer beyond 2^53 in it stays exact (a bigint).
+ */
 function parseCall(text: string, line: number): Call {
   const match = /^([A-Za-z_][A-Za-z0-9_]*|\/v2\/query)(?:\s+([\s\S]*))?$/.exec(text.trim());
   if (match === null) throw new Error(`line ${line}: a call is a query name (or /v2/query) and optional JSON parameters: ${text}`);
   try {
-    return { name: match[1], parameters: match[2] === undefined ? {} : JSON.parse(match[2]), line };
+    const json = match[2];
+    if (json === undefined) return { name: match[1], parameters: {}, line };
+    return { name: match[1], parameters: match[1] === TREE_CALL && mayHoldUnsafeInteger(json) ? parseLossless(json) : JSON.parse(json), line };
   } catch (cause) {
     throw new Error(`line ${line}: the parameters are not JSON: ${(cause as Error).message}`);
   }

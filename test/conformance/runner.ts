@@ -7,6 +7,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { stringify } from "lossless-json";
 import { open, type Database } from "../../cluster/embedded.js";
 import { stringifyJson } from "../../gateway/json.js";
 import { SilkError } from "../../protocol/errors.js";
@@ -51,7 +52,9 @@ export async function httpSession(database: Database): Promise<Session> {
     run: async (call, parameters) => {
       // A tree call's path is its name (`/v2/query`); a QUERY's route is `/<name>`.
       const path = call.name === TREE_CALL ? TREE_CALL : `/${call.name}`;
-      const response = await fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(parameters), headers: { "content-type": "application/json" } });
+      // A tree's integers beyond 2^53 are bigints (case-file.ts): sent as bare JSON integers, as HelixDB's SDKs send them.
+      const sent = call.name === TREE_CALL ? stringify(parameters) : JSON.stringify(parameters);
+      const response = await fetch(`${base}${path}`, { method: "POST", body: sent, headers: { "content-type": "application/json" } });
       expect(response.headers.get("content-type")).toMatch(/^application\/json/);
       const body = (await response.json()) as unknown;
       if (response.status === 200) return { kind: "value", value: body };
