@@ -26,8 +26,8 @@ export function decodeParameterType(json: unknown, path: string, depth = 0): Par
 }
 
 function wrong(name: string, expected: string, value: unknown): SilkError {
-  // A bigint (an integer beyond 2^53 from the gateway's lossless parse) has no JSON.stringify form.
-  const shown = typeof value === "bigint" ? value.toString() : JSON.stringify(value);
+  // A bigint (an integer beyond 2^53 from the gateway's lossless parse) has no JSON.stringify form of its own.
+  const shown = JSON.stringify(value, (_key, item: unknown) => (typeof item === "bigint" ? item.toString() : item));
   return new SilkError("invalid_type", `parameter ${name} must be ${expected}, got ${shown}`);
 }
 

@@ -190,5 +190,8 @@ describe("integers beyond 2^53 as bigints", () => {
     expect(() => decodeRequest({ ...(read(NODES) as object), parameters: { n: 2n ** 63n }, parameter_types: { n: "i64" } })).toThrow(
       expect.objectContaining({ code: "invalid_type", message: expect.stringContaining(String(2n ** 63n)) }),
     );
+    expect(() => decodeRequest({ ...(read(NODES) as object), parameters: { n: [big] }, parameter_types: { n: "string" } })).toThrow(
+      expect.objectContaining({ code: "invalid_type", message: expect.stringContaining(`["${big}"]`) }),
+    );
   });
 });
