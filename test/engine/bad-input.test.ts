@@ -251,8 +251,9 @@ describe.each(BACKENDS)("bad input on $name", (backend) => {
       await refused(writeOne(drop(deep)), "limit_exceeded");
     });
 
-    it("a step that is not implemented is unsupported_operation", async () => {
-      await refused(readOne({ simple_path: { input: allNodes() } }), "unsupported_operation");
+    it("an expression that is not implemented is unsupported_operation", async () => {
+      // HelixDB's date_time_now is the one part of its v3 vocabulary Silk does not run yet.
+      await refused(readOne({ project: { input: allNodes(), projections: [{ expr: { alias: "now", expr: "date_time_now" } }] } }), "unsupported_operation");
     });
 
     it("a mutation in a read batch is write_in_read", async () => {
