@@ -260,7 +260,9 @@ class CheckCounts implements Command {
     for (const label of NODE_LABELS) {
       const ofLabel = nodes.filter((node) => node.label === label);
       expect(await get(real, count(nodesOf(label)))).toBe(ofLabel.length);
-      expect(sorted((await get(real, values(nodesOf(label), "x"))) as number[])).toEqual(sorted(ofLabel.map((node) => node.x)));
+      // values answers one object per element (HelixDB v3's serialisation).
+      const rows = (await get(real, values(nodesOf(label), "x"))) as { x: number }[];
+      expect(sorted(rows.map((row) => row.x))).toEqual(sorted(ofLabel.map((node) => node.x)));
     }
     for (const label of EDGE_LABELS) expect(await get(real, count(edgesOf(label)))).toBe(edges.filter((edge) => edge.label === label).length);
     expect(await get(real, count(allNodes()))).toBe(nodes.length);
