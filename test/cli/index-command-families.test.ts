@@ -54,8 +54,17 @@ async function run(action: IndexAction, options: IndexCommandOptions): Promise<O
     error = { code: silk.code, message: silk.message };
   }
   await new Promise((resume) => setImmediate(resume));
-  const lines = out.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Line);
+  const lines = out.trim().split("\n").filter(Boolean).map((line) => operationNamed(JSON.parse(line) as Line & { operation_id?: unknown }));
   return { lines, stderr: err, ...(error === undefined ? {} : { error }) };
+}
+
+/**
+ * The answer of an index operation (create, drop, retry, abort) names the operation (HelixDB v3's operation_id, a
+ * UUID), status lines do not; the rest is what the tests compare.
+ */
+function operationNamed({ operation_id: operationId, ...line }: Line & { operation_id?: unknown }): Line {
+  if (operationId !== undefined) expect(operationId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  return line as Line;
 }
 
 async function refused(action: IndexAction, args: readonly string[], code: string, message: RegExp): Promise<void> {

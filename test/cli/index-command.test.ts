@@ -15,7 +15,13 @@ const SCHEMA = "N::User { UNIQUE INDEX handle: String, age: I64 }\n";
 const USERS = 3_000;
 const BATCH_ENTRIES = 1_000;
 
-const lines = (text: string): Record<string, unknown>[] => text.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+/** Output lines, compared without the operation_id an index operation's answer carries (checked to be a UUID). */
+const lines = (text: string): Record<string, unknown>[] =>
+  text.trim().split("\n").filter(Boolean).map((line) => {
+    const { operation_id: operationId, ...rest } = JSON.parse(line) as Record<string, unknown>;
+    if (operationId !== undefined) expect(operationId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    return rest;
+  });
 
 describe("silk index", () => {
   it("creates an index over existing data; status --watch runs the build until it is active", async () => {
@@ -36,6 +42,7 @@ describe("silk index", () => {
     const created = await runSilk(["index", "create", ...base, "--label", "User", "--property", "age"]);
     expect(created.stderr).toBe("");
     expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toHaveProperty("operation_id");
     expect(lines(created.stdout)).toEqual([{ index: "User.age", kind: "node", family: "secondary", unique: false, state: "constructing", entities: 0, bytes: 0, operations: 0 }]);
 
     const watched = await runSilk(["index", "status", ...base, "--watch"]);
