@@ -9,10 +9,10 @@
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
-import { compareValues, getPath, valuesEqual, type Value } from "../protocol/values.js";
+import { compareValues, valuesEqual, type Value } from "../protocol/values.js";
 import { embed } from "./embed.js";
 import { callMath } from "./math.js";
-import { lookupParameter, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { lookupParameter, recordField, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 
 export interface EvalScope {
   readonly context: ExecutionContext;
@@ -50,18 +50,7 @@ function variable(name: string, scope: EvalScope): Value {
 function property(element: Element | undefined, path: string): Value | undefined {
   const record = element?.record;
   if (record === undefined) throw new SilkError("malformed_tree", `property ${JSON.stringify(path)} needs a record in scope`);
-  switch (path) {
-    case "$id":
-      return record.id;
-    case "$label":
-      return record.label;
-    case "$from":
-      return record.kind === "edge" ? record.from : undefined;
-    case "$to":
-      return record.kind === "edge" ? record.to : undefined;
-    default:
-      return getPath(record.props, path);
-  }
+  return recordField(record, path);
 }
 
 /**

@@ -11,8 +11,8 @@
  * in Silk's answers (HelixDB writes numbers).
  */
 import { idToString } from "../protocol/ids.js";
-import { getPath, valueToJson, type Value } from "../protocol/values.js";
-import type { Element } from "./streams.js";
+import { valueToJson, type Value } from "../protocol/values.js";
+import { recordField, type Element } from "./streams.js";
 
 /** One link of a path, newest first, so that extending a row's path costs one allocation, not a copy. */
 export interface PathLink {
@@ -100,16 +100,5 @@ export function elementValue(element: Element, source: string): Value | undefine
   }
   const record = element.record;
   if (record === undefined) return undefined;
-  switch (source) {
-    case "$id":
-      return record.id;
-    case "$label":
-      return record.label;
-    case "$from":
-      return record.kind === "edge" ? record.from : undefined;
-    case "$to":
-      return record.kind === "edge" ? record.to : undefined;
-    default:
-      return getPath(record.props, source);
-  }
+  return recordField(record, source);
 }

@@ -161,6 +161,25 @@ export function loadedVector(record: Extract<StoredRecord, { kind: "vector" }>):
   return record.vector;
 }
 
+/**
+ * A stored record's field as expressions and rows read it: `$id`, `$label`, `$from` and `$to` (edges only), or a stored
+ * property (a dotted path reaches into objects); undefined when the record has none.
+ */
+export function recordField(record: StoredRecord, path: string): Value | undefined {
+  switch (path) {
+    case "$id":
+      return record.id;
+    case "$label":
+      return record.label;
+    case "$from":
+      return record.kind === "edge" ? record.from : undefined;
+    case "$to":
+      return record.kind === "edge" ? record.to : undefined;
+    default:
+      return getPath(record.props, path);
+  }
+}
+
 /** A record in its JSON form: `$id`, `$label`, `$from`/`$to` for edges, `$vector` for vectors, then properties. */
 export function recordToJson(record: StoredRecord): Record<string, unknown> {
   const json: Record<string, unknown> = { $id: idToString(record.id), $label: record.label };

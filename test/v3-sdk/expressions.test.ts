@@ -7,39 +7,18 @@
  * -Knows(6, weight 1)-> Ann.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
-import type * as HelixSdk from "../../../shared/clients/helix-v3-sdk-ts/dist/index.js";
+import { openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
 
-const SDK_MODULE_URL = new URL("../../../shared/clients/helix-v3-sdk-ts/dist/index.js", import.meta.url).href;
-
-type Batch = HelixSdk.ReadBatch | HelixSdk.WriteBatch;
-
-let sdk: typeof HelixSdk;
-let db: Database;
-
-/** Runs what the SDK built, exactly as its JSON text (what it would send to `/v2/query`). */
-async function run(batch: Batch): Promise<Record<string, unknown>> {
-  return (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
-}
+let embedded: SdkEmbedded;
+let sdk: Sdk;
+const run: SdkEmbedded["run"] = (batch) => embedded.run(batch);
 
 beforeAll(async () => {
-  sdk = (await import(SDK_MODULE_URL)) as typeof HelixSdk;
-  db = await open({ storage: "memory" });
-  const { g, writeBatch, NodeRef } = sdk;
-  const seeded = await run(
-    writeBatch()
-      .varAs("ann", g().addN("User", { name: "Ann", age: 30 }))
-      .varAs("bob", g().addN("User", { name: "Bob", age: 25 }))
-      .varAs("cy", g().addN("User", { name: "Cy" }))
-      .varAs("ab", g().n(NodeRef.var("ann")).addE("Knows", NodeRef.var("bob"), { weight: 2 }))
-      .varAs("bc", g().n(NodeRef.var("bob")).addE("Knows", NodeRef.var("cy"), { weight: 0.5 }))
-      .varAs("ca", g().n(NodeRef.var("cy")).addE("Knows", NodeRef.var("ann"), { weight: 1 }))
-      .returning(["ann", "bob", "cy"]),
-  );
-  expect(seeded).toMatchObject({ ann: [{ $id: "1" }], bob: [{ $id: "2" }], cy: [{ $id: "3" }] });
+  embedded = await openSeededKnowsGraph();
+  sdk = embedded.sdk;
 });
 
-afterAll(() => db.close());
+afterAll(() => embedded.db.close());
 
 describe("expressions built by the v3 SDK", () => {
   it("neg, case and timestamp evaluate in projections and predicates", async () => {

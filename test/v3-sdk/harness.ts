@@ -17,6 +17,8 @@
  * same client, so its errors arrive as the SDK's `HelixError` too; `remoteError` unwraps one for assertions.
  */
 import { join } from "node:path";
+import { expect } from "vitest";
+import { open, type Database } from "../../cluster/embedded.js";
 import { createKey } from "../../gateway/hosted/key-store.js";
 import { temporaryDirectory } from "../cli/helpers.js";
 import { startServer, type StartedServer } from "../gateway/serve-process.js";
@@ -118,4 +120,35 @@ export async function remoteError(sdk: Sdk, sending: Promise<unknown>): Promise<
     throw cause;
   }
   throw new Error(`expected the request to fail, but it answered ${JSON.stringify(answer, (_key, value: unknown) => (typeof value === "bigint" ? `${value}n` : value))}`);
+}
+
+/** An embedded schemaless database that runs what the SDK builds, exactly as its JSON text (what it would send). */
+export interface SdkEmbedded {
+  readonly sdk: Sdk;
+  readonly db: Database;
+  run(batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>>;
+}
+
+/**
+ * A memory database seeded through the SDK with the suites' small graph: Ann (30), Bob (25) and Cy (no age), and
+ * Knows edges Ann → Bob (weight 2), Bob → Cy (0.5), Cy → Ann (1); their IDs are 1, 2 and 3.
+ */
+export async function openSeededKnowsGraph(): Promise<SdkEmbedded> {
+  const sdk = await loadSdk();
+  const db = await open({ storage: "memory" });
+  const run = async (batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>> =>
+    (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
+  const { g, writeBatch, NodeRef } = sdk;
+  const seeded = await run(
+    writeBatch()
+      .varAs("ann", g().addN("User", { name: "Ann", age: 30 }))
+      .varAs("bob", g().addN("User", { name: "Bob", age: 25 }))
+      .varAs("cy", g().addN("User", { name: "Cy" }))
+      .varAs("ab", g().n(NodeRef.var("ann")).addE("Knows", NodeRef.var("bob"), { weight: 2 }))
+      .varAs("bc", g().n(NodeRef.var("bob")).addE("Knows", NodeRef.var("cy"), { weight: 0.5 }))
+      .varAs("ca", g().n(NodeRef.var("cy")).addE("Knows", NodeRef.var("ann"), { weight: 1 }))
+      .returning(["ann", "bob", "cy"]),
+  );
+  expect(seeded).toMatchObject({ ann: [{ $id: "1" }], bob: [{ $id: "2" }], cy: [{ $id: "3" }] });
+  return { sdk, db, run };
 }
