@@ -8,7 +8,7 @@
  * JetStream meta group has a leader (so a stream can be created at once).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
@@ -82,15 +82,25 @@ export class LocalNatsCluster {
     if (!existsSync(NATS_SERVER_BINARY)) {
       throw new SilkError("invalid_option", `${NATS_SERVER_BINARY} is missing: install the nats-server package (apt-get install nats-server) or set NATS_SERVER`);
     }
-    const specs = await natsClusterSpecs(directory, options.servers ?? 3);
-    const cluster = new LocalNatsCluster(specs, options.clusterName ?? "silk");
-    for (const spec of specs) {
-      mkdirSync(spec.storeDir, { recursive: true });
-      writeFileSync(spec.configFile, configOf(spec, specs, cluster.clusterName));
+    for (let attempt = 1; ; attempt += 1) {
+      const specs = await natsClusterSpecs(directory, options.servers ?? 3);
+      const cluster = new LocalNatsCluster(specs, options.clusterName ?? "silk");
+      for (const spec of specs) {
+        mkdirSync(spec.storeDir, { recursive: true });
+        writeFileSync(spec.configFile, configOf(spec, specs, cluster.clusterName));
+      }
+      for (const spec of specs) cluster.spawn(spec);
+      try {
+        await cluster.ready();
+        return cluster;
+      } catch (cause) {
+        await cluster.stop();
+        // A port that was free when chosen can be taken before the server binds it (another process on this machine
+        // picked it meanwhile): that server exits at once. Start afresh on new ports, with empty stores.
+        if (!(cause instanceof ServerExited) || attempt >= START_ATTEMPTS_MAX) throw cause;
+        for (const spec of specs) rmSync(spec.storeDir, { recursive: true, force: true });
+      }
     }
-    for (const spec of specs) cluster.spawn(spec);
-    await cluster.ready();
-    return cluster;
   }
 
   /** Client URLs of every server, for a connection that fails over between them. */
@@ -130,7 +140,11 @@ export class LocalNatsCluster {
   /** Every server accepts clients and the JetStream API answers (a meta leader is elected). */
   async ready(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    for (const url of this.urls) await waitForClients(url, deadline);
+    for (const spec of this.specs) {
+      await waitForClients(`nats://127.0.0.1:${spec.clientPort}`, deadline, () => {
+        if (!this.processes.has(spec.name)) throw new ServerExited(`nats-server ${spec.name} exited while starting (see ${spec.logFile})`);
+      });
+    }
     const nc = await connect({ servers: this.urls });
     try {
       for (;;) {
@@ -168,8 +182,20 @@ export class LocalNatsCluster {
   }
 }
 
-async function waitForClients(url: string, deadline = Date.now() + 20_000): Promise<void> {
+/** A server of a starting cluster exited before it accepted clients (most often: its port was taken meanwhile). */
+class ServerExited extends SilkError {
+  constructor(message: string) {
+    super("partition_unavailable", message);
+  }
+}
+
+/** How many times `LocalNatsCluster.start` picks new ports when a server exits while starting. */
+const START_ATTEMPTS_MAX = 3;
+
+/** Waits until `url` accepts a client; `stillRunning` throws when the server's process is gone (no use waiting). */
+async function waitForClients(url: string, deadline = Date.now() + 20_000, stillRunning: () => void = () => {}): Promise<void> {
   for (;;) {
+    stillRunning();
     try {
       const nc = await connect({ servers: url, reconnect: false, timeout: 500 });
       await nc.close();

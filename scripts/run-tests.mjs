@@ -16,7 +16,9 @@ let failed = 0;
 try {
   const report = JSON.parse(readFileSync(reportPath, "utf8"));
   passed = report.numPassedTests;
-  failed = report.numFailedTests + (report.numRuntimeErrors ?? 0);
+  // A file whose set-up failed (beforeAll, an import) fails without failing any test of it: count it too.
+  const filesFailedOutsideTests = report.testResults.filter((file) => file.status === "failed" && !file.assertionResults.some((test) => test.status === "failed")).length;
+  failed = report.numFailedTests + (report.numRuntimeErrors ?? 0) + filesFailedOutsideTests;
   rmSync(reportPath, { force: true });
 } catch {
   failed += 1;
