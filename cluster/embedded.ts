@@ -120,12 +120,20 @@ function checkOptions(options: OpenOptions): void {
   if (options.embedder !== undefined && typeof (options.embedder as Partial<Embedder> | null)?.embed !== "function") {
     throw new SilkError("invalid_option", "embedder must be an object with an embed(texts) method (see cluster/embedders.ts)");
   }
+  if (options.schema !== undefined && !validSchemaOption(options.schema)) {
+    throw new SilkError("invalid_option", "schema must be HelixQL text, a { file, text } source (both strings) or a list of them");
+  }
   if (mode === "readonly" && storage === "memory") throw new SilkError("invalid_option", "a memory database cannot be opened read-only: it starts empty");
   if (cache !== undefined) {
     for (const key of Object.keys(cache)) if (key !== "mapSizeBytes") throw new SilkError("invalid_option", `unknown cache option ${JSON.stringify(key)}`);
     const size = cache.mapSizeBytes;
     if (size !== undefined && (!Number.isSafeInteger(size) || size < 1 << 20)) throw new SilkError("invalid_option", "cache.mapSizeBytes must be an integer of at least 1 MiB");
   }
+}
+
+function validSchemaOption(schema: unknown): boolean {
+  const source = (item: unknown): boolean => typeof item === "object" && item !== null && typeof (item as SchemaSource).file === "string" && typeof (item as SchemaSource).text === "string";
+  return typeof schema === "string" || (Array.isArray(schema) ? schema.every(source) : source(schema));
 }
 
 interface Project {
