@@ -20,6 +20,7 @@ import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/s
 import { decodeRequest } from "../protocol/tree.js";
 import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
+import type { ExplainStep } from "../node/planner.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
 import { storageFailure } from "../node/storage-errors.js";
@@ -392,6 +393,27 @@ export class Database {
    */
   queryJson(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<string> {
     return this.runQuery(name, parameters, renderOutputJson);
+  }
+
+  /**
+   * Runs the project's read QUERY `name` once and answers the access path of each source step it ran: whether its
+   * candidates came from an index (which one), a scan of one label, or a scan of every record, and how many there
+   * were (the `$explain` of a `/v2/query` request with `"explain": true`; docs/HELIXQL.md). A write QUERY is refused
+   * (`unsupported_operation`): explaining runs the query, and would write.
+   */
+  async explainQuery(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<readonly ExplainStep[]> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    const query = this.queryByName.get(name);
+    if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+    if (query.requestType === "write") throw new SilkError("unsupported_operation", `${name} writes: explainQuery runs the query, so it explains read queries only`);
+    const bound = bindParameters(query, parameters);
+    if (query.tree === undefined) return [];
+    const prepared = await this.prepare({ ...query.tree, explain: true });
+    try {
+      return ((await prepared.run(bound)).$explain ?? []) as readonly ExplainStep[];
+    } finally {
+      prepared.release();
+    }
   }
 
   /**
