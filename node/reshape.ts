@@ -4,7 +4,7 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError } from "../protocol/errors.js";
-import type { Order, Step } from "../protocol/tree.js";
+import type { Expr, Order, Step } from "../protocol/tree.js";
 import { compareValues, type Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
@@ -24,9 +24,11 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
     case "group":
       return group(step.path, input, scope);
     case "order_by":
-      return elements(await ordered(elementsOf(input, step.op), [[step.path, step.order]], scope));
-    case "order_by_multiple":
-      return elements(await ordered(elementsOf(input, step.op), step.orderings, scope));
+      return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], scope));
+    case "order_by_multiple": {
+      const orderings = step.orderings.map(([path, order]): [Expr, Order] => [{ kind: "property", path }, order]);
+      return elements(await ordered(elementsOf(input, step.op), orderings, scope));
+    }
     case "edge_has": {
       const value = (await evalInput(step.value, scope)) as Value;
       const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
@@ -80,13 +82,16 @@ async function group(path: string, input: Stream, scope: EvalScope): Promise<Str
   return { kind: "scalar", value: Object.fromEntries(groups) };
 }
 
-/** Records sorted by each key in turn; records without a key's value sort after those with it, in either order. */
-async function ordered(items: Element[], orderings: readonly (readonly [string, Order])[], scope: EvalScope): Promise<Element[]> {
+/**
+ * Records sorted by each key in turn (an expression evaluated with the record as the current element); records
+ * without a key's value sort after those with it, in either order.
+ */
+async function ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], scope: EvalScope): Promise<Element[]> {
   const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
   for (const element of await loaded(scope.context.view, items)) {
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const keys: (Value | undefined)[] = [];
-    for (const [path] of orderings) keys.push(await evaluateExpr({ kind: "property", path }, element, scope));
+    for (const [by] of orderings) keys.push(await evaluateExpr(by, element, scope));
     keyed.push({ element, keys });
   }
   keyed.sort((a, b) => {

@@ -68,6 +68,8 @@ function stepReadsPropertiesOnly(step: Step): boolean {
     case "vectors_where":
     case "where":
       return predicateReadsPropertiesOnly(step.predicate);
+    case "order_by":
+      return exprReadsPropertiesOnly(step.by);
     case "limit":
     case "skip":
       return boundReadsPropertiesOnly(step.count);

@@ -177,7 +177,11 @@ export type Step =
       readonly all: boolean;
       readonly exclude: readonly string[];
     }
-  | { readonly op: "order_by"; readonly input: Step; readonly path: string; readonly order: Order }
+  /**
+   * Sorted by `by`, evaluated per record: `{"property": p}` in HelixDB's form, or Silk's `{"expr": e}` (HelixQL's
+   * `ORDER<Asc>(_::Out<E>::COUNT)`); either way a property expression.
+   */
+  | { readonly op: "order_by"; readonly input: Step; readonly by: Expr; readonly order: Order }
   | { readonly op: "order_by_multiple"; readonly input: Step; readonly orderings: readonly (readonly [string, Order])[] }
   // Branches: sub-traversals that start at `context`.
   | { readonly op: "union" | "coalesce"; readonly input: Step; readonly traversals: readonly Step[] }
@@ -782,10 +786,13 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       only("input", "projections", "all", "exclude");
       return decodeProject(object, at, input());
     case "order_by": {
-      only("input", "property", "order");
+      only("input", "property", "expr", "order");
       const order = object.order === undefined ? "asc" : stringAt(object.order, `${at}.order`);
       if (order !== "asc" && order !== "desc") throw fault(`${at}.order`, 'expected "asc" or "desc"');
-      return { op: "order_by", input: input(), path: stringAt(object.property, `${at}.property`), order };
+      if (object.property !== undefined && object.expr !== undefined) throw fault(`${at}.expr`, "order_by takes a property or an expr, not both");
+      const by: Expr =
+        object.expr === undefined ? { kind: "property", path: stringAt(object.property, `${at}.property`) } : decodeExpr(object.expr, `${at}.expr`, depth + 1);
+      return { op: "order_by", input: input(), by, order };
     }
     case "aggregate":
       only("input", "fn", "property");

@@ -522,9 +522,37 @@ function order(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
     scope.report("query_invalid", call.generic?.loc ?? call.loc, "ORDER takes a direction: ORDER<Asc>(_::{field}) or ORDER<Desc>(_::{field})");
     return undefined;
   }
+  const order = direction.toLowerCase();
+  const [arg] = call.args ?? [];
+  const field = arg?.kind === "chain" && arg.start.name.text === "_" && arg.steps.length === 1 ? singleField(arg.steps[0]) : undefined;
+  if (call.args?.length === 1 && field === undefined) {
+    const by = orderKey(scope, arg, { ...input, one: true });
+    return by === undefined ? undefined : { tree: { order_by: { input: current.tree, expr: by, order } }, type: input };
+  }
   const property = fieldArgument(scope, call, { ...input, one: true });
   if (property === undefined) return undefined;
-  return { tree: { order_by: { input: current.tree, property, order: direction.toLowerCase() } }, type: input };
+  return { tree: { order_by: { input: current.tree, property, order } }, type: input };
+}
+
+/**
+ * The key of `ORDER<..>(_::Out<Follows>::COUNT)`: an anonymous traversal that yields one value per element (a count,
+ * an aggregate, a property reached by traversal), as the tree expression that reads it. HelixDB orders by any
+ * anonymous traversal; one that yields records, rows or several values has no single key to sort by, and those are
+ * the compiled values whose type is not known (`ANY`).
+ */
+function orderKey(scope: CompilerScope, arg: ExprAst, element: RecordsType): Json | undefined {
+  const usage = "ORDER takes a field or a traversal from _ that yields one value, as in ORDER<Desc>(_::{age}) or ORDER<Desc>(_::In<Follows>::COUNT)";
+  if (arg.kind !== "chain" || arg.start.name.text !== "_" || arg.steps.length === 0) {
+    scope.report("query_invalid", arg.kind === "literal" ? arg.literal.loc : arg.loc, usage);
+    return undefined;
+  }
+  const value = compileValue(scope, arg, { type: element });
+  if (value === undefined) return undefined;
+  if (value.type.t === "any") {
+    scope.report("query_invalid", arg.loc, `${usage}; this one yields records or a list`);
+    return undefined;
+  }
+  return value.expr;
 }
 
 function idStep(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
