@@ -140,7 +140,10 @@ interface Group {
   readonly items: unknown[];
 }
 
-/** `group_count` rows `{p1, ..., count}` and `aggregate_by` rows `{p1, ..., count, items}`, one per combination. */
+/**
+ * `group_count` rows `{p1, ..., count}` and `aggregate_by` rows `{p1, ..., count, items}` (or, in its `count_data`
+ * shape, `{count, data}`), one per combination.
+ */
 export async function group(step: Extract<Step, { op: "group_count" | "aggregate_by" }>, input: Stream, scope: EvalScope): Promise<Stream> {
   const items = await loaded(scope.context.view, elementsOf(input, step.op));
   const groups = new Map<string, Group>();
@@ -158,8 +161,9 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
     found.count += 1;
     if (step.op === "aggregate_by") found.items.push(recordToJson(element.record!));
   }
-  const rows = [...groups.values()].map(({ row, count, items: members }) =>
-    step.op === "group_count" ? { ...row, count } : { ...row, count, items: members },
-  );
+  const rows = [...groups.values()].map(({ row, count, items: members }) => {
+    if (step.op === "group_count") return { ...row, count };
+    return step.shape === "keyed" ? { ...row, count, items: members } : { count, data: members };
+  });
   return valuesStream(rows);
 }

@@ -212,7 +212,12 @@ export type Step =
       /** HelixDB's `aggregate_by` form answers one row `{field: value}` (`rank_Sum`), not the bare value. */
       readonly field?: string;
     }
-  | { readonly op: "group_count" | "aggregate_by"; readonly input: Step; readonly properties: readonly string[] }
+  | { readonly op: "group_count"; readonly input: Step; readonly properties: readonly string[] }
+  /**
+   * `keyed` rows `{p.., count, items}`; `count_data` rows `{count, data}` (no property values), as HelixDB answers
+   * HelixQL's `::COUNT::AGGREGATE_BY(..)`.
+   */
+  | { readonly op: "aggregate_by"; readonly input: Step; readonly properties: readonly string[]; readonly shape: AggregateByShape }
   | {
       readonly op: "shortest_path";
       readonly input: Step;
@@ -583,10 +588,16 @@ function decodeAggregate(object: Record<string, Json>, at: string, input: Step):
   return { op: "aggregate", input, fn: fn as AggregateFunction, path };
 }
 
-/** Grouping properties; the names the result row uses for itself (`count`, and `items` of aggregate_by) are refused. */
-function groupProperties(value: Json, path: string, op: "group_count" | "aggregate_by"): string[] {
+/** The rows of Silk's `aggregate_by`: `{p.., count, items}` (keyed), or `{count, data}` (HelixQL's COUNT form). */
+export type AggregateByShape = "keyed" | "count_data";
+
+/**
+ * Grouping properties; the names the result row uses for itself (`count`, and `items` of keyed aggregate_by rows) are
+ * refused. `count_data` rows name no property, so any name is allowed there.
+ */
+function groupProperties(value: Json, path: string, op: "group_count" | "aggregate_by", shape: AggregateByShape): string[] {
   const properties = stringList(value, path);
-  const reserved = op === "group_count" ? ["count"] : ["count", "items"];
+  const reserved = op === "group_count" ? ["count"] : shape === "keyed" ? ["count", "items"] : [];
   properties.forEach((property, i) => {
     if (reserved.includes(property)) throw fault(`${path}[${i}]`, `${JSON.stringify(property)} names a field of the ${op} row itself`);
   });
@@ -623,8 +634,14 @@ function decodeGrouping(tag: "group_count" | "aggregate_by", object: Record<stri
     if (property === "count") throw fault(`${at}.property`, '"count" names a field of the group_count row itself');
     return { op: tag, input: input(), properties: [property] };
   }
-  allowOnly(object, ["input", "properties"], at);
-  return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag) };
+  if (tag === "group_count") {
+    allowOnly(object, ["input", "properties"], at);
+    return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, "keyed") };
+  }
+  allowOnly(object, ["input", "properties", "shape"], at);
+  const shape = object.shape === undefined ? "keyed" : stringAt(object.shape, `${at}.shape`);
+  if (shape !== "keyed" && shape !== "count_data") throw fault(`${at}.shape`, 'expected "keyed" or "count_data"');
+  return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, shape), shape };
 }
 
 /**

@@ -370,15 +370,25 @@ function compileStep(scope: CompilerScope, current: Compiled, steps: readonly St
       return one(order(scope, current, call));
     case "FIRST":
       return one(noArgs(scope, call) ? { tree: { limit: { input: current.tree, count: { literal: 1 } } }, type: single(current.type) } : undefined);
-    case "COUNT":
-      return one(noArgs(scope, call) ? { tree: { count: { input: current.tree } }, type: { kind: "values", value: scalarValue("I64"), shape: "scalar" } } : undefined);
+    case "COUNT": {
+      if (!noArgs(scope, call)) return undefined;
+      // `::COUNT::GROUP_BY(..)` and `::COUNT::AGGREGATE_BY(..)` group the elements before the count (HelixDB drops the
+      // COUNT and answers the counting form of the grouping), so the two steps compile as one.
+      const next = steps[index + 1];
+      const grouped = next?.kind === "call" && (next.call.name.text === "GROUP_BY" || next.call.name.text === "AGGREGATE_BY") ? next.call : undefined;
+      if (grouped !== undefined) {
+        const compiled = grouping(scope, current, grouped, true);
+        return compiled === undefined ? undefined : { compiled, next: index + 2 };
+      }
+      return one({ tree: { count: { input: current.tree } }, type: { kind: "values", value: scalarValue("I64"), shape: "scalar" } });
+    }
     case "ID":
       return one(idStep(scope, current, call));
     case "UPDATE":
       return one(update(scope, current, call));
     case "GROUP_BY":
     case "AGGREGATE_BY":
-      return one(grouping(scope, current, call));
+      return one(grouping(scope, current, call, false));
     case "SUM":
     case "AVG":
     case "MIN":
@@ -578,7 +588,11 @@ function update(scope: CompilerScope, current: Compiled, call: CallAst): Compile
   return properties === undefined ? undefined : { tree: { update: { input: current.tree, properties } }, type: input };
 }
 
-function grouping(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
+/**
+ * `GROUP_BY(f, ..)` rows `{f, .., count}`; `AGGREGATE_BY(f, ..)` rows `{f, .., count, items}`, or after COUNT
+ * (`counted`) HelixDB's `{count, data}`. `::COUNT::GROUP_BY` answers what GROUP_BY does, which counts already.
+ */
+function grouping(scope: CompilerScope, current: Compiled, call: CallAst, counted: boolean): Compiled | undefined {
   const input = records(scope, current, call, ["node", "edge", "vector"]);
   if (input === undefined) return undefined;
   const args = call.args ?? [];
@@ -596,8 +610,10 @@ function grouping(scope: CompilerScope, current: Compiled, call: CallAst): Compi
     scope.report("query_invalid", call.loc, `${call.name.text} needs at least one field`);
     return undefined;
   }
-  const op = call.name.text === "GROUP_BY" ? "group_count" : "aggregate_by";
-  return { tree: { [op]: { input: current.tree, properties } }, type: { kind: "rows", one: false } };
+  const tree = call.name.text === "GROUP_BY"
+    ? { group_count: { input: current.tree, properties } }
+    : { aggregate_by: { input: current.tree, properties, ...(counted ? { shape: "count_data" } : {}) } };
+  return { tree, type: { kind: "rows", one: false } };
 }
 
 function aggregate(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {

@@ -81,7 +81,7 @@ describe("group_count with one property, aggregate_by with function and property
     for (const [helix, fn, field] of cases) {
       expect(decodeRoot({ aggregate_by: { input: NODES, function: helix, property: "rank" } })).toEqual({ op: "aggregate", input: { op: "nodes", ref: { kind: "all" } }, fn, path: "rank", field });
     }
-    expect(decodeRoot({ aggregate_by: { input: NODES, properties: ["rank"] } })).toEqual({ op: "aggregate_by", input: { op: "nodes", ref: { kind: "all" } }, properties: ["rank"] });
+    expect(decodeRoot({ aggregate_by: { input: NODES, properties: ["rank"] } })).toEqual({ op: "aggregate_by", input: { op: "nodes", ref: { kind: "all" } }, properties: ["rank"], shape: "keyed" });
   });
 
   it("refuses mixed spellings, unknown functions and reserved names, naming the path", () => {
@@ -91,6 +91,15 @@ describe("group_count with one property, aggregate_by with function and property
     expectFault(read({ aggregate_by: { input: NODES, function: "median", property: "rank" } }), `${ROOT}.aggregate_by.function`);
     expectFault(read({ aggregate_by: { input: NODES, function: "sum" } }), `${ROOT}.aggregate_by.property`);
     expectFault(read({ aggregate_by: { input: NODES, function: "sum", property: "rank", properties: ["rank"] } }), `${ROOT}.aggregate_by.properties`);
+  });
+
+  it("decodes Silk's aggregate_by shape: keyed by default, count_data (HelixQL's COUNT::AGGREGATE_BY) frees the row's own names", () => {
+    expect(decodeRoot({ aggregate_by: { input: NODES, properties: ["count"], shape: "count_data" } })).toEqual({
+      op: "aggregate_by", input: { op: "nodes", ref: { kind: "all" } }, properties: ["count"], shape: "count_data",
+    });
+    expectFault(read({ aggregate_by: { input: NODES, properties: ["count"], shape: "keyed" } }), `${ROOT}.aggregate_by.properties[0]`);
+    expectFault(read({ aggregate_by: { input: NODES, properties: ["rank"], shape: "flat" } }), `${ROOT}.aggregate_by.shape`);
+    expectFault(read({ group_count: { input: NODES, properties: ["rank"], shape: "count_data" } }), `${ROOT}.group_count.shape`);
   });
 });
 
