@@ -47,9 +47,16 @@ function variable(name: string, scope: EvalScope): Value {
 }
 
 /** Reads a property of an element's (loaded) record; `$id`, `$label`, `$from`, `$to` are virtual properties. */
+/**
+ * A property of the current element: a field of its record, or for a search hit its `$distance` (vector searches) or
+ * `$score` (text searches, rerankers), as `project` reads them (projection.ts propertyJson).
+ */
 function property(element: Element | undefined, path: string): Value | undefined {
   const record = element?.record;
   if (record === undefined) throw new SilkError("malformed_tree", `property ${JSON.stringify(path)} needs a record in scope`);
+  const hit = element!.hit;
+  if (path === "$distance") return hit?.measure === "distance" ? hit.score : undefined;
+  if (path === "$score") return hit?.measure === "relevance" ? hit.score : undefined;
   return recordField(record, path);
 }
 

@@ -162,8 +162,9 @@ export function loadedVector(record: Extract<StoredRecord, { kind: "vector" }>):
 }
 
 /**
- * A stored record's field as expressions and rows read it: `$id`, `$label`, `$from` and `$to` (edges only), or a stored
- * property (a dotted path reaches into objects); undefined when the record has none.
+ * A stored record's field as expressions and rows read it: `$id`, `$label`, `$from` and `$to` (edges only), `$vector`
+ * (vectors only: the vector itself, so a plan reading it is one vector-reads.ts lets read vectors), or a stored property
+ * (a dotted path reaches into objects); undefined when the record has none.
  */
 export function recordField(record: StoredRecord, path: string): Value | undefined {
   switch (path) {
@@ -175,6 +176,8 @@ export function recordField(record: StoredRecord, path: string): Value | undefin
       return record.kind === "edge" ? record.from : undefined;
     case "$to":
       return record.kind === "edge" ? record.to : undefined;
+    case "$vector":
+      return record.kind === "vector" ? loadedVector(record) : undefined;
     default:
       return getPath(record.props, path);
   }

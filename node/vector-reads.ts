@@ -33,6 +33,9 @@ const VALUE_STEPS: ReadonlySet<Step["op"]> = new Set<Step["op"]>([
   "count", "exists", "id", "label", "values", "value_map", "project", "aggregate", "group_count",
 ]);
 
+/** The virtual property that reads a vector record's vector (streams.ts recordField). */
+const VECTOR_PROPERTY = "$vector";
+
 const verdicts = new WeakMap<readonly Entry[], boolean>();
 
 /** True when running `plan` may read a vector record's vector; false only when it certainly cannot. */
@@ -60,9 +63,16 @@ function stepReadsPropertiesOnly(step: Step): boolean {
   if ("input" in step && step.input !== undefined && !stepReadsPropertiesOnly(step.input)) return false;
   switch (step.op) {
     case "value_map":
-      return step.properties !== undefined;
+      return step.properties !== undefined && !step.properties.includes(VECTOR_PROPERTY);
+    case "values":
+    case "group_count":
+      return !step.properties.includes(VECTOR_PROPERTY);
+    case "aggregate":
+      return step.path !== VECTOR_PROPERTY;
     case "project":
-      return !step.all && step.projections.every((projection) => projection.kind === "property" || exprReadsPropertiesOnly(projection.expr));
+      return !step.all && step.projections.every((projection) =>
+        projection.kind === "property" ? projection.source !== VECTOR_PROPERTY : exprReadsPropertiesOnly(projection.expr),
+      );
     case "nodes_where":
     case "edges_where":
     case "vectors_where":
@@ -98,6 +108,7 @@ function inputReadsPropertiesOnly(input: Input): boolean {
 function exprReadsPropertiesOnly(expr: Expr): boolean {
   switch (expr.kind) {
     case "property":
+      return expr.path !== VECTOR_PROPERTY;
     case "constant":
     case "param":
     case "id":
@@ -124,7 +135,7 @@ function predicateReadsPropertiesOnly(predicate: Predicate): boolean {
     case "is_null":
     case "is_not_null":
     case "has_key":
-      return true;
+      return predicate.path !== VECTOR_PROPERTY;
     case "contains":
       return exprReadsPropertiesOnly(predicate.value) && exprReadsPropertiesOnly(predicate.needle);
     case "starts_with":

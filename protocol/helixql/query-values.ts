@@ -34,6 +34,16 @@ const VIRTUAL_FIELDS: ReadonlyMap<string, { path: string; type: ValueType }> = n
 ]);
 
 /**
+ * The implicit fields of a vector record, as HelixDB reads them after `SearchV` (`::{id, score, data}`): `data` is the
+ * vector, `score` the search's distance (null on a vector that is not a search hit; HelixDB answers 2.0 there). A
+ * field the `V::` type declares under either name is read instead.
+ */
+const VECTOR_FIELDS: ReadonlyMap<string, { path: string; type: ValueType }> = new Map([
+  ["data", { path: "$vector", type: { t: "field", type: { kind: "array", element: { kind: "scalar", name: "F64" } } } }],
+  ["score", { path: "$distance", type: scalarValue("F64") }],
+]);
+
+/**
  * Resolves `name` on the records `type`: its tree property path and value type, or reports invalid_field. `name`
  * may be a dotted path (`addr.city`): each segment after the first must be a field of the object field before it,
  * and the path's type is the innermost field's. The tree reads the same dotted string (protocol/values.ts getPath).
@@ -47,6 +57,12 @@ export function resolveField(scope: CompilerScope, type: RecordsType, name: stri
     return undefined;
   }
   const fields = fieldsOf(scope, type.record, type.label);
+  const implicit = type.record === "vector" && fields?.has(head) !== true ? VECTOR_FIELDS.get(head) : undefined;
+  if (implicit !== undefined) {
+    if (inner.length === 0) return implicit;
+    scope.report("invalid_field", segmentLoc(loc, name, 1), `${head} is the vector's ${head === "data" ? "vector" : "search distance"}, not an object: it has no field ${inner[0]}`);
+    return undefined;
+  }
   if (fields === undefined) return { path: name, type: ANY };
   const decl = fields.get(head);
   if (decl === undefined) {

@@ -98,6 +98,19 @@ describe("readsVectorData", () => {
     expect(readsVectorData(plan({ project: { input: notes, projections: [{ expr: { alias: "c", expr: { count: { traversal: { out: { input: "context" } } } } } }] } }))).toBe(false);
     expect(readsVectorData(plan({ fold: { input: notes } }))).toBe(true);
   });
+
+  it("reads vectors when a step or expression reads $vector (HelixQL's implicit data field)", () => {
+    const plan = (root: Json) =>
+      decodeRequest({ request_type: "read", query: { read: { entries: [{ query: { name: "r", root } }], returns: ["r"] } } });
+    const notes = { vectors: { reference: "all" } };
+    expect(readsVectorData(plan({ project: { input: notes, projections: [{ expr: { alias: "data", expr: { property: "$vector" } } }] } }))).toBe(true);
+    expect(readsVectorData(plan({ project: { input: notes, projections: [{ property: { source: "$vector", alias: "data" } }] } }))).toBe(true);
+    expect(readsVectorData(plan({ values: { input: notes, properties: ["$vector"] } }))).toBe(true);
+    expect(readsVectorData(plan({ value_map: { input: notes, properties: ["$vector"] } }))).toBe(true);
+    expect(readsVectorData(plan({ count: { input: { where: { input: notes, predicate: { is_not_null: { property: "$vector" } } } } } }))).toBe(true);
+    expect(readsVectorData(plan({ count: { input: { order_by: { input: notes, property: "$vector" } } } }))).toBe(true);
+    expect(readsVectorData(plan({ project: { input: notes, projections: [{ expr: { alias: "d", expr: { property: "$distance" } } }] } }))).toBe(false);
+  });
 });
 
 describe("vector records read without their vectors", () => {
