@@ -26,6 +26,7 @@ import { carriesRows, traverseRows, walk } from "./walks.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
+import { checkUniqueEdges } from "./unique-edges.js";
 import { upsert } from "./upsert.js";
 
 export type { Element, ExecutionContext, Stream } from "./streams.js";
@@ -34,15 +35,18 @@ export type { Element, ExecutionContext, Stream } from "./streams.js";
 export type QueryResult = Record<string, unknown>;
 
 /**
- * Runs a plan's entries, checks its writes against UNIQUE indexes (before the caller commits them) and renders what
- * it returns, plus `$explain` when the plan asks for it.
+ * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits
+ * them) and renders what it returns, plus `$explain` when the plan asks for it.
  */
 export async function executePlan(plan: Plan, base: ExecutionContext, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
   const context: ExecutionContext = plan.explain ? { ...base, explain: new ExplainLog() } : base;
   const variables = new Map<string, Stream>();
   checkReturns(plan);
   await runEntries(plan.entries, context, variables, parameters, false);
-  if (context.view.hasWrites) await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+  if (context.view.hasWrites) {
+    await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+    await checkUniqueEdges(context.view, context.schema);
+  }
   const result: QueryResult = {};
   for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;

@@ -255,6 +255,14 @@ export class TxnView {
     for (const record of this.changed.values()) if (record !== null) yield record;
   }
 
+  /** The edges this invocation created and did not drop, in creation order, in their current form. */
+  *createdEdges(): Iterable<EdgeRecord> {
+    for (const id of this.writeState?.created ?? []) {
+      const record = this.changed.get(id);
+      if (record != null && record.kind === "edge") yield record;
+    }
+  }
+
   private mergeCreated(committed: bigint[], created: readonly bigint[]): bigint[] {
     if (this.changed.size === 0) return committed;
     const live = committed.filter((id) => this.changed.get(id) !== null);

@@ -72,12 +72,17 @@ export interface NodeTypeDecl {
   fields: ReadonlyMap<string, FieldDecl>;
 }
 
-/** `from` and `to` name a declared node type, or a vector type (HelixQL lets edges end at vectors). */
+/**
+ * `from` and `to` name a declared node type, or a vector type (HelixQL lets edges end at vectors). `unique`
+ * (`E::Follows UNIQUE {..}`): at most one edge of this type from one record to another (a directed pair: a to b and b
+ * to a are two pairs); a write that would make a second is `unique_violation` (node/unique-edges.ts).
+ */
 export interface EdgeTypeDecl {
   kind: "edge";
   name: string;
   from: string;
   to: string;
+  unique: boolean;
   fields: ReadonlyMap<string, FieldDecl>;
 }
 

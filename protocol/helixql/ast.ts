@@ -44,6 +44,8 @@ export interface VectorDeclAst {
 export interface EdgeDeclAst {
   readonly kind: "edge";
   readonly name: NameAst;
+  /** `E::Name UNIQUE {..}`: one edge of the type at most per (from, to) pair. */
+  readonly unique: boolean;
   readonly items: readonly EdgeItemAst[];
 }
 

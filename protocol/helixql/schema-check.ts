@@ -200,7 +200,7 @@ class SchemaChecker {
     }
     if (from === undefined) report(ast.name.loc, `E::${ast.name.text} has no From: every edge type names its source type`);
     if (to === undefined) report(ast.name.loc, `E::${ast.name.text} has no To: every edge type names its target type`);
-    return { kind: "edge", name: ast.name.text, from: from?.text ?? "", to: to?.text ?? "", fields: fields ?? new Map() };
+    return { kind: "edge", name: ast.name.text, from: from?.text ?? "", to: to?.text ?? "", unique: ast.unique, fields: fields ?? new Map() };
   }
 
   /** A type's own fields, then the tenant fields its index options name (which must be among them). */

@@ -4,7 +4,8 @@
  * a stored schema governs every write: anything malformed is schema_invalid with the JSON path at fault.
  *
  * Shape (version 1):
- *   { version: 1, nodes: [Type], edges: [Type & { from, to }], vectors: [Type] }
+ *   { version: 1, nodes: [Type], edges: [Type & { from, to, unique? }], vectors: [Type] }   (unique: true only;
+ *   schemas stored before unique edges have none)
  *   Type  = { name, fields: [Field] }
  *   Field = { name, type: FieldTypeJson, required, default?: { kind: "now" } | { kind: "value", value }, index?,
  *             vector_index?: VectorIndex, text_index?: { analyzer, positions, tenant? } }   (at most one index)
@@ -31,7 +32,7 @@ export function schemaToJson(schema: Schema): unknown {
   return {
     version: SCHEMA_JSON_VERSION,
     nodes: [...schema.nodes.values()].map((t) => ({ name: t.name, fields: fieldsToJson(t.fields) })),
-    edges: [...schema.edges.values()].map((t) => ({ name: t.name, from: t.from, to: t.to, fields: fieldsToJson(t.fields) })),
+    edges: [...schema.edges.values()].map((t) => ({ name: t.name, from: t.from, to: t.to, ...(t.unique ? { unique: true } : {}), fields: fieldsToJson(t.fields) })),
     vectors: [...schema.vectors.values()].map((t) => ({ name: t.name, index: { ...t.index }, fields: fieldsToJson(t.fields) })),
   };
 }
@@ -81,7 +82,8 @@ export function schemaFromJson(json: unknown): Schema {
         fail(`${path}.${role}`, `${target} must name exactly one declared node or vector type`);
       }
     }
-    return { kind: "edge", name, from, to, fields };
+    if (raw.unique !== undefined && typeof raw.unique !== "boolean") fail(`${path}.unique`, "expected a boolean");
+    return { kind: "edge", name, from, to, unique: raw.unique === true, fields };
   });
   return { nodes, edges, vectors };
 }
