@@ -21,6 +21,7 @@ import { PartitionStore } from "../node/partition-store.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
+import { uniqueEdgeLabels } from "../node/unique-edges.js";
 import { formatDiagnostics } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
 
@@ -73,6 +74,7 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     // The coordinator checks UNIQUE builds across partitions (cluster/unique-builds.ts), also of a one-partition map,
     // which rebalancing may split later.
     uniqueAcrossPartitions: true,
+    uniqueEdgeLabels: uniqueEdgeLabels(schema),
   });
   let stopping = false;
   const shutdown = async (code: number): Promise<void> => {

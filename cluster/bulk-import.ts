@@ -6,9 +6,10 @@
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import { MutationListWriter } from "../protocol/mutation-codec.js";
-import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
+import type { AdjacencyEntry, EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Properties } from "../protocol/values.js";
+import { uniqueEdgeViolation } from "../node/unique-edges.js";
 import { checkLabel, prepareCreate } from "../node/validation.js";
 import type { PartitionMap } from "./partition-map.js";
 
@@ -66,6 +67,8 @@ export interface ImportServices {
   allocateBlock(partition: number, count: number): Promise<bigint>;
   /** The label and kind of existing records, or undefined for IDs that name no node or vector. */
   lookupEndpoints(ids: readonly bigint[]): Promise<({ label: string; kind: EndpointKind } | undefined)[]>;
+  /** The committed out-adjacency of a label, one list per source (the check of UNIQUE edge types). */
+  outAdjacency(sources: readonly bigint[], label: string): Promise<AdjacencyEntry[][]>;
   /** Commits one encoded mutation list per partition as one transaction. */
   commitLists(lists: ReadonlyMap<number, Uint8Array>): Promise<void>;
   /**
@@ -201,6 +204,39 @@ async function checkUnique(
   if (records.length > 0) await unique.check(records);
 }
 
+/**
+ * The batch's edges of UNIQUE types (`E::Follows UNIQUE`, node/unique-edges.ts): a pair the batch gives two edges,
+ * or one it already has, is `unique_violation` naming the row. Only sources named by ID can have committed edges.
+ */
+async function checkUniqueEdges(batch: ParsedBatch, schema: Schema, edges: ResolvedEdges, edgeIds: readonly bigint[], services: ImportServices): Promise<void> {
+  const rowsOfPair = new Map<string, number>();
+  const existingSources = new Map<string, Set<bigint>>();
+  batch.edges.forEach((edge, i) => {
+    if (schema.edges.get(edge.label)?.unique !== true) return;
+    const from = edges.froms[i].id;
+    const to = edges.tos[i].id;
+    const pair = `${edge.label}|${from}|${to}`;
+    const first = rowsOfPair.get(pair);
+    if (first !== undefined) rowError("edges", i, uniqueEdgeViolation(edge.label, from, to, edgeIds[first]));
+    rowsOfPair.set(pair, i);
+    if ("id" in edge.from) {
+      const sources = existingSources.get(edge.label);
+      if (sources) sources.add(from);
+      else existingSources.set(edge.label, new Set([from]));
+    }
+  });
+  for (const [label, sourceSet] of existingSources) {
+    const sources = [...sourceSet];
+    const lists = await services.outAdjacency(sources, label);
+    for (let s = 0; s < sources.length; s += 1) {
+      for (const entry of lists[s]) {
+        const row = rowsOfPair.get(`${label}|${sources[s]}|${entry.other}`);
+        if (row !== undefined) rowError("edges", row, uniqueEdgeViolation(label, sources[s], entry.other, entry.edge));
+      }
+    }
+  }
+}
+
 /** An endpoint whose ID is parsed: what the steps after `withParsedIds` work on. */
 type ParsedEndpoint = { readonly batch: number } | { readonly id: bigint };
 type ParsedBatch = Omit<ImportBatch, "edges"> & { readonly edges: readonly (Omit<ImportEdge, "from" | "to"> & { readonly from: ParsedEndpoint; readonly to: ParsedEndpoint })[] };
@@ -256,6 +292,7 @@ export async function importBatch(input: ImportBatch, services: ImportServices):
     writerOf(from.partition).putEdge(id, label, from.id, to.id, from.kind, to.kind, props[i]);
     writerOf(to.partition).putIn(to.id, label, id, from.id, from.kind);
   }
+  if (schema !== undefined) await checkUniqueEdges(batch, schema, { froms, tos, props }, edgeIds, services);
   if (services.unique !== undefined) await checkUnique(services.unique, batch, nodeRecords, { froms, tos, props }, edgeIds);
   const lists = new Map<number, Uint8Array>();
   writers.forEach((writer, partition) => {

@@ -286,6 +286,7 @@ export class Coordinator {
             return record === undefined ? undefined : { label: record.label, kind: record.kind as EndpointKind };
           });
         },
+        outAdjacency: (sources, label) => reader.adjacency(sources, "out", label),
         commitLists: (lists) => this.commitLists(lists),
         ...(map.count > 1 && schema !== undefined ? { unique: this.importUniqueCheck(reader, schema) } : {}),
       });

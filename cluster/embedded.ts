@@ -26,6 +26,7 @@ import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
 import { storageFailure } from "../node/storage-errors.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
+import { uniqueEdgeLabels } from "../node/unique-edges.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
@@ -281,6 +282,7 @@ export class Database {
           mapSizeBytes: options.cache?.mapSizeBytes,
           indexes: schemaIndexDefinitions(schema),
           uniqueAcrossPartitions: map.count > 1,
+          uniqueEdgeLabels: uniqueEdgeLabels(schema),
           readerCheckIntervalMs: internal.readerCheckIntervalMs,
           clockMs: internal.clockMs,
         }),

@@ -20,6 +20,8 @@ import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
 import type { Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
 import {
   AdjacencyScratch,
+  adjacencyKeyEdge,
+  adjacencyRange,
   idKey,
   ID_BYTES,
   labelKey,
@@ -34,6 +36,7 @@ import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.
 import { Snapshot } from "./snapshot.js";
 import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
+import { uniqueEdgeViolation } from "./unique-edges.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
 export { Snapshot } from "./snapshot.js";
@@ -56,6 +59,11 @@ export interface PartitionStoreOptions {
   readonly indexes?: readonly IndexDefinition[];
   /** One of several partitions: UNIQUE builds end `validating`, for the coordinator's check across partitions. */
   readonly uniqueAcrossPartitions?: boolean;
+  /**
+   * The edge types the schema declares UNIQUE (node/unique-edges.ts): every list applied or rehearsed here is refused
+   * when it leaves two edges of such a type from one source to one target in this partition's out-adjacency.
+   */
+  readonly uniqueEdgeLabels?: readonly string[];
   /** A writer's reader check runs before a write transaction at most this often (default READER_CHECK_INTERVAL_MS). */
   readonly readerCheckIntervalMs?: number;
   /** The monotonic clock of the reader check, in milliseconds (`performance.now` unless a test passes one). */
@@ -121,6 +129,7 @@ export class PartitionStore {
   private readonly labels: Database<Buffer, Buffer>;
   private readonly intents: Database<Buffer, string>;
   private readonly indexes: IndexCatalog;
+  private readonly uniqueEdgeLabels: ReadonlySet<string>;
   private nextId: bigint;
   /** Cluster mode: IDs up to this one are reserved through the log; allocation stops there (see `spareIds`). */
   private reservedTo: bigint | undefined;
@@ -148,6 +157,7 @@ export class PartitionStore {
     this.idLast = options.idLast;
     this.allocationWords = [...idWords(options.idFirst), ...idWords(options.idLast)];
     this.path = options.path;
+    this.uniqueEdgeLabels = new Set(options.uniqueEdgeLabels ?? []);
     this.readerCheckIntervalMs = options.readerCheckIntervalMs ?? READER_CHECK_INTERVAL_MS;
     this.clockMs = options.clockMs ?? (() => performance.now());
     // lmdb-js has just run the check in open(): the next one is due an interval from now.
@@ -385,13 +395,13 @@ export class PartitionStore {
    */
   validate(batch: Uint8Array): void {
     this.assertOwned(batch);
-    if (this.indexes.mayRefuseWrites()) this.rehearse(batch);
+    if (this.mayRefuseWrites()) this.rehearse(batch);
   }
 
   /** Phase one: durably records the intent. The mutations are not visible until `commitPrepared`. */
   prepare(txid: string, batch: Uint8Array): void {
     this.assertOwned(batch);
-    if (this.indexes.mayRefuseWrites()) this.rehearse(batch);
+    if (this.mayRefuseWrites()) this.rehearse(batch);
     this.transact(() => {
       this.intents.putSync(txid, Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength));
     });
@@ -412,6 +422,11 @@ export class PartitionStore {
     this.transact(() => {
       this.intents.removeSync(txid);
     });
+  }
+
+  /** Whether a list could be refused for what it writes (an index, a UNIQUE edge type), not only for its keys. */
+  private mayRefuseWrites(): boolean {
+    return this.uniqueEdgeLabels.size > 0 || this.indexes.mayRefuseWrites();
   }
 
   /**
@@ -563,6 +578,7 @@ export class PartitionStore {
     const owned = (bytes: Buffer, at: number): void => {
       if (!this.ownsAt(bytes, at)) throw new SilkError("internal", `partition does not own id ${bytes.readBigUInt64BE(at)} (a routing bug)`);
     };
+    const uniquePairs = new UniqueEdgePairs(this.uniqueEdgeLabels);
     visitMutations(batch, {
       putRecord: (bytes, record) => {
         owned(bytes, record.idAt);
@@ -577,6 +593,7 @@ export class PartitionStore {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
             this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.value(bytes, record.toAt, record.toKindByte));
+            uniquePairs.note(record.label.text, bytes, record.fromAt, record.toAt);
           }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
         counter.saw(bytes, record.idAt);
@@ -602,12 +619,15 @@ export class PartitionStore {
       putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
         owned(bytes, sourceAt);
         this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.value(bytes, targetAt, targetKindByte));
+        uniquePairs.note(label.text, bytes, sourceAt, targetAt);
       },
       deleteOut: (bytes, sourceAt, label, edgeAt) => {
         owned(bytes, sourceAt);
         this.adjacency.out.removeSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt));
       },
     });
+    // After the whole list, so that a drop of a pair's edge listed after the create of its successor counts.
+    uniquePairs.check(this.adjacency.out);
     indexes.flush();
     const next = counter.next();
     if (next > this.nextId) this.nextId = next;
@@ -647,6 +667,36 @@ export class PartitionStore {
       if (bytes !== undefined) records.push({ ...indexedRecord(decodeRecord(kind, last, bytes)), bytes: bytes.length });
     }
     return { records, last, done: true };
+  }
+}
+
+/**
+ * The (source, label, target) pairs of UNIQUE edge types one write transaction gave an out-adjacency entry; `check`
+ * reads each pair's source and label prefix inside the transaction (which sees its own writes) and refuses a second
+ * edge to the same target. It reads the prefix of every edge of the label out of the source, so its cost grows with
+ * that source's degree in the label: small for the relations UNIQUE suits.
+ */
+class UniqueEdgePairs {
+  private readonly pairs = new Map<string, { readonly source: bigint; readonly label: string; readonly target: bigint }>();
+
+  constructor(private readonly labels: ReadonlySet<string>) {}
+
+  note(label: string, bytes: Buffer, sourceAt: number, targetAt: number): void {
+    if (!this.labels.has(label)) return;
+    const source = bytes.readBigUInt64BE(sourceAt);
+    const target = bytes.readBigUInt64BE(targetAt);
+    this.pairs.set(`${source}|${label}|${target}`, { source, label, target });
+  }
+
+  check(out: Database<Buffer, Buffer>): void {
+    for (const { source, label, target } of this.pairs.values()) {
+      let holder: bigint | undefined;
+      for (const { key, value } of out.getRange(adjacencyRange(source, label))) {
+        if (readId(value) !== target) continue;
+        if (holder !== undefined) throw uniqueEdgeViolation(label, source, target, holder);
+        holder = adjacencyKeyEdge(key);
+      }
+    }
   }
 }
 

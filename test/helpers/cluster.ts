@@ -29,6 +29,7 @@ import { PartitionStore } from "../../node/partition-store.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import type { Schema, SchemaSource } from "../../protocol/schema.js";
 import { schemaIndexDefinitions } from "../../protocol/schema-indexes.js";
+import { uniqueEdgeLabels } from "../../node/unique-edges.js";
 
 const logger = pino({ level: process.env.SILK_LOG_LEVEL ?? "silent" });
 /** Short leases: a replica that stops gives its lease up anyway; this bounds a failover in a crashed test. */
@@ -123,7 +124,7 @@ function replicaSchema(schema: OpenOptions["schema"]): { schema: Schema | undefi
 async function startReplica(nats: TestNats, cluster: string, range: PartitionMap["ranges"][number], replicaIndex: number, schema: Schema | undefined, now: () => Date): Promise<ClusterReplicaHandle> {
   const path = mkdtempSync(join(TEMP_ROOT, "silk-replica-"));
   const name = `r${replicaIndex}`;
-  const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: range.first, idLast: range.last, indexes: schemaIndexDefinitions(schema), uniqueAcrossPartitions: true });
+  const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: range.first, idLast: range.last, indexes: schemaIndexDefinitions(schema), uniqueAcrossPartitions: true, uniqueEdgeLabels: uniqueEdgeLabels(schema) });
   let nc: NatsConnection | undefined;
   try {
     nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name: `silk-${cluster}-p${range.index}-${name}` });

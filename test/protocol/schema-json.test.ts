@@ -18,6 +18,7 @@ N::User {
 }
 E::Follows { From: User, To: User, Properties: { since: Date, weight: F64 DEFAULT 1.5 } }
 E::Embeds { From: User, To: Doc }
+E::Best UNIQUE { From: User, To: User }
 V::Doc { content: String }
 V::Empty {}
 `;
@@ -53,6 +54,13 @@ describe("schemaToJson / schemaFromJson", () => {
     });
   });
 
+  it("writes unique: true for a UNIQUE edge type only, and reads a stored edge without it as not unique", () => {
+    const json = schemaToJson(schema) as { edges: { name: string; unique?: boolean }[] };
+    expect(json.edges.map((edge) => [edge.name, edge.unique])).toEqual([["Follows", undefined], ["Embeds", undefined], ["Best", true]]);
+    expect(schemaFromJson(json).edges.get("Best")?.unique).toBe(true);
+    expect(schemaFromJson(json).edges.get("Follows")?.unique).toBe(false);
+  });
+
   it("restores bigints and Dates in DEFAULTs exactly", () => {
     const back = schemaFromJson(JSON.parse(JSON.stringify(schemaToJson(schema))));
     const user = back.nodes.get("User");
@@ -73,6 +81,7 @@ describe("schemaToJson / schemaFromJson", () => {
     ["nodes not a list", { version: 1, nodes: {}, edges: [], vectors: [] }, "$.nodes"],
     ["an unknown scalar", { version: 1, nodes: [{ name: "A", fields: [{ name: "a", type: "Int", required: false }] }], edges: [], vectors: [] }, "$.nodes[0].fields[0].type"],
     ["a reserved field name", { version: 1, nodes: [{ name: "A", fields: [{ name: "id", type: "ID", required: false }] }], edges: [], vectors: [] }, "$.nodes[0].fields[0].name"],
+    ["an edge's unique flag that is not a boolean", { version: 1, nodes: [{ name: "A", fields: [] }], edges: [{ name: "E", from: "A", to: "A", unique: "yes", fields: [] }], vectors: [] }, "$.edges[0].unique"],
     ["a duplicate type", { version: 1, nodes: [{ name: "A", fields: [] }, { name: "A", fields: [] }], edges: [], vectors: [] }, "$.nodes[1].name"],
     ["a missing required flag", { version: 1, nodes: [{ name: "A", fields: [{ name: "a", type: "U8" }] }], edges: [], vectors: [] }, "$.nodes[0].fields[0].required"],
     ["a default of the wrong type", { version: 1, nodes: [{ name: "A", fields: [{ name: "a", type: "U8", required: false, default: { kind: "value", value: 300 } }] }], edges: [], vectors: [] }, "$.nodes[0].fields[0].default.value"],

@@ -84,13 +84,30 @@ describe("parseSchema on the example", () => {
     expect(fieldTypeToString(address)).toBe("{ city: String, zip: U32 }");
 
     const follows = schema.edges.get("Follows");
-    expect(follows).toMatchObject({ kind: "edge", name: "Follows", from: "User", to: "User" });
+    expect(follows).toMatchObject({ kind: "edge", name: "Follows", from: "User", to: "User", unique: false });
     expect(field(schema, "Follows", "weight").default).toEqual({ kind: "value", value: 1 });
     expect(field(schema, "Follows", "since").type).toEqual(scalar("Date"));
     expect(schema.edges.get("Likes")).toMatchObject({ from: "User", to: "Post" });
     expect(schema.edges.get("Likes")?.fields.size).toBe(0);
     expect(schema.vectors.get("Document")?.fields.get("content")?.type).toEqual(scalar("String"));
     expect(schema.vectors.get("Empty")).toEqual({ kind: "vector", name: "Empty", fields: new Map(), index: { metric: "cosine" } });
+  });
+});
+
+describe("UNIQUE edge types", () => {
+  it("reads HelixDB's UNIQUE between an edge type's name and its body", () => {
+    const schema = parse(`N::User { name: String }\nE::Best UNIQUE { From: User, To: User, Properties: { since: Date } }\nE::Knows{From:User,To:User}\n`);
+    expect(schema.edges.get("Best")).toMatchObject({ kind: "edge", name: "Best", from: "User", to: "User", unique: true });
+    expect(schema.edges.get("Best")?.fields.has("since")).toBe(true);
+    expect(schema.edges.get("Knows")?.unique).toBe(false);
+  });
+
+  it("refuses UNIQUE elsewhere in an edge declaration as a syntax error", () => {
+    for (const text of ["E::Best { UNIQUE From: User, To: User }", "E::Best UNIQUE UNIQUE { From: User, To: User }", "E::Best UNIQUEX { From: User, To: User }"]) {
+      const result = checkSchema({ file: "schema.hx", text: `N::User { name: String }\n${text}\n` });
+      expect(result.schema, text).toBeUndefined();
+      expect(result.diagnostics.map((diagnostic) => diagnostic.code), text).toEqual(["schema_syntax"]);
+    }
   });
 });
 
