@@ -578,7 +578,7 @@ export class PartitionStore {
     const owned = (bytes: Buffer, at: number): void => {
       if (!this.ownsAt(bytes, at)) throw new SilkError("internal", `partition does not own id ${bytes.readBigUInt64BE(at)} (a routing bug)`);
     };
-    const uniquePairs = new UniqueEdgePairs(this.uniqueEdgeLabels);
+    const uniquePairs = new UniqueEdgePairs(this.uniqueEdgeLabels, batch, (bytes, at) => this.ownsAt(bytes, at), this.adjacency.out);
     visitMutations(batch, {
       putRecord: (bytes, record) => {
         owned(bytes, record.idAt);
@@ -593,7 +593,6 @@ export class PartitionStore {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
           if (this.ownsAt(bytes, record.fromAt)) {
             this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.value(bytes, record.toAt, record.toKindByte));
-            uniquePairs.note(record.label.text, bytes, record.fromAt, record.toAt);
           }
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
         counter.saw(bytes, record.idAt);
@@ -619,14 +618,12 @@ export class PartitionStore {
       putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
         owned(bytes, sourceAt);
         this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.value(bytes, targetAt, targetKindByte));
-        uniquePairs.note(label.text, bytes, sourceAt, targetAt);
       },
       deleteOut: (bytes, sourceAt, label, edgeAt) => {
         owned(bytes, sourceAt);
         this.adjacency.out.removeSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt));
       },
     });
-    // After the whole list, so that a drop of a pair's edge listed after the create of its successor counts.
     uniquePairs.check(this.adjacency.out);
     indexes.flush();
     const next = counter.next();
@@ -671,33 +668,53 @@ export class PartitionStore {
 }
 
 /**
- * The (source, label, target) pairs of UNIQUE edge types one write transaction gave an out-adjacency entry; `check`
- * reads each pair's source and label prefix inside the transaction (which sees its own writes) and refuses a second
- * edge to the same target. It reads the prefix of every edge of the label out of the source, so its cost grows with
- * that source's degree in the label: small for the relations UNIQUE suits.
+ * The (source, label, target) pairs of UNIQUE edge types a list gives an out-adjacency entry, with how many edges
+ * each pair had before the list. A list may not leave a pair more than one edge unless it had more before: edges
+ * written before their type was declared UNIQUE stay (an update of one puts its entry again, and is no violation),
+ * but a list adds none to such a pair. Counting reads the prefix of every edge of the label out of the source, inside
+ * the transaction (which sees its own writes), so it grows with that source's degree in the label: small for the
+ * relations UNIQUE suits.
  */
 class UniqueEdgePairs {
-  private readonly pairs = new Map<string, { readonly source: bigint; readonly label: string; readonly target: bigint }>();
+  private readonly pairs = new Map<string, { readonly source: bigint; readonly label: string; readonly target: bigint; before: number }>();
 
-  constructor(private readonly labels: ReadonlySet<string>) {}
-
-  note(label: string, bytes: Buffer, sourceAt: number, targetAt: number): void {
-    if (!this.labels.has(label)) return;
-    const source = bytes.readBigUInt64BE(sourceAt);
-    const target = bytes.readBigUInt64BE(targetAt);
-    this.pairs.set(`${source}|${label}|${target}`, { source, label, target });
+  /** The pairs of `batch` (before it is written: their counts are the committed ones); none without UNIQUE labels. */
+  constructor(labels: ReadonlySet<string>, batch: Uint8Array, ownsAt: (bytes: Buffer, at: number) => boolean, out: Database<Buffer, Buffer>) {
+    if (labels.size === 0) return;
+    const note = (label: string, bytes: Buffer, sourceAt: number, targetAt: number): void => {
+      if (!labels.has(label)) return;
+      const source = bytes.readBigUInt64BE(sourceAt);
+      const target = bytes.readBigUInt64BE(targetAt);
+      const key = `${source}|${label}|${target}`;
+      if (!this.pairs.has(key)) this.pairs.set(key, { source, label, target, before: edgesOfPair(out, source, label, target).length });
+    };
+    const ignore = (): void => undefined;
+    visitMutations(batch, {
+      putRecord: (bytes, record) => {
+        if (record.kind === "edge" && ownsAt(bytes, record.fromAt)) note(record.label.text, bytes, record.fromAt, record.toAt);
+      },
+      putOut: (bytes, sourceAt, label, _edgeAt, targetAt) => note(label.text, bytes, sourceAt, targetAt),
+      deleteRecord: ignore,
+      putIn: ignore,
+      deleteIn: ignore,
+      deleteOut: ignore,
+    });
   }
 
+  /** After the whole list, so that a drop of a pair's edge listed after the create of its successor counts. */
   check(out: Database<Buffer, Buffer>): void {
-    for (const { source, label, target } of this.pairs.values()) {
-      let holder: bigint | undefined;
-      for (const { key, value } of out.getRange(adjacencyRange(source, label))) {
-        if (readId(value) !== target) continue;
-        if (holder !== undefined) throw uniqueEdgeViolation(label, source, target, holder);
-        holder = adjacencyKeyEdge(key);
-      }
+    for (const { source, label, target, before } of this.pairs.values()) {
+      const edges = edgesOfPair(out, source, label, target);
+      if (edges.length > 1 && edges.length > before) throw uniqueEdgeViolation(label, source, target, edges[0]);
     }
   }
+}
+
+/** The edges of a label from `source` to `target`, by the source's out-adjacency, in edge ID order. */
+function edgesOfPair(out: Database<Buffer, Buffer>, source: bigint, label: string, target: bigint): bigint[] {
+  const edges: bigint[] = [];
+  for (const { key, value } of out.getRange(adjacencyRange(source, label))) if (readId(value) === target) edges.push(adjacencyKeyEdge(key));
+  return edges;
 }
 
 /** What lmdb-js's `getStats()` answers (its typings say `{}`): a tree's page counts, and the environment's figures. */

@@ -93,8 +93,8 @@ describe("the partition store's guard of UNIQUE edge types", () => {
   const put = (edge: EdgeRecord): Mutation => ({ op: "put_record", record: edge });
   const remove = (edge: EdgeRecord): Mutation => ({ op: "delete_record", record: edge });
 
-  function openStore(uniqueEdgeLabels: readonly string[]): PartitionStore {
-    return PartitionStore.open({ path: tempDir("silk-unique-edges-"), readOnly: false, noSync: true, idFirst: 1n, idLast: 2n ** 64n - 1n, uniqueEdgeLabels });
+  function openStore(uniqueEdgeLabels: readonly string[], path = tempDir("silk-unique-edges-")): PartitionStore {
+    return PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 1n, idLast: 2n ** 64n - 1n, uniqueEdgeLabels });
   }
 
   it("refuses a list that leaves two edges of a UNIQUE type from one source to one target, in apply and in prepare", async () => {
@@ -113,10 +113,18 @@ describe("the partition store's guard of UNIQUE edge types", () => {
     }
   });
 
-  it("takes any number of edges of a type it was not told is UNIQUE", async () => {
-    const store = openStore([]);
+  it("takes any number of edges of a type it was not told is UNIQUE, and keeps them once told, adding none", async () => {
+    const path = tempDir("silk-unique-edges-");
+    const before = openStore([], path);
+    before.apply(encodeMutations([user(1n), user(2n), put(likes(10n, 1n, 2n)), put(likes(11n, 1n, 2n))]));
+    await before.close();
+    const store = openStore(["Likes"], path);
     try {
-      store.apply(encodeMutations([user(1n), user(2n), put(likes(10n, 1n, 2n)), put(likes(11n, 1n, 2n))]));
+      // An update of one of them puts its adjacency entry again: the pair keeps its two edges, and that is no violation.
+      store.apply(encodeMutations([put({ ...likes(10n, 1n, 2n), props: { weight: 2 } })]));
+      await expectCode(async () => store.apply(encodeMutations([put(likes(12n, 1n, 2n))])), "unique_violation");
+      store.apply(encodeMutations([remove(likes(11n, 1n, 2n))]));
+      await expectCode(async () => store.apply(encodeMutations([put(likes(12n, 1n, 2n))])), "unique_violation");
     } finally {
       await store.close();
     }
