@@ -36,7 +36,7 @@ export const ERROR_CODES = {
   limit_exceeded: { status: 400, kind: "user", doc: "A request exceeds a documented limit (entries per batch, tree depth, result size)." },
   // Records.
   node_not_found: { status: 404, kind: "user", doc: "An edge names an endpoint node (or vector) that does not exist." },
-  unique_violation: { status: 409, kind: "user", doc: "A write would give two records of a label the same value of a UNIQUE INDEX field; nothing of the transaction was written. Use another value, or update or drop the record that holds it." },
+  unique_violation: { status: 409, kind: "user", doc: "A write would give two records of a label the same value of a UNIQUE INDEX field, or a second edge of a UNIQUE edge type from one record to another; nothing of the transaction was written. Use another value, or update or drop the record (or edge) that holds it." },
   index_not_found: { status: 404, kind: "user", doc: "An index operation names a secondary index that does not exist (never created, dropped, or aborted); `db.indexes()` and `silk index status` list them." },
   index_not_ready: { status: 409, kind: "user", doc: "A search names an index that is still constructing, or blocked; poll it with get_index_operation (or `silk index status`) and search once it is active." },
   vector_dimension_mismatch: { status: 400, kind: "user", doc: "A vector's length is not its index's dimension (a stored vector, or a search's query vector); nothing was written." },
