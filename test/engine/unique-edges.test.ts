@@ -48,6 +48,14 @@ describe.each(BACKENDS)("UNIQUE edge types ($name)", (backend) => {
     await t.run(write([entry("p", addE(nodesById(a), "Follows", ref.ids(b))), entry("q", addE(nodesById(a), "Follows", ref.ids(b)))], []));
   });
 
+  it("lets one of several concurrent creates of a pair win, and refuses the others", async () => {
+    const [a, b] = await users(2);
+    const outcomes = await Promise.allSettled(Array.from({ length: 4 }, (_, i) => t.run(writeOne(addE(nodesById(a), "Likes", ref.ids(b), { weight: i })))));
+    expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
+    for (const outcome of outcomes) if (outcome.status === "rejected") expect((outcome.reason as { code: string }).code).toBe("unique_violation");
+    expect((await snapshot(t.db)).edges).toHaveLength(1);
+  });
+
   it("lets a pair have a new edge once its edge is dropped", async () => {
     const [a, b] = await users(2);
     const first = (await t.run(writeOne(addE(nodesById(a), "Likes", ref.ids(b))))).r as { $id: string }[];
