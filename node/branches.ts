@@ -2,7 +2,8 @@
  * The branching steps: `union`, `coalesce`, `optional` and `choose` run sub-traversals once per element of their
  * input (the sub-traversal's `context` is that one element, so a `count` inside counts per element, as in
  * Gremlin); `repeat` runs its body over the whole frontier at once, level by level, so each iteration costs one
- * batched read per step. Results keep the input's order: element by element, then branch by branch.
+ * batched read per step. Results keep the input's order: element by element, then branch by branch. `intersect`
+ * runs its sub-traversal once per element too, and keeps what every run reached.
  */
 import { SilkError } from "../protocol/errors.js";
 import type { Predicate, Step } from "../protocol/tree.js";
@@ -55,6 +56,28 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
     }
   }
   return concatStreams(pieces, scope.context.view);
+}
+
+/**
+ * `intersect` (HelixQL's `::INTERSECT`), as HelixDB computes it: the sub-traversal runs once per input record, and
+ * the records (by ID) that every run reached are kept, in the order of the smallest run's result (the earliest
+ * record's among runs of equal size), a record that run reached twice twice. An empty input gives nothing.
+ */
+export async function intersect(step: Extract<Step, { op: "intersect" }>, input: Stream, scope: EvalScope): Promise<Stream> {
+  const runs: Element[][] = [];
+  for (const unit of unitsOf(elements(elementsOf(input, "intersect")))) {
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    runs.push(elementsOf(await runFrom(step.traversal, unit, scope), "intersect"));
+  }
+  if (runs.length === 0) return elements([]);
+  const seed = runs.reduce((smallest, run, index) => (run.length < runs[smallest].length ? index : smallest), 0);
+  let common = new Set(runs[seed].map((item) => item.id));
+  for (const [index, run] of runs.entries()) {
+    if (index === seed) continue;
+    const reached = new Set(run.map((item) => item.id));
+    common = new Set([...common].filter((id) => reached.has(id)));
+  }
+  return elements(runs[seed].filter((item) => common.has(item.id)));
 }
 
 /** `choose` tests a predicate on each record, so its input must be records, loaded. */

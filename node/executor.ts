@@ -11,7 +11,7 @@ import { idToString } from "../protocol/ids.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { aggregate, group } from "./aggregates.js";
-import { branch, repeat } from "./branches.js";
+import { branch, intersect, repeat } from "./branches.js";
 import { dropEdges } from "./edge-drops.js";
 import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
@@ -254,6 +254,8 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       return branch(step, await evalStep(step.input, scope), scope);
     case "repeat":
       return repeat(step, await evalStep(step.input, scope), scope);
+    case "intersect":
+      return intersect(step, await evalStep(step.input, scope), scope);
     case "inject":
     case "as":
     case "store":
@@ -344,7 +346,7 @@ async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "
     case "count":
       return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
     case "exists":
-      return { kind: "scalar", value: input.kind === "scalar" ? true : input.items.length > 0 };
+      return { kind: "scalar", value: (input.kind === "scalar" || input.items.length > 0) !== step.negate };
     case "id":
       return { kind: "values", items: elementsOf(input, "id").map((item) => idToString(item.id)) };
     case "label":

@@ -167,11 +167,13 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "skip":
     case "range":
       return page(step, scope, withRecords);
-    case "count":
+    case "count": {
+      const input = evaluate(step.input, scope);
+      return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
+    }
     case "exists": {
       const input = evaluate(step.input, scope);
-      if (step.op === "count") return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
-      return { kind: "scalar", value: input.kind === "scalar" ? true : input.items.length > 0 };
+      return { kind: "scalar", value: (input.kind === "scalar" || input.items.length > 0) !== step.negate };
     }
     case "id":
       return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => idToString(item.id)) };

@@ -1,6 +1,6 @@
 /**
  * Decoders of the operation tree's branching and stream-shaping steps (`union`, `coalesce`, `optional`, `choose`,
- * `repeat`, `fold`, `unfold`, `group`, `order_by_multiple`, `inject`, `as`, `store`, `select`, `edge_has`,
+ * `intersect`, `repeat`, `fold`, `unfold`, `group`, `order_by_multiple`, `inject`, `as`, `store`, `select`, `edge_has`,
  * `edge_has_label`, `drop_edge`, `drop_edge_labeled`, `drop_edge_by_id`) and of search and rerank
  * (`vector_search_*`, `text_search_*`, `rerank_rrf`, `rerank_mmr`), kept apart from tree.ts for size. Field names
  * follow HelixDB's v3 wire shape; see docs/OPERATION_TREE.md.
@@ -29,7 +29,7 @@ export interface StepDecoders {
 }
 
 export const EXTENDED_STEP_TAGS: ReadonlySet<string> = new Set([
-  "union", "coalesce", "optional", "choose", "repeat", "fold", "unfold", "group", "order_by_multiple", "inject", "as",
+  "union", "coalesce", "optional", "choose", "intersect", "repeat", "fold", "unfold", "group", "order_by_multiple", "inject", "as",
   "store", "select", "edge_has", "edge_has_label", "drop_edge", "drop_edge_labeled", "drop_edge_by_id",
   "rerank_rrf", "rerank_mmr",
   ...["vector_search", "text_search"].flatMap((op) =>
@@ -54,8 +54,9 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
       only("input", "traversals");
       return { op: tag, input: input(), traversals: traversalList(d) };
     case "optional":
+    case "intersect":
       only("input", "traversal");
-      return { op: "optional", input: input(), traversal: subTraversal(object.traversal, `${at}.traversal`, d) };
+      return { op: tag, input: input(), traversal: subTraversal(object.traversal, `${at}.traversal`, d) };
     case "choose":
       only("input", "condition", "then_traversal", "else_traversal");
       return {

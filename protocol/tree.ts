@@ -166,7 +166,9 @@ export type Step =
   | { readonly op: "limit" | "skip"; readonly input: Step; readonly count: Bound }
   | { readonly op: "range"; readonly input: Step; readonly start: Bound; readonly end: Bound }
   // Terminals.
-  | { readonly op: "count" | "exists" | "id" | "label"; readonly input: Step }
+  | { readonly op: "count" | "id" | "label"; readonly input: Step }
+  /** `negate` is Silk's: true when the input yields nothing (HelixQL's `x <- !EXISTS(..)`). */
+  | { readonly op: "exists"; readonly input: Step; readonly negate: boolean }
   | { readonly op: "values"; readonly input: Step; readonly properties: readonly string[] }
   | { readonly op: "value_map"; readonly input: Step; readonly properties?: readonly string[] }
   | {
@@ -186,6 +188,8 @@ export type Step =
   // Branches: sub-traversals that start at `context`.
   | { readonly op: "union" | "coalesce"; readonly input: Step; readonly traversals: readonly Step[] }
   | { readonly op: "optional"; readonly input: Step; readonly traversal: Step }
+  /** Silk's (HelixQL's `::INTERSECT`): the records every input element's sub-traversal reaches. */
+  | { readonly op: "intersect"; readonly input: Step; readonly traversal: Step }
   | { readonly op: "choose"; readonly input: Step; readonly condition: Predicate; readonly then: Step; readonly otherwise?: Step }
   | { readonly op: "repeat"; readonly input: Step; readonly config: RepeatConfig }
   // Streams as values, and named streams.
@@ -751,12 +755,15 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     case "other_n":
     case "dedup":
     case "count":
-    case "exists":
     case "id":
     case "label":
     case "drop":
       only("input");
       return { op: tag, input: input() };
+    case "exists":
+      only("input", "negate");
+      if (object.negate !== undefined && typeof object.negate !== "boolean") throw fault(`${at}.negate`, "expected a boolean");
+      return { op: "exists", input: input(), negate: object.negate === true };
     case "has":
       only("input", "property", "value");
       return { op: "has", input: input(), path: stringAt(object.property, `${at}.property`), value: decodeLiteral(object.value, `${at}.value`) };
@@ -941,6 +948,7 @@ export function childSteps(step: Step): Step[] {
     case "coalesce":
       return [...children, ...step.traversals];
     case "optional":
+    case "intersect":
       return [...children, step.traversal];
     case "choose":
       return step.otherwise === undefined ? [...children, step.then] : [...children, step.then, step.otherwise];

@@ -190,6 +190,7 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "union":
     case "coalesce":
     case "choose":
+    case "intersect":
     case "repeat":
     case "inject":
     case "select":

@@ -1,6 +1,6 @@
 /**
  * The branching and stream-shaping steps of HelixDB's v3 vocabulary: `union`, `coalesce`, `optional`, `choose`,
- * `repeat` (times, until, emit, bounds), `fold` / `unfold`, `group`, `order_by_multiple`, `edge_has` /
+ * Silk's `intersect`, `repeat` (times, until, emit, bounds), `fold` / `unfold`, `group`, `order_by_multiple`, `edge_has` /
  * `edge_has_label`, `drop_edge` / `drop_edge_labeled` / `drop_edge_by_id`, `inject`, `as` / `store` / `select`;
  * bad input with its JSON path, and proof that refused requests change nothing. Memory and three partitions.
  */
@@ -94,6 +94,18 @@ describe.each(CHEAP_BACKENDS)("branch and shape steps on $name", (backend) => {
     expect(await get(names(withElse))).toEqual(rows("Bob", "Cid", "Bob", "Dee", "Dee"));
     const withoutElse = step("choose", users, { condition: gt(prop("age"), 28), then_traversal: sub(step("limit", context, { count: { literal: 0 } })) });
     expect(await get(names(withoutElse))).toEqual(rows("Bob", "Dee"));
+  });
+
+  it("intersect keeps what every element's sub-traversal reaches, in the smallest result's order", async () => {
+    // Ann follows Bob and Cid, Bob follows Cid, Cid follows Dee: Ann and Bob both follow Cid only.
+    const annAndBob = where(nodesOf("User"), { or: { predicates: [eq(prop("name"), "Ann"), eq(prop("name"), "Bob")] } } as TreeNode);
+    expect(await get(names(step("intersect", annAndBob, { traversal: sub(out(context, "Follows")) })))).toEqual(rows("Cid"));
+    // Everyone's followees have nothing in common (Dee follows nobody); a single element keeps its whole result.
+    expect(await get(count(step("intersect", nodesOf("User"), { traversal: sub(out(context, "Follows")) })))).toBe(0);
+    expect(await get(names(step("intersect", user("Ann"), { traversal: sub(out(context, "Follows")) })))).toEqual(rows("Bob", "Cid"));
+    // Cid's followers are Bob and Ann, Bob's Ann: Ann alone, whichever partition holds each.
+    const cidAndBob = where(nodesOf("User"), { or: { predicates: [eq(prop("name"), "Cid"), eq(prop("name"), "Bob")] } } as TreeNode);
+    expect(await get(names(step("intersect", cidAndBob, { traversal: sub(step("in", context, { label: "Follows" })) })))).toEqual(rows("Ann"));
   });
 
   it("repeat follows its body times over, stops at until, emits levels, and ends at an empty level", async () => {

@@ -168,6 +168,7 @@ function plans(): fc.Arbitrary<{ request: unknown }> {
     step,
     step.map((input) => count(input)),
     step.map((input) => exists(input)),
+    step.map((input): TreeNode => ({ exists: { input: input as Json, negate: true } })),
     step.map((input) => id(input)),
     step.map((input) => label(input)),
     step.map((input) => valueMap(input)),
