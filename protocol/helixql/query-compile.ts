@@ -11,7 +11,7 @@ import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./
 import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
 import { compileChain } from "./query-steps.js";
 import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
-import { isBareName, locOf } from "./query-values.js";
+import { compileExists, isBareName, isExistsCall, locOf } from "./query-values.js";
 import type { FieldType } from "../schema.js";
 
 export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
@@ -27,8 +27,8 @@ interface Variable {
 
 const UNKNOWN_RECORDS: StaticType = { kind: "records", record: "node", label: undefined, one: false };
 
-/** Names that cannot be variables or parameters: they would shadow a source or a constant. */
-const RESERVED_NAMES = new Set(["_", "N", "E", "V", "ID", "PI"]);
+/** Names that cannot be variables or parameters: they would shadow a source, a constant or `RETURN NONE`. */
+const RESERVED_NAMES = new Set(["_", "N", "E", "V", "ID", "PI", "NONE"]);
 
 export function compileQuery(decl: QueryDeclAst, file: string, schema: Schema, report: Report, convert: TypeConverter): CompiledQuery | undefined {
   return new QueryCompiler(schema, report).compile(decl, file, convert);
@@ -163,8 +163,12 @@ class QueryCompiler implements CompilerScope {
     }
   }
 
-  /** A statement's expression must be a traversal (a chain); a lone literal or object does nothing. */
+  /**
+   * A statement's expression must be a traversal (a chain) or `!EXISTS(...)` (a boolean, as `EXISTS(...)` is); a lone
+   * literal or object does nothing.
+   */
   private traversal(expr: ExprAst): Compiled | undefined {
+    if (expr.kind === "not" && isExistsCall(expr.operand)) return compileExists(this, expr.operand.start, true, undefined);
     if (expr.kind !== "chain") {
       this.report("query_invalid", locOf(expr), "a statement is a traversal or a mutation, such as N<User>(id) or AddN<User>({..})");
       return undefined;
@@ -222,7 +226,13 @@ class QueryCompiler implements CompilerScope {
   private returns(decl: QueryDeclAst): { entries: string[]; output: QueryOutput } | undefined {
     const entries: string[] = [];
     const items = decl.returns;
-    if (items.length === 0) return { entries, output: { kind: "value", shape: { kind: "literal", value: null } } };
+    // `RETURN NONE` answers what a query without RETURN answers: HelixDB's handler for it serialises `()`, null.
+    const none = items.find(isNone);
+    if (none !== undefined && items.length > 1) {
+      this.report("query_invalid", locOf(none), "RETURN NONE returns nothing; it cannot be listed with other values");
+      return undefined;
+    }
+    if (items.length === 0 || none !== undefined) return { entries, output: { kind: "value", shape: { kind: "literal", value: null } } };
     // Keyed by variable name: `RETURN users, posts::{title}`. Anything else is returned alone, as the whole body.
     const named = items.every((item) => item.kind === "chain" && isBareName(item.start) && this.lookup(item.start.name.text)?.kind !== "param");
     if (items.length === 1 && !named) {
@@ -278,6 +288,10 @@ class QueryCompiler implements CompilerScope {
         return { kind: "object", fields };
       }
       case "not":
+        if (isExistsCall(item.operand)) {
+          const compiled = compileExists(this, item.operand.start, true, undefined);
+          return compiled === undefined ? undefined : this.hiddenEntry(compiled, entries);
+        }
         this.report("query_invalid", item.loc, "RETURN takes variables, traversals and literals, not conditions");
         return undefined;
       case "chain":
@@ -304,13 +318,22 @@ class QueryCompiler implements CompilerScope {
       }
     }
     const compiled = this.chain(item, undefined);
-    if (compiled === undefined) return undefined;
+    return compiled === undefined ? undefined : this.hiddenEntry(compiled, entries);
+  }
+
+  /** A returned traversal that is not a variable: an entry of its own, run after the body. */
+  private hiddenEntry(compiled: Compiled, entries: string[]): ReturnShape {
     const entry = `$return${this.hidden++}`;
     this.pendingHidden.push({ query: { name: entry, root: compiled.tree } });
     entries.push(entry);
     return { kind: "entry", entry, cardinality: cardinality(compiled.type) };
   }
 
+}
+
+/** `NONE` written as a RETURN item. */
+function isNone(item: ExprAst): boolean {
+  return item.kind === "chain" && item.steps.length === 0 && isBareName(item.start) && item.start.name.text === "NONE";
 }
 
 function many(type: StaticType): StaticType {

@@ -10,8 +10,8 @@ import {
   ANY, assignable, describeStaticType, describeValueType, familyOf, fieldValue, FLOAT, scalarValue, type RecordKind, type StaticType, type ValueType,
 } from "./query-types.js";
 import {
-  compileCondition, compileInput, compileProjection, compileProperties, compileValue, fieldsOf, isBareName, isElement, isMathFunction,
-  refuseNamedArguments, resolveField, singleField,
+  compileCondition, compileExists, compileInput, compileProjection, compileProperties, compileValue, fieldsOf, isBareName, isElement,
+  isMathFunction, locOf, refuseNamedArguments, resolveField, singleField,
 } from "./query-values.js";
 import { compileRerank, compileSearch } from "./query-search.js";
 
@@ -76,6 +76,12 @@ function compileSource(scope: CompilerScope, start: CallAst, steps: readonly Ste
     case "SearchV":
     case "SearchBM25":
       return done(compileSearch(scope, start, undefined, vectorInput));
+    case "EXISTS":
+      if (steps.length > 0) {
+        scope.report("query_invalid", start.loc, "EXISTS(...) is true or false; no step can follow it");
+        return undefined;
+      }
+      return done(compileExists(scope, start, false, context));
     default:
       if (isMathFunction(name)) {
         scope.report("query_invalid", start.loc, `${name} computes a value; it cannot start a traversal`);
@@ -91,6 +97,10 @@ function variableSource(scope: CompilerScope, start: CallAst): Compiled | undefi
   const binding = scope.lookup(name);
   if (binding === undefined && SOURCES_WITH_TYPE.has(name)) {
     scope.report("query_invalid", start.loc, `${name} needs a type, as in ${name}<Name>`);
+    return undefined;
+  }
+  if (binding === undefined && name === "NONE") {
+    scope.report("query_invalid", start.loc, "NONE is only allowed alone, as RETURN NONE");
     return undefined;
   }
   if (binding === undefined) {
@@ -384,6 +394,10 @@ function compileStep(scope: CompilerScope, current: Compiled, steps: readonly St
     }
     case "ID":
       return one(idStep(scope, current, call));
+    case "DEDUP":
+      return one(dedup(scope, current, call));
+    case "INTERSECT":
+      return one(intersect(scope, current, call));
     case "UPDATE":
       return one(update(scope, current, call));
     case "GROUP_BY":
@@ -569,6 +583,31 @@ function idStep(scope: CompilerScope, current: Compiled, call: CallAst): Compile
   const input = records(scope, current, call, ["node", "edge", "vector"]);
   if (input === undefined || !noArgs(scope, call)) return undefined;
   return { tree: { id: { input: current.tree } }, type: { kind: "values", value: scalarValue("ID"), shape: input.one ? "one" : "many" } };
+}
+
+/** Silk's `::DEDUP`: the records without repeats, each where it first came (the tree's `dedup`). */
+function dedup(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
+  const input = records(scope, current, call, ["node", "edge", "vector"]);
+  if (input === undefined || !noArgs(scope, call)) return undefined;
+  return { tree: { dedup: { input: current.tree } }, type: input };
+}
+
+/** `::INTERSECT(_::traversal)`: the records that the traversal reaches from every element (the tree's `intersect`). */
+function intersect(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
+  const input = records(scope, current, call, ["node", "edge", "vector"]);
+  if (input === undefined) return undefined;
+  const [arg] = call.args ?? [];
+  if (call.generic !== undefined || call.args?.length !== 1 || arg.kind !== "chain" || arg.start.name.text !== "_" || !isBareName(arg.start)) {
+    scope.report("query_invalid", call.loc, "INTERSECT takes one traversal from the current element, as in INTERSECT(_::Out<Follows>)");
+    return undefined;
+  }
+  const traversal = scope.chain(arg, { type: { ...input, one: true } });
+  if (traversal === undefined) return undefined;
+  if (traversal.type.kind !== "records") {
+    scope.report("query_invalid", locOf(arg), `INTERSECT keeps the records every element's traversal reaches; this traversal yields ${describeStaticType(traversal.type)}`);
+    return undefined;
+  }
+  return { tree: { intersect: { input: current.tree, traversal: { root: traversal.tree } } }, type: { ...traversal.type, one: false } };
 }
 
 function update(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {

@@ -106,6 +106,8 @@ interface MathFunction {
   readonly result: "float" | "int" | "widest";
 }
 
+const BOOL: ValueType = { t: "bool" };
+
 const ARITHMETIC = new Set(["add", "sub", "mul", "div", "mod"]);
 
 // Maps, not object literals: a name like "constructor" must not find Object.prototype's members.
@@ -166,7 +168,8 @@ export function compileValue(scope: CompilerScope, expr: ExprAst, context: Eleme
       scope.report("query_invalid", expr.loc, "an object is only allowed as a property block ({field: value}) or in RETURN");
       return undefined;
     case "not":
-      scope.report("query_invalid", expr.loc, "! negates a condition (as in !EXISTS(...)) and is only allowed inside WHERE");
+      if (isExistsCall(expr.operand)) return existsValue(scope, expr.operand.start, true, context);
+      scope.report("query_invalid", expr.loc, "! negates a condition: inside WHERE, or !EXISTS(...) as a value");
       return undefined;
     case "chain":
       return chainValue(scope, expr, context, mode);
@@ -271,6 +274,7 @@ function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext
     if (constant !== undefined) return { expr: { constant: { f64: constant } }, type: FLOAT };
     return namedValue(scope, call);
   }
+  if (name === "EXISTS" && call.generic === undefined && call.args !== undefined) return existsValue(scope, call, false, context);
   if (call.generic === undefined && call.args !== undefined) {
     const constant = CONSTANTS.get(name);
     if (constant !== undefined && call.args.length === 0) return { expr: { constant: { f64: constant } }, type: FLOAT };
@@ -285,6 +289,10 @@ function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext
 function namedValue(scope: CompilerScope, call: CallAst): CompiledValue | undefined {
   const [head, ...path] = call.name.text.split(".");
   const binding = scope.lookup(head);
+  if (binding === undefined && call.name.text === "NONE") {
+    scope.report("query_invalid", call.loc, "NONE is only allowed alone, as RETURN NONE");
+    return undefined;
+  }
   if (binding === undefined) {
     scope.report("unknown_variable", call.loc, `no parameter or variable named ${head}`);
     return undefined;
@@ -462,12 +470,7 @@ export function compileCondition(scope: CompilerScope, expr: ExprAst, context: E
     if (!refuseNamedArguments(scope, start)) return undefined;
     if (name === "AND" || name === "OR") return combination(scope, start, start.args, context);
     if (name === "EXISTS") {
-      const [target] = start.args;
-      if (start.args.length !== 1 || target.kind !== "chain") {
-        scope.report("query_invalid", start.loc, "EXISTS takes one traversal, as in EXISTS(_::In<Follows>)");
-        return undefined;
-      }
-      const traversal = scope.chain(target, context);
+      const traversal = existsTraversal(scope, start, context);
       return traversal === undefined ? undefined : { exists: { traversal: traversal.tree } };
     }
   }
@@ -483,6 +486,38 @@ export function compileCondition(scope: CompilerScope, expr: ExprAst, context: E
     return undefined;
   }
   return { eq: { left: value.expr, right: { constant: { bool: true } } } };
+}
+
+/** Whether an expression is a call `EXISTS(...)` with no steps after it. */
+export function isExistsCall(expr: ExprAst): expr is ChainAst {
+  return expr.kind === "chain" && expr.steps.length === 0 && expr.start.name.text === "EXISTS" && expr.start.generic === undefined && expr.start.args !== undefined;
+}
+
+/** The traversal an `EXISTS(traversal)` looks at, compiled with `_` bound to `context`. */
+function existsTraversal(scope: CompilerScope, call: CallAst, context: ElementContext | undefined): Compiled | undefined {
+  const [target] = call.args ?? [];
+  if (call.generic !== undefined || call.args?.length !== 1 || target.kind !== "chain") {
+    scope.report("query_invalid", call.loc, "EXISTS takes one traversal, as in EXISTS(_::In<Follows>)");
+    return undefined;
+  }
+  return scope.chain(target, context);
+}
+
+/**
+ * `EXISTS(t)` (or, with `negate`, `!EXISTS(t)`) as a traversal of its own: the tree's `exists` terminal, one
+ * boolean. A variable assigned it holds that boolean; a value reads it through a `traversal` expression.
+ */
+export function compileExists(scope: CompilerScope, call: CallAst, negate: boolean, context: ElementContext | undefined): Compiled | undefined {
+  const traversal = existsTraversal(scope, call, context);
+  if (traversal === undefined) return undefined;
+  const tree = { exists: negate ? { input: traversal.tree, negate: true } : { input: traversal.tree } };
+  return { tree, type: { kind: "values", value: BOOL, shape: "scalar" } };
+}
+
+/** `EXISTS(t)` or `!EXISTS(t)` used as a value: a remapped field, a property value, an operand. */
+function existsValue(scope: CompilerScope, call: CallAst, negate: boolean, context: ElementContext | undefined): CompiledValue | undefined {
+  const compiled = compileExists(scope, call, negate, context);
+  return compiled === undefined ? undefined : { expr: { traversal: compiled.tree }, type: BOOL };
 }
 
 function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst[], context: ElementContext | undefined): Json | undefined {
