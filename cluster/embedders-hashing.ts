@@ -8,12 +8,16 @@
  * sign; the signed counts (words 1, pairs 0.5) are summed and the vector L2-normalised. A text with no word at all
  * (only punctuation) hashes as one token, the whole trimmed text.
  *
+ * Models: a call that names a model (a QUERY's `#[model("name")]`) hashes every feature together with that name, so
+ * each name is a model of its own whose vectors are unrelated to the others', as two real models' are; without a
+ * name the features are hashed alone (the provider's own model).
+ *
  * Invariants: the same text and dimension give the same vector on every run and machine (no randomness, no
  * platform-dependent arithmetic: only 32-bit integer operations and IEEE sums in a fixed order); every vector has
  * length `dimension` and unit L2 norm.
  */
 import type { Embedder } from "../protocol/embedding.js";
-import { checkDimensions, checkEmbedTexts } from "./embedders-input.js";
+import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./embedders-input.js";
 
 export const HASHING_DIMENSIONS_DEFAULT = 256;
 /** The weight of a pair of neighbouring words, relative to a single word's 1: word order counts, but less. */
@@ -30,18 +34,21 @@ export class FeatureHashingEmbedder implements Embedder {
     this.name = `feature-hashing ${this.dimension}`;
   }
 
-  async embed(texts: readonly string[]): Promise<Float64Array[]> {
+  async embed(texts: readonly string[], model?: string): Promise<Float64Array[]> {
     checkEmbedTexts(texts);
-    return texts.map((text) => this.embedOne(text));
+    checkEmbedModel(model);
+    return texts.map((text) => this.embedOne(text, model));
   }
 
-  /** The vector of one text (synchronous; `embed` is the Embedder interface over it). */
-  embedOne(text: string): Float64Array {
+  /** The vector of one text, of the named model or the provider's own (synchronous; `embed` is the Embedder interface over it). */
+  embedOne(text: string, model?: string): Float64Array {
     const vector = new Float64Array(this.dimension);
     const words = hashingTokens(text);
+    // A model's features are its name (which holds no NUL, protocol/embedding.ts) followed by the feature.
+    const prefix = model === undefined ? "" : `${model}\u0000`;
     for (let i = 0; i < words.length; i += 1) {
-      this.add(vector, `w:${words[i]}`, 1);
-      if (i > 0) this.add(vector, `b:${words[i - 1]} ${words[i]}`, BIGRAM_WEIGHT);
+      this.add(vector, `${prefix}w:${words[i]}`, 1);
+      if (i > 0) this.add(vector, `${prefix}b:${words[i - 1]} ${words[i]}`, BIGRAM_WEIGHT);
     }
     let sumOfSquares = 0;
     for (const component of vector) sumOfSquares += component * component;

@@ -1,8 +1,9 @@
 /**
  * What every embedding provider checks before it does any work (cluster/embedders.ts): the texts are strings, not
- * empty, and within a size bound; a configured dimension is a whole number within bounds. Bad input is the caller's
+ * empty, and within a size bound; a model a query names is a well-formed name; a configured dimension is a whole number within bounds. Bad input is the caller's
  * fault (`invalid_value`), never the provider's (`embedding_failed`), and nothing is sent anywhere.
  */
+import { embedModelNameProblem } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 
 /** The longest text one Embed may carry, in UTF-8 bytes (providers cap far lower in tokens; this bounds our work). */
@@ -21,6 +22,13 @@ export function checkEmbedTexts(texts: readonly unknown[]): asserts texts is rea
       throw new SilkError("invalid_value", `Embed text ${i} has ${bytes} bytes; the limit is ${EMBED_TEXT_BYTES_MAX}`);
     }
   });
+}
+
+/** Throws `invalid_value` for a model name that is not one (protocol/embedding.ts); undefined passes (the default model). */
+export function checkEmbedModel(model: unknown): asserts model is string | undefined {
+  if (model === undefined) return;
+  const problem = typeof model === "string" ? embedModelNameProblem(model) : "an embedding model name is a string";
+  if (problem !== undefined) throw new SilkError("invalid_value", `Embed model ${JSON.stringify(model)}: ${problem}`);
 }
 
 /** A dimension setting: a whole number from 1 to EMBED_DIMENSIONS_MAX, else `code` (`invalid_option` from settings). */

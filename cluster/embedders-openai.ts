@@ -4,6 +4,8 @@
  * /v1, LM Studio, Together and most hosted gateways.
  *
  * Invariants:
+ * - The model sent is the one the call names (a QUERY's `#[model("name")]`), else the configured one; `dimensions`,
+ *   when configured, is sent with every model, since the vector index it fills has one size.
  * - One vector per text, in the order of the texts, whatever order the provider answers in (`data[].index`).
  * - Requests carry at most `batchTextsMax` texts and about `batchBytesMax` bytes of text (a longer single text goes
  *   alone); batches run one after another.
@@ -18,7 +20,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { Embedder } from "../protocol/embedding.js";
-import { checkDimensions, checkEmbedTexts } from "./embedders-input.js";
+import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./embedders-input.js";
 
 export const OPENAI_BASE_URL_DEFAULT = "https://api.openai.com/v1";
 export const OPENAI_MODEL_DEFAULT = "text-embedding-3-small";
@@ -100,14 +102,16 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     this.name = `openai-compatible ${this.model}${this.dimensions === undefined ? "" : ` (${this.dimensions} dimensions)`}`;
   }
 
-  async embed(texts: readonly string[]): Promise<Float64Array[]> {
+  async embed(texts: readonly string[], model?: string): Promise<Float64Array[]> {
     checkEmbedTexts(texts);
+    checkEmbedModel(model);
+    const chosen = model ?? this.model;
     const vectors: Float64Array[] = [];
     for (const batch of batchesOf(texts, this.batchTextsMax, this.batchBytesMax)) {
-      const answer = await this.embedBatch(batch);
+      const answer = await this.embedBatch(batch, chosen);
       const length = vectors[0]?.length ?? answer[0].length;
       if (answer.some((vector) => vector.length !== length)) {
-        throw this.failed(`answered vectors of different lengths (${length} and ${answer.find((v) => v.length !== length)!.length})`);
+        throw this.failed(chosen, `answered vectors of different lengths (${length} and ${answer.find((v) => v.length !== length)!.length})`);
       }
       vectors.push(...answer);
     }
@@ -115,13 +119,13 @@ export class OpenAiCompatibleEmbedder implements Embedder {
   }
 
   /** One batch, with the retries. */
-  private async embedBatch(texts: readonly string[]): Promise<Float64Array[]> {
+  private async embedBatch(texts: readonly string[], model: string): Promise<Float64Array[]> {
     for (let attempt = 0; ; attempt += 1) {
-      const result = await this.attempt(texts);
+      const result = await this.attempt(texts, model);
       if ("vectors" in result) return result.vectors;
       if (!result.retry || attempt >= this.retries) {
         const tries = attempt + 1;
-        throw this.failed(`${result.failure}${tries > 1 ? ` (after ${tries} attempts)` : ""}`);
+        throw this.failed(model, `${result.failure}${tries > 1 ? ` (after ${tries} attempts)` : ""}`);
       }
       // Full jitter (AWS's): a random wait below the exponential ceiling, so that many clients spread out.
       const ceilingMs = Math.min(this.backoffMaxMs, this.backoffMs * 2 ** attempt);
@@ -130,8 +134,8 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     }
   }
 
-  private async attempt(texts: readonly string[]): Promise<Attempt> {
-    const body: Record<string, unknown> = { model: this.model, input: texts };
+  private async attempt(texts: readonly string[], model: string): Promise<Attempt> {
+    const body: Record<string, unknown> = { model, input: texts };
     if (this.dimensions !== undefined) body.dimensions = this.dimensions;
     let response: Response;
     let text: string;
@@ -153,42 +157,42 @@ export class OpenAiCompatibleEmbedder implements Embedder {
       const retry = response.status === 429 || response.status >= 500;
       return { failure: `answered HTTP ${response.status}: ${providerMessage(text)}`, retry, retryAfterMs: retryAfterMs(response.headers.get("retry-after")) };
     }
-    return { vectors: this.vectorsOf(text, texts.length) };
+    return { vectors: this.vectorsOf(text, texts.length, model) };
   }
 
   /** The vectors of a 2xx answer, in input order; throws `embedding_failed` for anything malformed. */
-  private vectorsOf(text: string, count: number): Float64Array[] {
+  private vectorsOf(text: string, count: number, model: string): Float64Array[] {
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw this.failed(`answered something that is not JSON: ${quote(text)}`);
+      throw this.failed(model, `answered something that is not JSON: ${quote(text)}`);
     }
     const data = (json as { data?: unknown } | null)?.data;
-    if (!Array.isArray(data)) throw this.failed(`answered without a data list: ${quote(text)}`);
-    if (data.length !== count) throw this.failed(`answered ${data.length} embeddings for ${count} texts`);
+    if (!Array.isArray(data)) throw this.failed(model, `answered without a data list: ${quote(text)}`);
+    if (data.length !== count) throw this.failed(model, `answered ${data.length} embeddings for ${count} texts`);
     const vectors = new Array<Float64Array | undefined>(count);
     data.forEach((item: unknown, position) => {
       const { index, embedding } = (item ?? {}) as { index?: unknown; embedding?: unknown };
       if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count || vectors[index as number] !== undefined) {
-        throw this.failed(`answered item ${position} with index ${JSON.stringify(index)}; want each of 0 to ${count - 1} once`);
+        throw this.failed(model, `answered item ${position} with index ${JSON.stringify(index)}; want each of 0 to ${count - 1} once`);
       }
-      if (!Array.isArray(embedding) || embedding.length === 0) throw this.failed(`answered item ${position} without an embedding list`);
+      if (!Array.isArray(embedding) || embedding.length === 0) throw this.failed(model, `answered item ${position} without an embedding list`);
       const vector = new Float64Array(embedding.length);
       embedding.forEach((component: unknown, i) => {
-        if (typeof component !== "number" || !Number.isFinite(component)) throw this.failed(`answered item ${position} with a non-number at ${i}: ${quote(JSON.stringify(component) ?? String(component))}`);
+        if (typeof component !== "number" || !Number.isFinite(component)) throw this.failed(model, `answered item ${position} with a non-number at ${i}: ${quote(JSON.stringify(component) ?? String(component))}`);
         vector[i] = component;
       });
-      if (this.dimensions !== undefined && vector.length !== this.dimensions) throw this.failed(`answered ${vector.length} dimensions; ${this.dimensions} were asked for`);
+      if (this.dimensions !== undefined && vector.length !== this.dimensions) throw this.failed(model, `answered ${vector.length} dimensions; ${this.dimensions} were asked for`);
       vectors[index as number] = vector;
     });
     const length = vectors[0]!.length;
-    if (vectors.some((vector) => vector!.length !== length)) throw this.failed("answered vectors of different lengths");
+    if (vectors.some((vector) => vector!.length !== length)) throw this.failed(model, "answered vectors of different lengths");
     return vectors as Float64Array[];
   }
 
-  private failed(what: string): SilkError {
-    const message = `embedding provider ${this.shownEndpoint} (model ${this.model}) ${what}`;
+  private failed(model: string, what: string): SilkError {
+    const message = `embedding provider ${this.shownEndpoint} (model ${model}) ${what}`;
     return new SilkError("embedding_failed", message.split(this.apiKey).join("<redacted>"));
   }
 }

@@ -100,7 +100,7 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     case "arith":
       return arithmetic(expr.op, await evaluateExpr(expr.left, element, scope), await evaluateExpr(expr.right, element, scope));
     case "embed":
-      return embed(await evaluateExpr(expr.text, element, scope), scope.context);
+      return embed(await evaluateExpr(expr.text, element, scope), expr.model, scope.context);
     case "neg":
       return negate(await evaluateExpr(expr.expr, element, scope));
     case "case":

@@ -10,6 +10,7 @@
  * The decoder checks the whole shape before anything executes and reports the JSON path of the first fault with
  * `malformed_tree`; steps of the HelixDB vocabulary that Silk does not execute yet are `unsupported_operation`.
  */
+import { embedModelNameProblem } from "./embedding.js";
 import { SilkError } from "./errors.js";
 import { parseId } from "./ids.js";
 import { checkParameters } from "./parameter-types.js";
@@ -70,8 +71,11 @@ export type Expr =
   /** Silk's: the first element of a sub-traversal's JSON form, or null (HelixQL's one-record traversals in values). */
   | { readonly kind: "first"; readonly traversal: Step }
   | { readonly kind: "call"; readonly fn: MathFunction; readonly args: readonly Expr[] }
-  /** HelixQL's `Embed(text)`: the text's vector from the configured embedding provider (protocol/embedding.ts). */
-  | { readonly kind: "embed"; readonly text: Expr }
+  /**
+   * HelixQL's `Embed(text)`: the text's vector from the configured embedding provider (protocol/embedding.ts); `model`
+   * names one of the provider's models (a QUERY's `#[model("name")]`), else the provider's configured one.
+   */
+  | { readonly kind: "embed"; readonly text: Expr; readonly model?: string }
   /** HelixDB's numeric negation; null stays null. */
   | { readonly kind: "neg"; readonly expr: Expr }
   /** HelixDB's conditional: the `then` of the first branch whose `when` holds, else `otherwise` (null without one). */
@@ -430,9 +434,10 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       return decodeCall(body, at, depth);
     case "embed": {
       const object = objectAt(body, at);
-      allowOnly(object, ["text"], at);
+      allowOnly(object, ["text", "model"], at);
       if (object.text === undefined) throw fault(`${at}.text`, "embed needs the text to embed");
-      return { kind: "embed", text: decodeExpr(object.text, `${at}.text`, depth + 1) };
+      const text = decodeExpr(object.text, `${at}.text`, depth + 1);
+      return object.model === undefined ? { kind: "embed", text } : { kind: "embed", text, model: embedModelAt(object.model, `${at}.model`) };
     }
     case "date_time_now":
       throw new SilkError("unsupported_operation", `${at}: expression ${tag} is not supported yet`);
@@ -1055,4 +1060,12 @@ function decodeTimeout(value: Json): number {
     throw fault("$.timeout_ms", `expected whole milliseconds from 1 to ${QUERY_TIMEOUT_MS_MAX}`);
   }
   return value;
+}
+
+/** The `model` of an `embed` expression: a model name the provider is given as it is (protocol/embedding.ts). */
+function embedModelAt(value: Json, path: string): string {
+  const model = stringAt(value, path);
+  const problem = embedModelNameProblem(model);
+  if (problem !== undefined) throw fault(path, problem);
+  return model;
 }
