@@ -8,7 +8,7 @@
  * bin/cluster.ts, bin/partition.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
-import { readFileSync } from "node:fs";
+import { packageVersion } from "../gateway/version.js";
 import { Command, InvalidArgumentError } from "commander";
 import { asSilkError } from "../protocol/errors.js";
 import { runCodegen } from "../sdk/codegen.js";
@@ -34,19 +34,6 @@ function nonNegativeInteger(text: string): number {
   const value = Number(text);
   if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value)) throw new InvalidArgumentError("expected an integer from 0");
   return value;
-}
-
-/** The package version, from package.json two levels up in dist/ or one level up when run from source. */
-function packageVersion(): string {
-  for (const relative of ["../package.json", "../../package.json"]) {
-    try {
-      const json = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: string; version?: string };
-      if (json.name === "silk-db" && typeof json.version === "string") return json.version;
-    } catch {
-      // Not there: try the next place.
-    }
-  }
-  return "unknown";
 }
 
 function fail(command: string, cause: unknown): void {

@@ -1,6 +1,6 @@
 /**
  * The HTTP gateway of a single server: a fastify instance with one plugin per surface (admin routes, `/v2/query`,
- * the per-query routes) and one error-reply policy for all of them. Request logging is off (it halves
+ * `/mcp`, the per-query routes) and one error-reply policy for all of them. Request logging is off (it halves
  * throughput); the logger reports startup and failures that are not the caller's fault, and a request logs through
  * the server's logger itself rather than a child bound to its request ID: pino builds a child per request, which
  * cost a sixth of a small read's throughput, for lines that are written only on a failure (they name the request
@@ -15,6 +15,7 @@ import { adminRoutes, type ServedProject } from "./admin.js";
 import { answerClientError, installErrorReplies } from "./errors.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
+import { mcpRoutes } from "./mcp.js";
 import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
 import { queryV2Routes, type QueryRunner } from "./query-v2.js";
 
@@ -54,6 +55,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   if (options.hosted !== undefined) installHostedAccess(app, options.hosted);
   await app.register(adminRoutes, { project: options.database });
   await app.register(queryV2Routes, { database: options.database });
+  // `#[mcp]` queries as MCP tools; a schemaless database offers none (an empty tools/list), docs/MCP.md.
+  await app.register(mcpRoutes, { database: options.database, loopbackOriginsOnly: options.hosted === undefined });
   // A schemaless database (served without a project) has no queries, so it has no per-query routes: `POST /<name>`
   // is then route_not_found like any other unknown path, not query_not_found, which would suggest a project.
   if (options.database.schema !== undefined) await app.register(queryRoutes, { database: options.database });

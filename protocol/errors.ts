@@ -60,6 +60,8 @@ export const ERROR_CODES = {
   header_too_large: { status: 431, kind: "user", doc: "The request's headers exceed 16 KiB in all; nothing ran and the connection was closed. Send fewer or shorter headers." },
   request_timeout: { status: 408, kind: "user", doc: "The request did not arrive in time: its headers within 5 s, or headers and body together within 10 s (docs/SERVER.md); nothing ran and the connection was closed. Send each request whole and at once; split a batch that a slow link cannot send in time. Not the execution deadline (query_timeout)." },
   route_not_found: { status: 404, kind: "user", doc: "No route has this method and path; see docs/SERVER.md for the routes a server answers." },
+  method_not_allowed: { status: 405, kind: "user", doc: "The route exists but not for this method: `/mcp` is stateless and takes POST only (no event stream, no session to delete); see docs/MCP.md." },
+  origin_not_allowed: { status: 403, kind: "user", doc: "A web page of another host (its Origin header) called the local server's `/mcp`, which answers pages of localhost only, so that no site can reach the tools through DNS rebinding; call it from an MCP client, not a web page (docs/MCP.md)." },
   // Hosted gateway (silk gateway): keys, the account switch, the rate limit, the deadline. See docs/GATEWAY.md.
   unauthorized: { status: 401, kind: "user", doc: "No API key was sent, or the Authorization header is not `Bearer <key>`; send one key of this database." },
   forbidden: { status: 403, kind: "user", doc: "The API key is unknown to this database or was revoked; create a new one with `silk keys create`." },

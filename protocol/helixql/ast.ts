@@ -109,6 +109,18 @@ export interface QueryDeclAst {
   readonly returns: readonly ExprAst[];
   /** Where `RETURN` was written, when it was. */
   readonly returnLoc?: SourceLocation;
+  /** `#[mcp]`, `#[model("name")]` written before QUERY, in order; absent when there are none. */
+  readonly attributes?: readonly QueryAttributeAst[];
+  readonly loc: SourceLocation;
+}
+
+/**
+ * An attribute before a QUERY, `#[name]` or `#[name(args)]` (HelixDB's built-in macros); `args` is absent when no
+ * parentheses were written. Which names exist and what they take is the checker's business (query-attributes.ts).
+ */
+export interface QueryAttributeAst {
+  readonly name: NameAst;
+  readonly args?: readonly OptionValueAst[];
   readonly loc: SourceLocation;
 }
 

@@ -11,6 +11,7 @@ import { asSilkError } from "../errors.js";
 import type { Diagnostic, Schema, SchemaSource } from "../schema.js";
 import { decodeRequest } from "../tree.js";
 import type { CompiledQuery } from "./query.js";
+import { queryDocComment } from "./query-attributes.js";
 import { compileQuery } from "./query-compile.js";
 import { analyseSchema } from "./schema-check.js";
 
@@ -47,7 +48,8 @@ export function checkProject(sources: SchemaSource | readonly SchemaSource[]): P
         );
         if (query === undefined) continue;
         const fault = decodeFault(query);
-        if (fault === undefined) queries.push(query);
+        const description = queryDocComment(files[fileIndex].text, declaration);
+        if (fault === undefined) queries.push(description === undefined ? query : { ...query, description });
         else analysis.report("internal", fileIndex, declaration.name.loc, `internal error (a bug in Silk): QUERY ${name} compiled to a tree that does not decode: ${fault}`);
       }
     }

@@ -9,6 +9,7 @@ import type { Schema } from "../schema.js";
 import type { ExprAst, ParamAst, QueryDeclAst, SourceLocation, StatementAst } from "./ast.js";
 import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./query.js";
 import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
+import { checkQueryAttributes } from "./query-attributes.js";
 import { compileChain } from "./query-steps.js";
 import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
 import { compileExists, isBareName, isExistsCall, locOf } from "./query-values.js";
@@ -43,6 +44,8 @@ class QueryCompiler implements CompilerScope {
   private readonly pendingHidden: Json[] = [];
   private writes = false;
   private failed = false;
+  /** `#[model("name")]`: the model every Embed of the query names; set before any statement compiles. */
+  embeddingModel: string | undefined;
   private hidden = 0;
 
   constructor(
@@ -75,6 +78,8 @@ class QueryCompiler implements CompilerScope {
   }
 
   compile(decl: QueryDeclAst, file: string, convert: TypeConverter): CompiledQuery | undefined {
+    const attributes = checkQueryAttributes(decl, (code, loc, message) => this.report(code, loc, message));
+    this.embeddingModel = attributes.embeddingModel;
     for (const param of decl.params) this.declareParameter(param, convert);
     const entries = this.statements(decl.body);
     const returned = this.returns(decl);
@@ -83,7 +88,16 @@ class QueryCompiler implements CompilerScope {
     const requestType = this.writes ? "write" : "read";
     const tree =
       entries.length === 0 ? undefined : { request_type: requestType, query_name: decl.name.text, query: { [requestType]: { entries, returns: returned.entries } } };
-    return { name: decl.name.text, file, parameters: [...this.parameters.values()], requestType, tree, output: returned.output };
+    return {
+      name: decl.name.text,
+      file,
+      parameters: [...this.parameters.values()],
+      requestType,
+      tree,
+      output: returned.output,
+      ...(attributes.mcp ? { mcp: true as const } : {}),
+      ...(attributes.embeddingModel === undefined ? {} : { embeddingModel: attributes.embeddingModel }),
+    };
   }
 
   private declareParameter(param: ParamAst, convert: TypeConverter): void {

@@ -42,6 +42,8 @@ export interface CompilerScope {
   lookup(name: string): Binding | undefined;
   /** Records that the query writes (it then runs as a write batch). */
   markWrite(): void;
+  /** The embedding model the query's `#[model("name")]` names, for its Embed calls; undefined: the provider's own. */
+  readonly embeddingModel: string | undefined;
   /** Compiles a chain (a traversal) with `_` bound to `context` when given. */
   chain(expr: ChainAst, context: ElementContext | undefined): Compiled | undefined;
 }

@@ -264,7 +264,8 @@ function vectorInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
       scope.report("invalid_type", arg.loc, `Embed takes a string, not ${describeValueType(text.type)}`);
       return undefined;
     }
-    return { expr: { embed: { text: text.expr } } };
+    const model = scope.embeddingModel;
+    return { expr: { embed: model === undefined ? { text: text.expr } : { text: text.expr, model } } };
   }
   const input = compileInput(scope, arg, undefined);
   if (input === undefined) return undefined;

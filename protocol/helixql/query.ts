@@ -46,6 +46,12 @@ export interface CompiledQuery {
    */
   readonly tree: Readonly<Record<string, unknown>> | undefined;
   readonly output: QueryOutput;
+  /** `#[mcp]`: the server offers it as a Model Context Protocol tool (gateway/mcp.ts). */
+  readonly mcp?: true;
+  /** The `//` lines just above the QUERY (query-attributes.ts); an MCP tool's description. */
+  readonly description?: string;
+  /** `#[model("name")]`: the embedding model its Embed calls name (already in the tree; shown by introspection). */
+  readonly embeddingModel?: string;
 }
 
 /** The introspection form of a query (GET /introspect). */
@@ -55,6 +61,9 @@ export function queryToJson(query: CompiledQuery): Record<string, unknown> {
     parameters: query.parameters.map((p) => ({ name: p.name, type: fieldTypeToString(p.type), optional: p.optional })),
     returns: query.output.kind === "keyed" ? query.output.fields.map(([name]) => name) : [],
     request_type: query.requestType,
+    ...(query.description === undefined ? {} : { description: query.description }),
+    ...(query.mcp === true ? { mcp: true } : {}),
+    ...(query.embeddingModel === undefined ? {} : { embedding_model: query.embeddingModel }),
   };
 }
 
