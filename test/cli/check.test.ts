@@ -71,3 +71,73 @@ describe("silk check", () => {
     expect(missing.stderr).toMatch(/silk check: invalid_option: cannot read/);
   });
 });
+
+describe("silk check: attributes before QUERY (#[mcp], #[model])", () => {
+  const schema = "V::Doc { text: String }\n";
+
+  it("accepts HelixDB's #[mcp] and #[model(..)] (string or identifier), alone or together", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "schema.hx"), schema);
+    writeFileSync(
+      join(dir, "queries.hx"),
+      [
+        "// Finds documents near a text.",
+        "#[mcp]",
+        "QUERY Find(q: String) =>\n    docs <- SearchV<Doc>(Embed(q), 5)\n    RETURN docs\n",
+        '#[model("text-embedding-3-large")]',
+        "QUERY Add(t: String) =>\n    doc <- AddV<Doc>(Embed(t), {text: t})\n    RETURN doc\n",
+        "#[ model ( nomic_embed ) ] #[mcp]",
+        "QUERY Both(q: String) =>\n    docs <- SearchV<Doc>(Embed(q), 5)\n    RETURN docs\n",
+      ].join("\n"),
+    );
+    const run = await runSilk(["check", dir]);
+    expect(run.stdout).toBe("ok: 2 files, 0 node, 0 edge and 1 vector types, 3 queries\n");
+    expect(run.code).toBe(0);
+  });
+
+  it("rejects unknown, malformed and repeated attributes, each at its place with a caret", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "schema.hx"), schema);
+    writeFileSync(
+      join(dir, "queries.hx"),
+      [
+        '#[mcp("x")]',
+        'QUERY A() => RETURN "a"',
+        "#[model]",
+        'QUERY B() => RETURN "b"',
+        "#[model(42)]",
+        'QUERY C() => RETURN "c"',
+        "#[tool]",
+        'QUERY D() => RETURN "d"',
+        "#[mcp] #[mcp]",
+        'QUERY E() => RETURN "e"',
+        '#[model("")]',
+        'QUERY F() => RETURN "f"',
+        "",
+      ].join("\n"),
+    );
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(1);
+    const file = join(dir, "queries.hx");
+    expect(run.stdout).toContain(`${file}:1:1: #[mcp] takes no arguments; write #[mcp] [query_invalid]\n#[mcp("x")]\n^`);
+    expect(run.stdout).toContain(`${file}:3:1: #[model] takes one model name`);
+    expect(run.stdout).toContain(`${file}:5:9: #[model] takes one model name`);
+    expect(run.stdout).toContain(`${file}:7:3: unknown attribute #[tool]`);
+    expect(run.stdout).toContain(`${file}:9:8: #[mcp] is given twice on QUERY E`);
+    expect(run.stdout).toContain(`${file}:11:9: #[model("")]: an embedding model name has 1 to 256 characters`);
+    expect(run.stderr).toContain("silk check: 6 errors in 2 files");
+  });
+
+  it("reports an attribute that does not parse, or one before a schema type, as a located syntax error", async () => {
+    for (const [text, column] of [
+      ["#[mcp\nQUERY A() => RETURN \"a\"\n", 1],
+      ["#[mcp]\nN::User { name: String }\n", 1],
+    ] as const) {
+      const dir = temporaryDirectory();
+      writeFileSync(join(dir, "a.hx"), text);
+      const run = await runSilk(["check", dir]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(new RegExp(`${join(dir, "a.hx")}:2:${column}: syntax error: .*\\[schema_syntax\\]`));
+    }
+  });
+});

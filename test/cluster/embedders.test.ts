@@ -4,7 +4,7 @@
  * (determinism, similarity), the local-model embedder's missing-package and missing-directory paths, and the
  * environment parsing the servers start from, and `silk serve` logging its provider or refusing a bad one.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -367,5 +367,72 @@ describe("silk serve's embedding configuration", () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/silk serve: invalid_option: SILK_EMBED_PROVIDER=openai needs an API key/);
+  });
+});
+
+describe("a named model (a QUERY's #[model(\"name\")])", () => {
+  it("OpenAI-compatible: sends that model instead of the configured one, and names it in failures", async () => {
+    const stub = await startEmbeddingStub({ dimension: 4 });
+    try {
+      const embedder = new OpenAiCompatibleEmbedder({ apiKey: KEY, baseUrl: stub.baseUrl, model: "m-1", retries: 0 });
+      await embedder.embed(["x"], "m-2");
+      await embedder.embed(["y"]);
+      expect(stub.requests.map((request) => request.body.model)).toEqual(["m-2", "m-1"]);
+      stub.script({ status: 404, body: { error: { message: "no such model" } } });
+      const error = await refused(embedder.embed(["x"], "m-404"), "embedding_failed");
+      expect(error.message).toContain("(model m-404)");
+      const sent = stub.requests.length;
+      for (const bad of ["", "   ", "a\nb", "x".repeat(257)]) await refused(embedder.embed(["x"], bad), "invalid_value");
+      expect(stub.requests).toHaveLength(sent);
+    } finally {
+      await stub.close();
+    }
+  });
+
+  it("feature hashing: each name is a model of its own, deterministic, unrelated to the others", async () => {
+    const embedder = new FeatureHashingEmbedder({ dimensions: 512 });
+    const text = "graph database with vector search";
+    const [own] = await embedder.embed([text]);
+    const [a1] = await embedder.embed([text], "model-a");
+    const [a2] = await embedder.embed([text], "model-a");
+    const [b] = await embedder.embed([text], "model-b");
+    expect(Array.from(a1)).toEqual(Array.from(a2));
+    expect(cosine(a1, a1)).toBeCloseTo(1, 12);
+    expect(Math.abs(cosine(a1, own))).toBeLessThan(0.5);
+    expect(Math.abs(cosine(a1, b))).toBeLessThan(0.5);
+    // Within one model, shared words still count.
+    const [close] = await embedder.embed(["a vector search engine inside a graph database"], "model-a");
+    expect(cosine(a1, close)).toBeGreaterThan(0.4);
+    await refused(embedder.embed([text], ""), "invalid_value");
+  });
+
+  it("local: runs the model directory of that name beside the configured one, never outside their parent", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "silk-models-"));
+    try {
+      for (const name of ["base", "other", join("org", "third")]) {
+        mkdirSync(join(parent, name), { recursive: true });
+        writeFileSync(join(parent, name, "config.json"), "{}");
+      }
+      const loaded: string[] = [];
+      const env = { allowRemoteModels: true, allowLocalModels: false, localModelPath: "" };
+      const transformers = {
+        env,
+        pipeline: async (_task: string, model: string) => {
+          loaded.push(model);
+          return async (texts: string[]) => ({ tolist: () => texts.map(() => [model.length, 1]) });
+        },
+      };
+      const embedder = new LocalModelEmbedder({ modelDirectory: join(parent, "base"), importTransformers: async () => transformers });
+      expect((await embedder.embed(["x"], "other")).map((v) => Array.from(v))).toEqual([[5, 1]]);
+      expect((await embedder.embed(["x"], "org/third")).map((v) => Array.from(v))).toEqual([[9, 1]]);
+      expect((await embedder.embed(["x"])).map((v) => Array.from(v))).toEqual([[4, 1]]);
+      await embedder.embed(["y"], "other");
+      expect(loaded).toEqual(["other", "org/third", "base"]);
+      expect(env.localModelPath).toBe(parent);
+      expect((await refused(embedder.embed(["x"], "missing"), "embedding_not_configured")).message).toContain("#[model(\"name\")]");
+      for (const outside of ["../elsewhere", "/etc", "org/../../x", "."]) await refused(embedder.embed(["x"], outside), "invalid_value");
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

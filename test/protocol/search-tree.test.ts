@@ -64,6 +64,15 @@ describe("vector_search", () => {
   it("takes an embed expression as the query", () => {
     const step = decodeRoot({ vector_search_vectors: { label: "Chunk", query: { expr: { embed: { text: { param: "q" } } } }, k: K } });
     expect(step).toMatchObject({ query: { kind: "expr", expr: { kind: "embed", text: { kind: "param", name: "q" } } } });
+    expect((step as { query: { expr: object } }).query.expr).not.toHaveProperty("model");
+  });
+
+  it("takes the embed expression's model (HelixQL's #[model(\"name\")]), a well-formed name", () => {
+    const query = (model: unknown): unknown => read({ vector_search_vectors: { label: "Chunk", query: { expr: { embed: { text: { param: "q" }, model } } }, k: K } });
+    const step = decodeRoot({ vector_search_vectors: { label: "Chunk", query: { expr: { embed: { text: { param: "q" }, model: "text-embedding-3-large" } } }, k: K } });
+    expect(step).toMatchObject({ query: { kind: "expr", expr: { kind: "embed", model: "text-embedding-3-large" } } });
+    const at = `${ROOT}.vector_search_vectors.query.expr.embed.model`;
+    for (const bad of ["", "  ", "a\u0000b", "x".repeat(257)]) expectFault(query(bad), at);
   });
 
   it("refuses malformed shapes, naming the path", () => {
