@@ -117,6 +117,13 @@ describe("silk gateway: requests refused before admission cost nothing and run n
     expect(all.status).toBe(200);
     expect(((await all.json()) as { users: unknown[] }).users).toHaveLength(BURST);
     await expectErrorBody(await postJson(`${gateway.url}/v2/nothing`, {}, {}), 401, "unauthorized");
+    // The MCP endpoint too (docs/MCP.md); with a key, and from any web page (no Origin check in the hosted form).
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+    const mcpHeaders = { accept: "application/json, text/event-stream", origin: "https://app.example" };
+    await expectErrorBody(await postJson(`${gateway.url}/mcp`, ping, mcpHeaders), 401, "unauthorized");
+    const pong = await postJson(`${gateway.url}/mcp`, ping, { ...mcpHeaders, ...bearer(database.key) });
+    expect(pong.status).toBe(200);
+    expect(await pong.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
   });
 
   it("has query_timeout (408) in the error table; no deadline is enforced yet", () => {
