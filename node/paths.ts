@@ -1,17 +1,17 @@
 /**
  * `shortest_path`: for each input node (or vector), the path to the nearest of the target records, by fewest hops
- * (breadth-first, one batched adjacency read per level) or by least total weight (Dijkstra, the weight computed per
- * edge by an expression with the edge as the current element). Ties break by ID: adjacency is visited in order of
- * the other end's ID, then the edge's, and Dijkstra settles equal distances in ID order, so the same data always
- * gives the same path. HelixDB's v3 form (`helixForm`) searches from one node to one node, at most `maxDepth` hops,
- * and answers the path's node IDs.
+ * (breadth-first, one batched adjacency read per level) or by least total weight (Dijkstra, or A* guided by a numeric
+ * property of each record; the weight computed per edge by an expression with the edge as the current element). Ties
+ * break by ID: adjacency is visited in order of the other end's ID, then the edge's, and the weighted searches take
+ * equal priorities in ID order, so the same data always gives the same path. HelixDB's v3 form (`helixForm`)
+ * searches from one node to one node, at most `maxDepth` hops, and answers the path's node IDs.
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
-import type { Expr, PathDirection, Ref, Step } from "../protocol/tree.js";
+import type { Expr, PathAlgorithm, PathDirection, Ref, Step } from "../protocol/tree.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
-import { adjacencyOf, elementsOf, loaded, lookupParameter, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { adjacencyOf, elementsOf, loaded, lookupParameter, recordField, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
 /** The most records one search may reach before it is refused (`limit_exceeded`), so a query cannot walk forever. */
 export const PATH_VISITED_NODES_MAX = 1_000_000;
@@ -20,7 +20,7 @@ type ShortestPathStep = Extract<Step, { op: "shortest_path" }>;
 
 interface Reached {
   readonly kind: EndpointKind;
-  /** How the search first (BFS) or best (Dijkstra) reached this record; absent for the source. */
+  /** How the search first (BFS) or best (Dijkstra, A*) reached this record; absent for the source. */
   readonly previous?: bigint;
   readonly edge?: bigint;
 }
@@ -44,7 +44,7 @@ export async function shortestPaths(step: ShortestPathStep, input: Stream, scope
   if (step.helixForm !== undefined) return nodeIdPath(sources, search);
   const rows: unknown[] = [];
   for (const source of sources) {
-    const found = step.algorithm.kind === "bfs" ? await breadthFirst(source, search) : await dijkstra(source, step.algorithm.weight, search);
+    const found = step.algorithm.kind === "bfs" ? await breadthFirst(source, search) : await leastWeight(source, step.algorithm, search);
     if (found !== undefined) rows.push(await renderPath(found, scope));
   }
   return valuesStream(rows);
@@ -128,44 +128,85 @@ async function breadthFirst(source: Element, search: Search): Promise<Found | un
   return undefined;
 }
 
-async function dijkstra(source: Element, weight: Expr, search: Search): Promise<Found | undefined> {
+/**
+ * Least total weight from `source` to the nearest target. Dijkstra queues each record by its cost so far; A* by its
+ * cost so far plus its heuristic property, an estimate of the cost still to go. A queued entry whose cost a cheaper
+ * way has since beaten is stale and skipped. Dijkstra never revisits an expanded record (with non-negative weights
+ * its cost is final), so edges back to one are not weighed; A* may reopen one when a cheaper way to it turns up, as a
+ * heuristic that is admissible but not consistent requires to still find the least total weight.
+ */
+async function leastWeight(source: Element, algorithm: WeightedAlgorithm, search: Search): Promise<Found | undefined> {
   const { view } = search.scope.context;
+  const estimate = algorithm.kind === "astar" ? heuristic(algorithm.heuristic, search.scope) : async (items: Element[]) => items.map(() => 0);
   const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
-  const distance = new Map<bigint, number>([[source.id, 0]]);
-  const settled = new Set<bigint>();
+  const cost = new Map<bigint, number>([[source.id, 0]]);
+  const expanded = new Set<bigint>();
   const queue = new MinHeap();
-  queue.push(0, source.id);
+  const [sourceEstimate] = await estimate([source]);
+  queue.push(sourceEstimate, source.id, 0);
   for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
-    const [current, id] = next;
-    if (settled.has(id)) continue;
-    settled.add(id);
+    const { id, cost: current } = next;
+    if (current > cost.get(id)!) continue;
     if (search.targets.has(id)) return { target: id, reached, weight: current };
+    expanded.add(id);
     const [list] = await adjacencyOf(view, [{ kind: reached.get(id)!.kind, id }], search.directions, search.step.label);
-    const entries = ordered(list);
+    const entries = ordered(list).filter((entry) => algorithm.kind === "astar" || !expanded.has(entry.other));
     const edges = await view.records("edge", entries.map((entry) => entry.edge));
+    const improved: { entry: AdjacencyEntry; cost: number }[] = [];
     for (let i = 0; i < entries.length; i += 1) {
       const entry = entries[i];
       const edge = edges[i];
-      if (edge === undefined || settled.has(entry.other)) continue;
-      const candidate = current + (await edgeWeight(weight, { kind: "edge", id: edge.id, record: edge }, search.scope));
-      if (candidate >= (distance.get(entry.other) ?? Infinity)) continue;
-      distance.set(entry.other, candidate);
+      if (edge === undefined) continue;
+      const candidate = current + (await edgeWeight(algorithm.weight, { kind: "edge", id: edge.id, record: edge }, search.scope));
+      if (candidate >= (cost.get(entry.other) ?? Infinity)) continue;
+      cost.set(entry.other, candidate);
       reached.set(entry.other, { kind: entry.otherKind, previous: id, edge: entry.edge });
       checkVisited(reached);
       if (search.scope.context.deadline.tick()) await search.scope.context.deadline.pause();
-      queue.push(candidate, entry.other);
+      improved.push({ entry, cost: candidate });
     }
+    const estimates = await estimate(improved.map(({ entry }) => ({ kind: entry.otherKind, id: entry.other })));
+    improved.forEach(({ entry, cost: candidate }, i) => queue.push(candidate + estimates[i], entry.other, candidate));
   }
   return undefined;
+}
+
+type WeightedAlgorithm = Exclude<PathAlgorithm, { kind: "bfs" }>;
+
+/**
+ * A*'s estimates: each record's `property` (a dotted path reads into an object field), which must be a finite number
+ * (`invalid_value` otherwise, as HelixDB refuses a heuristic that is missing or not numeric). Records are read in one
+ * batch per call and each record's estimate once per search.
+ */
+function heuristic(property: string, scope: EvalScope): (items: Element[]) => Promise<number[]> {
+  const known = new Map<bigint, number>();
+  return async (items) => {
+    const missing: Element[] = items.filter((item) => !known.has(item.id)).map((item) => ({ kind: item.kind, id: item.id }));
+    await loaded(scope.context.view, missing);
+    for (const item of missing) {
+      const value = item.record === undefined ? undefined : recordField(item.record, property);
+      const number = typeof value === "bigint" ? Number(value) : value;
+      if (typeof number !== "number" || !Number.isFinite(number)) {
+        throw new SilkError("invalid_value", `shortest_path: the heuristic ${JSON.stringify(property)} of ${item.kind} ${item.id} is ${shown(value)}, not a finite number`);
+      }
+      known.set(item.id, number);
+    }
+    return items.map((item) => known.get(item.id)!);
+  };
 }
 
 async function edgeWeight(weight: Expr, edge: Element, scope: EvalScope): Promise<number> {
   const value = await evaluateExpr(weight, edge, scope);
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isFinite(number) || number < 0) {
-    throw new SilkError("invalid_value", `shortest_path: the weight of edge ${edge.id} is ${JSON.stringify(value) ?? "missing"}, not a non-negative finite number`);
+    throw new SilkError("invalid_value", `shortest_path: the weight of edge ${edge.id} is ${shown(value)}, not a non-negative finite number`);
   }
   return number;
+}
+
+/** A value as an error message shows it: JSON, with 64-bit integers as digits (JSON.stringify refuses a bigint). */
+function shown(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? inner.toString() : inner)) ?? "missing";
 }
 
 /** `{nodes, edges, hops, weight}`, nodes from source to target inclusive, as records in their JSON form. */
@@ -189,13 +230,20 @@ async function renderPath(found: Found, scope: EvalScope): Promise<Record<string
   };
 }
 
-/** A binary min-heap of (distance, ID), ordered by distance then ID so equal distances settle deterministically. */
-class MinHeap {
-  private readonly items: [number, bigint][] = [];
+/** One queued record: its priority (cost so far, plus A*'s estimate) and the cost so far it was queued with. */
+interface Queued {
+  readonly priority: number;
+  readonly id: bigint;
+  readonly cost: number;
+}
 
-  push(distance: number, id: bigint): void {
+/** A binary min-heap of queued records, ordered by priority then ID so equal priorities settle deterministically. */
+class MinHeap {
+  private readonly items: Queued[] = [];
+
+  push(priority: number, id: bigint, cost: number): void {
     const items = this.items;
-    items.push([distance, id]);
+    items.push({ priority, id, cost });
     for (let i = items.length - 1; i > 0; ) {
       const parent = (i - 1) >> 1;
       if (!this.less(items[i], items[parent])) break;
@@ -204,7 +252,7 @@ class MinHeap {
     }
   }
 
-  pop(): [number, bigint] | undefined {
+  pop(): Queued | undefined {
     const items = this.items;
     const top = items[0];
     const last = items.pop();
@@ -223,7 +271,7 @@ class MinHeap {
     return top;
   }
 
-  private less(a: [number, bigint], b: [number, bigint]): boolean {
-    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  private less(a: Queued, b: Queued): boolean {
+    return a.priority < b.priority || (a.priority === b.priority && a.id < b.id);
   }
 }

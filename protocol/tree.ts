@@ -130,8 +130,14 @@ export type AggregateFunction = "sum" | "avg" | "min" | "max" | "count";
 
 export type PathDirection = "out" | "in" | "both";
 
-/** How shortest_path searches: fewest hops, or least total weight with the weight computed per edge. */
-export type PathAlgorithm = { readonly kind: "bfs" } | { readonly kind: "dijkstra"; readonly weight: Expr };
+/**
+ * How shortest_path searches: fewest hops, or least total weight with the weight computed per edge; A* queues each
+ * record by its cost so far plus its `heuristic` property (a property path), an estimate of the cost still to go.
+ */
+export type PathAlgorithm =
+  | { readonly kind: "bfs" }
+  | { readonly kind: "dijkstra"; readonly weight: Expr }
+  | { readonly kind: "astar"; readonly weight: Expr; readonly heuristic: string };
 
 export type Order = "asc" | "desc";
 
@@ -668,20 +674,25 @@ function decodeShortestPath(object: Record<string, Json>, at: string, input: () 
     const source = oneNode(object.source, `${at}.source`);
     return { op: "shortest_path", input: { op: "nodes", ref: source }, to: oneNode(object.target, `${at}.target`), label, direction, algorithm: { kind: "bfs" }, helixForm: { maxDepth } };
   }
-  allowOnly(object, ["input", "to", "label", "direction", "algorithm", "weight"], at);
+  allowOnly(object, ["input", "to", "label", "direction", "algorithm", "weight", "heuristic"], at);
+  return { op: "shortest_path", input: input(), to: decodeRef(object.to, `${at}.to`), label, direction, algorithm: decodePathAlgorithm(object, at, depth) };
+}
+
+/** `algorithm` with the `weight` (Dijkstra, A*) and `heuristic` (A* only) it needs. */
+function decodePathAlgorithm(object: Record<string, Json>, at: string, depth: number): PathAlgorithm {
   const algorithm = object.algorithm === undefined ? "bfs" : stringAt(object.algorithm, `${at}.algorithm`);
-  if (algorithm !== "bfs" && algorithm !== "dijkstra") throw fault(`${at}.algorithm`, 'expected "bfs" or "dijkstra"');
+  if (algorithm !== "bfs" && algorithm !== "dijkstra" && algorithm !== "astar") throw fault(`${at}.algorithm`, 'expected "bfs", "dijkstra" or "astar"');
   // BFS counts hops, so a weight given with it is ignored (but must still be well formed).
   const weight = object.weight === undefined ? undefined : decodeExpr(object.weight, `${at}.weight`, depth + 1);
-  if (algorithm === "dijkstra" && weight === undefined) throw fault(`${at}.weight`, "dijkstra needs a weight expression");
-  return {
-    op: "shortest_path",
-    input: input(),
-    to: decodeRef(object.to, `${at}.to`),
-    label,
-    direction,
-    algorithm: algorithm === "dijkstra" && weight !== undefined ? { kind: "dijkstra", weight } : { kind: "bfs" },
-  };
+  if (algorithm !== "bfs" && weight === undefined) throw fault(`${at}.weight`, `${algorithm} needs a weight expression`);
+  // A heuristic steers only A*; with another algorithm it would silently do nothing, so it is refused.
+  if (algorithm !== "astar" && object.heuristic !== undefined) throw fault(`${at}.heuristic`, 'a heuristic needs "algorithm": "astar"');
+  if (algorithm === "bfs" || weight === undefined) return { kind: "bfs" };
+  if (algorithm === "dijkstra") return { kind: "dijkstra", weight };
+  if (object.heuristic === undefined) throw fault(`${at}.heuristic`, "astar needs a heuristic: the name of a numeric property of each record");
+  const heuristic = stringAt(object.heuristic, `${at}.heuristic`);
+  if (heuristic.length === 0) throw fault(`${at}.heuristic`, "expected a property name, not an empty string");
+  return { kind: "astar", weight, heuristic };
 }
 
 /** An end of HelixDB's shortest path: a reference that names one node (a variable or parameter is checked when it runs). */

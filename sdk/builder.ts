@@ -35,8 +35,11 @@ export type Projection = { readonly property: string; readonly alias?: string } 
 export interface ShortestPathOptions {
   readonly label?: string;
   readonly direction?: "out" | "in" | "both";
-  /** Dijkstra needs a weight expression evaluated on each edge; BFS counts hops. */
-  readonly algorithm?: { readonly bfs: true } | { readonly dijkstra: Expr };
+  /**
+   * Dijkstra needs a weight expression evaluated on each edge; A* the same plus a numeric property of each record
+   * that estimates the cost still to go (`heuristic`); BFS counts hops.
+   */
+  readonly algorithm?: { readonly bfs: true } | { readonly dijkstra: Expr } | { readonly astar: { readonly weight: Expr; readonly heuristic: string } };
 }
 
 export class Traversal implements StepJson {
@@ -97,13 +100,19 @@ export class Traversal implements StepJson {
   aggregateBy(properties: readonly string[]): Traversal { return this.wrap("aggregate_by", { properties: [...properties] }); }
   shortestPath(to: Ref, options: ShortestPathOptions = {}): Traversal {
     const algorithm = options.algorithm;
-    const dijkstra = algorithm !== undefined && "dijkstra" in algorithm ? algorithm.dijkstra : undefined;
+    const weighted =
+      algorithm === undefined || "bfs" in algorithm
+        ? undefined
+        : "dijkstra" in algorithm
+          ? { algorithm: "dijkstra", weight: algorithm.dijkstra.json }
+          : { algorithm: "astar", weight: algorithm.astar.weight.json, heuristic: algorithm.astar.heuristic };
     return this.wrap("shortest_path", {
       to: to.json,
       label: options.label,
       direction: options.direction,
-      algorithm: algorithm === undefined ? undefined : dijkstra === undefined ? "bfs" : "dijkstra",
-      weight: dijkstra?.json,
+      algorithm: algorithm === undefined ? undefined : (weighted?.algorithm ?? "bfs"),
+      weight: weighted?.weight,
+      heuristic: weighted?.heuristic,
     });
   }
 

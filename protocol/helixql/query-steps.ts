@@ -412,6 +412,7 @@ function compileStep(scope: CompilerScope, current: Compiled, steps: readonly St
     case "ShortestPath":
     case "ShortestPathBFS":
     case "ShortestPathDijkstras":
+    case "ShortestPathAStar":
       return shortestPath(scope, current, steps, index);
     case "UpsertN":
     case "UpsertV":
@@ -691,25 +692,8 @@ function shortestPath(scope: CompilerScope, current: Compiled, steps: readonly S
   const input = records(scope, current, call, ["node", "vector"]);
   const label = labelOf(scope, call, "edge");
   if (input === undefined || label === undefined) return undefined;
-  const dijkstra = call.name.text === "ShortestPathDijkstras";
-  const args = call.args ?? [];
-  let weight: Json | undefined;
-  if (dijkstra) {
-    if (args.length !== 1) {
-      scope.report("query_invalid", call.loc, `ShortestPathDijkstras<${label}> takes the weight of an edge, as in (_::{distance})`);
-      return undefined;
-    }
-    const value = compileValue(scope, args[0], { type: { kind: "records", record: "edge", label, one: true } });
-    if (value === undefined) return undefined;
-    if (!["number", "any"].includes(familyOf(value.type))) {
-      scope.report("invalid_type", call.loc, `an edge weight is a number, not ${describeValueType(value.type)}`);
-      return undefined;
-    }
-    weight = value.expr;
-  } else if (call.args !== undefined) {
-    scope.report("query_invalid", call.loc, `${call.name.text}<${label}> takes no arguments; weights need ShortestPathDijkstras`);
-    return undefined;
-  }
+  const algorithm = pathAlgorithm(scope, call, label);
+  if (algorithm === undefined) return undefined;
   const next = steps[index + 1];
   const role = next?.kind === "call" ? next.call.name.text : undefined;
   if (next?.kind !== "call" || (role !== "To" && role !== "From")) {
@@ -729,9 +713,70 @@ function shortestPath(scope: CompilerScope, current: Compiled, steps: readonly S
     source = end.source;
     to = here;
   }
-  const algorithm = dijkstra ? "dijkstra" : "bfs";
-  const tree = { shortest_path: { input: source, to, label, direction: "out", algorithm, ...(weight === undefined ? {} : { weight }) } };
+  const tree = { shortest_path: { input: source, to, label, direction: "out", ...algorithm } };
   return { compiled: { tree, type: { kind: "rows", one: false } }, next: index + 2 };
+}
+
+const PATH_ALGORITHMS: Record<string, { readonly algorithm: string; readonly args: number; readonly form: string }> = {
+  ShortestPath: { algorithm: "bfs", args: 0, form: "" },
+  ShortestPathBFS: { algorithm: "bfs", args: 0, form: "" },
+  ShortestPathDijkstras: { algorithm: "dijkstra", args: 1, form: "(_::{distance})" },
+  ShortestPathAStar: { algorithm: "astar", args: 2, form: '(_::{distance}, "heuristic_property")' },
+};
+
+/**
+ * The tree's `algorithm` with its arguments: Dijkstra's and A*'s edge weight (a number), and A*'s heuristic, the name
+ * of a numeric field that the edge's endpoint types declare, written as a string literal as HelixDB's grammar has it.
+ */
+function pathAlgorithm(scope: CompilerScope, call: CallAst, label: string): { algorithm: string; weight?: Json; heuristic?: string } | undefined {
+  const shape = PATH_ALGORITHMS[call.name.text];
+  const args = call.args ?? [];
+  if (shape.args === 0) {
+    if (call.args === undefined) return { algorithm: shape.algorithm };
+    scope.report("query_invalid", call.loc, `${call.name.text}<${label}> takes no arguments; weights need ShortestPathDijkstras or ShortestPathAStar`);
+    return undefined;
+  }
+  if (args.length !== shape.args) {
+    const what = shape.args === 1 ? "the weight of an edge" : "the weight of an edge and the name of a node property that estimates the cost still to go";
+    scope.report("query_invalid", call.loc, `${call.name.text}<${label}> takes ${what}, as in ${call.name.text}<${label}>${shape.form}`);
+    return undefined;
+  }
+  const value = compileValue(scope, args[0], { type: { kind: "records", record: "edge", label, one: true } });
+  if (value === undefined) return undefined;
+  if (!["number", "any"].includes(familyOf(value.type))) {
+    scope.report("invalid_type", call.loc, `an edge weight is a number, not ${describeValueType(value.type)}`);
+    return undefined;
+  }
+  if (shape.args === 1) return { algorithm: shape.algorithm, weight: value.expr };
+  const heuristic = heuristicProperty(scope, args[1], label);
+  return heuristic === undefined ? undefined : { algorithm: shape.algorithm, weight: value.expr, heuristic };
+}
+
+/** A*'s heuristic: a string literal naming a numeric field (a dotted path may reach into an object) of both ends of E. */
+function heuristicProperty(scope: CompilerScope, arg: ExprAst, label: string): string | undefined {
+  if (arg.kind !== "literal" || arg.literal.kind !== "string") {
+    scope.report("query_invalid", locOf(arg), 'the heuristic of ShortestPathAStar is a property name in quotes, as in "distance_to_goal"');
+    return undefined;
+  }
+  const name = arg.literal.value;
+  // The name starts one column after the opening quote.
+  const at = { ...arg.literal.loc, column: arg.literal.loc.column + 1, offset: arg.literal.loc.offset + 1 };
+  const edge = scope.schema.edges.get(label)!;
+  for (const end of new Set([edge.from, edge.to])) {
+    const record: RecordKind = scope.schema.nodes.has(end) ? "node" : "vector";
+    const field = resolveField(scope, { kind: "records", record, label: end, one: true }, name, at);
+    if (field === undefined) return undefined;
+    // id, label, and a vector's data and score, are read from the record itself, not from a stored property.
+    if (field.path !== name) {
+      scope.report("invalid_field", at, `the heuristic is a stored property of ${end}, not its ${name}`);
+      return undefined;
+    }
+    if (!["number", "any"].includes(familyOf(field.type))) {
+      scope.report("invalid_type", at, `the heuristic ${end}.${name} is ${describeValueType(field.type)}, not a number`);
+      return undefined;
+    }
+  }
+  return name;
 }
 
 function upsertRecord(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {

@@ -1,12 +1,12 @@
 /**
- * `shortest_path` by breadth-first search and by Dijkstra: directions, labels, several sources and targets, ties
+ * `shortest_path` by breadth-first search, by Dijkstra and by A*: directions, labels, several sources and targets, ties
  * broken by ID, unreachable targets, and bad weights or shapes with stable codes. Runs on memory and on three
  * partitions on disk (where a path crosses partitions).
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../protocol/errors.js";
 import { BACKENDS, TestDatabase, expectRefused, ids, removeTempDirs } from "../helpers/engine.js";
-import { addE, addN, entry, nodes, nodesVar, read, readOne, ref, write, type Json, type Ref, type Request, type TreeNode } from "../helpers/tree.js";
+import { addE, addN, entry, nodes, nodesVar, read, readOne, ref, update, write, type Json, type Ref, type Request, type TreeNode } from "../helpers/tree.js";
 
 afterAll(removeTempDirs);
 
@@ -26,6 +26,7 @@ const shortestPath = (input: TreeNode, to: Ref, options: Record<string, Json> = 
   shortest_path: { input: input as Json, to: to as Json, ...options },
 });
 const dijkstra = (weight: Json = { property: "distance" }): Record<string, Json> => ({ algorithm: "dijkstra", weight });
+const astar = (heuristic: string, weight: Json = { property: "distance" }): Record<string, Json> => ({ algorithm: "astar", weight, heuristic });
 
 describe.each(CHEAP_BACKENDS)("shortest_path on $name", (backend) => {
   let t: TestDatabase;
@@ -144,10 +145,58 @@ describe.each(CHEAP_BACKENDS)("shortest_path on $name", (backend) => {
     });
   });
 
+  describe("astar", () => {
+    /** Sets each named place's properties (the heuristic estimates), in one write. */
+    const estimates = async (values: Partial<Record<keyof Ids, Record<string, unknown>>>): Promise<void> => {
+      await t.run(write(Object.entries(values).map(([name, properties]) => entry(undefined, update(from(name as keyof Ids), properties!))), []));
+    };
+    /** The true remaining distance to d: admissible and consistent. */
+    const toD = { a: { togo: 3 }, b: { togo: 2 }, c: { togo: 1 }, d: { togo: 0 }, e: { togo: 2 }, y1: { togo: 0 }, y2: { togo: 0 }, z: { togo: 0 }, f: { togo: 0 } };
+
+    it("with an admissible heuristic answers what Dijkstra answers", async () => {
+      await estimates(toD);
+      const [row] = await paths(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("togo") }));
+      expect(names(row)).toEqual(["a", "b", "c", "d"]);
+      expect(row.weight).toBe(3);
+      // A heuristic of 0 everywhere is A* as Dijkstra: the same rows for every source and several targets.
+      await estimates(Object.fromEntries(NAMES.map((name) => [name, { togo: 0 }])));
+      for (const source of NAMES) {
+        const targets = ref.ids(s.d, s.z);
+        const viaAStar = await paths(shortestPath(from(source), targets, { direction: "both", label: "Road", ...astar("togo") }));
+        expect(viaAStar).toEqual(await paths(shortestPath(from(source), targets, { direction: "both", label: "Road", ...dijkstra() })));
+      }
+    });
+
+    it("follows the heuristic: one that overestimates can answer a costlier path", async () => {
+      await estimates({ ...toD, b: { togo: 50 } });
+      const [row] = await paths(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("togo") }));
+      expect(names(row)).toEqual(["a", "e", "d"]);
+      expect(row.weight).toBe(4.5);
+    });
+
+    it("reads a dotted heuristic path and integer estimates", async () => {
+      await estimates(Object.fromEntries(Object.entries(toD).map(([name, { togo }]) => [name, { est: { togo: BigInt(togo) } }])));
+      const [row] = await paths(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("est.togo") }));
+      expect(names(row)).toEqual(["a", "b", "c", "d"]);
+    });
+
+    it("a record reached without a finite numeric heuristic is invalid_value", async () => {
+      await refused(readOne(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("togo") })), "invalid_value");
+      await estimates({ ...toD, e: { togo: "far" } });
+      await refused(readOne(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("togo") })), "invalid_value");
+      await refused(readOne(shortestPath(from("a"), ref.ids(s.d), { label: "Road", ...astar("togo", { constant: { string: "far" } }) })), "invalid_value");
+    });
+  });
+
   it("a bad shape is malformed_tree", async () => {
     const bad = (options: Record<string, Json>): Request => readOne(shortestPath(from("a"), ref.ids(s.d), options));
     await refused(bad({ algorithm: "dijkstra" }), "malformed_tree");
-    await refused(bad({ algorithm: "astar" }), "malformed_tree");
+    await refused(bad({ algorithm: "greedy" }), "malformed_tree");
+    await refused(bad({ algorithm: "astar", weight: { property: "distance" } }), "malformed_tree");
+    await refused(bad({ algorithm: "astar", heuristic: "togo" }), "malformed_tree");
+    await refused(bad({ ...astar("togo"), heuristic: "" }), "malformed_tree");
+    await refused(bad({ ...astar("togo"), heuristic: 3 }), "malformed_tree");
+    await refused(bad({ ...dijkstra(), heuristic: "togo" }), "malformed_tree");
     await refused(bad({ direction: "up" }), "malformed_tree");
     await refused(bad({ label: "not a label" }), "malformed_tree");
     await refused(bad({ depth: 3 }), "malformed_tree");

@@ -36,6 +36,7 @@ const STEPS = [
   "::|u| {n: u::{name}, first: _::Out<Follows>::FIRST}", "::UPDATE({age: a})", "::UPDATE({score: f, born: d})",
   "::GROUP_BY(age)", "::AGGREGATE_BY(name)", "::SUM(_::{age})", "::AVG(_::{score})", "::MAX(_::{born})",
   "::ShortestPath<Follows>::To(id)", "::ShortestPathDijkstras<Follows>(_::{weight})::To(id)",
+  "::ShortestPathAStar<Follows>(_::{weight}, \"score\")::To(id)", "::ShortestPathAStar<Follows>(_::{weight}, \"name\")::From(id)",
   "::UpsertN({name: n})", "::{title}", "::{ids: _::Out<Follows>::ID, top: _::Out<Follows>::{name}}",
 ];
 const CONDITIONED = CONDITIONS.map((condition) => `::WHERE(${condition})`);

@@ -165,8 +165,9 @@ describe("builder requests run", () => {
         .entry("grouped", nodes.all().aggregateBy(["address.city"]).count())
         .entry("hops", nodes.byIds([ids.ann]).shortestPath(ref.ids([ids.cy]), { label: "Follows" }))
         .entry("light", nodes.byIds([ids.ann]).shortestPath(ref.ids([ids.cy]), { algorithm: { dijkstra: prop("weight") }, direction: "out" }))
+        .entry("guided", nodes.byIds([ids.ann]).shortestPath(ref.ids([ids.cy]), { algorithm: { astar: { weight: prop("weight"), heuristic: "age" } } }))
         .entry("vars", nodes.all().where(isIn(currentId(), variable("ids"))).count())
-        .returns("top", "skipped", "range", "exists", "ids", "labels", "maps", "rows", "whole", "sum", "groups", "grouped", "hops", "light", "vars")
+        .returns("top", "skipped", "range", "exists", "ids", "labels", "maps", "rows", "whole", "sum", "groups", "grouped", "hops", "light", "guided", "vars")
         .parameter("n", 2, ptype.i64)
         .build(),
     );
@@ -184,6 +185,7 @@ describe("builder requests run", () => {
     expect(result.grouped).toBe(2);
     expect((result.hops as { hops: number }[])[0].hops).toBe(1);
     expect((result.light as { hops: number; weight: number }[])[0]).toMatchObject({ hops: 2, weight: 3.5 });
+    expect((result.guided as { hops: number; weight: number }[])[0]).toMatchObject({ hops: 2, weight: 3.5 });
     expect(result.vars).toBe(1);
   });
 
