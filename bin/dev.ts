@@ -16,8 +16,8 @@ import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError } from "../protocol/errors.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import type { CompiledQuery } from "../protocol/helixql/query.js";
-import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
-import { announceEmbedder, closeOnSignals, listenGateway, serveSettings, type ServeOptions } from "./serve.js";
+import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
+import { announceEmbedder, announceWarnings, closeOnSignals, listenGateway, serveSettings, type ServeOptions } from "./serve.js";
 import { loadSchemaSources } from "./schema-files.js";
 
 /** How long the files must be quiet before a reload: editors write a file in several steps. */
@@ -51,6 +51,10 @@ class ReloadingDatabase implements GatewayDatabase {
 
   get queries(): readonly CompiledQuery[] {
     return this.current.queries;
+  }
+
+  get warnings(): readonly Warning[] {
+    return this.current.warnings;
   }
 
   get sources(): readonly SchemaSource[] {
@@ -132,6 +136,7 @@ async function reload(project: string, database: ReloadingDatabase, logger: Logg
     await database.replace(sources);
     const count = database.queries.length;
     process.stdout.write(`silk dev: reloaded ${project}: ${count} ${count === 1 ? "query" : "queries"}\n`);
+    announceWarnings(database.warnings, logger);
   } catch (cause) {
     const error = asSilkError(cause);
     if (error.kind !== "user") logger.error({ err: cause }, `reload failed: ${error.code}: ${error.message}`);
@@ -169,6 +174,7 @@ export async function runDev(options: ServeOptions & { readonly project: string 
   const database = await ReloadingDatabase.open(settings.data, loadSchemaSources(options.project), settings.timeoutMs, settings.embedder);
   const server = await listenGateway(database, settings, options.project, () => database.close());
   announceEmbedder(settings);
+  announceWarnings(database.warnings, settings.logger);
   // Reloads run one after another, so a change made during a reload is checked after it.
   let reloads = Promise.resolve();
   const watcher = watchProject(options.project, () => {

@@ -16,7 +16,7 @@ import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type 
 import { buildGateway } from "../gateway/server.js";
 import { SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { announceEmbedder, closeOnSignals, servedName, serveSettings, type ServeSettings } from "./serve.js";
+import { announceEmbedder, announceWarnings, closeOnSignals, servedName, serveSettings, type ServeSettings } from "./serve.js";
 
 export interface GatewayCommandOptions {
   /** The project directory; without one the database is schemaless and has no per-query routes. */
@@ -90,6 +90,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
       `${limit.ratePerSecond} requests/s, burst ${limit.burst}, bucket ${store})\n`,
   );
   announceEmbedder(settings);
+  announceWarnings(database.warnings, settings.logger);
   if (readKeys(settings.data).every((record) => record.revoked !== null)) {
     settings.logger.warn(`no live API key: every request will be refused; make one with \`silk keys create --data ${settings.data}\``);
   }

@@ -24,6 +24,7 @@ import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../protocol/tree.js";
+import { formatDiagnostic, type Warning } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
 
 export const SERVE_PORT_DEFAULT = 6969;
@@ -91,6 +92,17 @@ export function announceEmbedder(settings: ServeSettings): void {
   const { level, message } = embedderStartMessage(settings.embedder);
   if (level === "warn") settings.logger.warn(message);
   else settings.logger.info(message);
+}
+
+/**
+ * Logs each warning of the project's check (protocol/warnings.ts), one pino `warn` line each with its code and place,
+ * so that what Silk does differently from HelixDB is in the server's log from its start.
+ */
+export function announceWarnings(warnings: readonly Warning[], logger: Logger): void {
+  for (const warning of warnings) {
+    const { code, file, line, column } = warning;
+    logger.warn({ warning: code, file, line, column }, formatDiagnostic(warning));
+  }
 }
 
 /** What the start line says is served: the project's directory, or that the database has no schema. */
@@ -165,6 +177,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
   const server = await listenGateway(database, settings, servedName(options.project), () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
   announceEmbedder(settings);
+  announceWarnings(database.warnings, settings.logger);
 }
 
 export interface ServeClusterOptions {
@@ -206,4 +219,5 @@ export async function runServeCluster(options: ServeClusterOptions): Promise<voi
   const server = await listenGateway(database, settings, project, () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
   announceEmbedder(settings);
+  announceWarnings(database.warnings, settings.logger);
 }

@@ -111,11 +111,12 @@ function devCommand(): Command {
 
 function checkCommand(): Command {
   return new Command("check")
-    .description("check a project's .hx files (schema and queries) and print every diagnostic; exit code 1 if there is any")
+    .description("check a project's .hx files (schema and queries) and print every diagnostic and warning; exit code 1 if there is any error")
     .argument("<path>", "a .hx file or a directory searched recursively")
-    .action((path: string) => {
+    .option("--strict", "treat warnings (constructs HelixDB accepts that Silk loads its own way) as errors")
+    .action((path: string, options: { strict?: boolean }) => {
       try {
-        process.exitCode = runCheck(path, { stdout: process.stdout, stderr: process.stderr });
+        process.exitCode = runCheck(path, { stdout: process.stdout, stderr: process.stderr }, { strict: options.strict === true });
       } catch (cause) {
         fail("check", cause);
       }

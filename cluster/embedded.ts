@@ -16,7 +16,7 @@ import { SilkError } from "../protocol/errors.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { renderOutputJson } from "../protocol/helixql/output-json.js";
 import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/helixql/query.js";
-import { formatDiagnostics, type Schema, type SchemaSource } from "../protocol/schema.js";
+import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
 import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../node/executor.js";
@@ -141,6 +141,7 @@ function validSchemaOption(schema: unknown): boolean {
 interface Project {
   readonly schema: Schema | undefined;
   readonly queries: readonly CompiledQuery[];
+  readonly warnings: readonly Warning[];
 }
 
 /**
@@ -149,7 +150,7 @@ interface Project {
  * else the first one's code.
  */
 function loadProject(schema: OpenOptions["schema"]): Project {
-  if (schema === undefined) return { schema: undefined, queries: [] };
+  if (schema === undefined) return { schema: undefined, queries: [], warnings: [] };
   const sources = typeof schema === "string" ? [{ file: "<schema>", text: schema }] : Array.isArray(schema) ? [...schema] : [schema as SchemaSource];
   const checked = checkProject(sources);
   const first = checked.diagnostics[0];
@@ -158,7 +159,7 @@ function loadProject(schema: OpenOptions["schema"]): Project {
     throw new SilkError(code, formatDiagnostics(checked.diagnostics, sources));
   }
   if (checked.schema === undefined) throw new SilkError("internal", "internal error (a bug in Silk): the project checked without diagnostics but has no schema");
-  return { schema: checked.schema, queries: checked.queries };
+  return { schema: checked.schema, queries: checked.queries, warnings: checked.warnings };
 }
 
 /**
@@ -214,6 +215,11 @@ export class Database {
   readonly schema: Schema | undefined;
   /** The project's QUERY definitions, in the order of their files. */
   readonly queries: readonly CompiledQuery[];
+  /**
+   * What the project's check warned about (protocol/warnings.ts): constructs HelixDB accepts that Silk loads its
+   * own way. An embedded open prints nothing; the servers log these when they start. Empty without a project.
+   */
+  readonly warnings: readonly Warning[];
   private readonly queryByName: ReadonlyMap<string, CompiledQuery>;
   /** Each query's tree, prepared on its first call and released on close. */
   private readonly preparedQueries = new Map<string, Promise<PreparedQuery>>();
@@ -230,6 +236,7 @@ export class Database {
     this.coordinator = engine.coordinator;
     this.schema = project.schema;
     this.queries = project.queries;
+    this.warnings = project.warnings;
     this.queryByName = new Map(project.queries.map((query) => [query.name, query]));
   }
 

@@ -304,9 +304,13 @@ export class IndexCatalog {
   }
 
   statuses(): IndexStatus[] {
-    return [...this.states.values()].map(({ cursor: _cursor, ...status }) => {
+    return [...this.states].map(([key, { cursor: _cursor, ...status }]) => {
       const dimension = this.family(status).dimensionOf?.(status);
-      return { ...status, origin: originOf(status), ...optionalEntry("dimension", dimension) } as IndexStatus;
+      // Whether a text index is implied is the schema's word now, not when it was registered (sameDefinition ignores it).
+      const definition = this.definitions.get(key);
+      const implied = definition?.family === "text" ? definition.implied : undefined;
+      const { implied: _registered, ...rest } = status as typeof status & { readonly implied?: true };
+      return { ...rest, origin: originOf(status), ...optionalEntry("dimension", dimension), ...optionalEntry("implied", implied) } as IndexStatus;
     });
   }
 

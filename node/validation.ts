@@ -39,11 +39,13 @@ function schemaless(input: Record<string, unknown>, where: string, keepNull: boo
 
 /**
  * SPEC: a text index rejects null. Without this check a null would pass as "not given" on create and "remove" on
- * update, dropping the field and its postings without a word.
+ * update, dropping the field and its postings without a word. An implied text index (SearchBM25 on a type without a
+ * TEXT INDEX) keeps the field's ordinary rules: the project did not ask for the stricter one.
  */
 function rejectNullTexts(fields: ReadonlyMap<string, FieldDecl>, input: Record<string, unknown>, label: string): void {
   for (const [key, value] of Object.entries(input)) {
-    if (value === null && fields.get(key)?.textIndex !== undefined) {
+    const textIndex = fields.get(key)?.textIndex;
+    if (value === null && textIndex !== undefined && textIndex.implied !== true) {
       throw new SilkError("invalid_type", `${label}.${key} has a TEXT INDEX, which takes a String or [String], not null; give it text, or leave it out`);
     }
   }

@@ -56,6 +56,8 @@ export interface TextIndexDefinition extends IndexDefinitionBase {
   readonly positions: boolean;
   /** Only `tenant_id` (SPEC): the property whose value names a record's tenant partition. */
   readonly tenant?: string;
+  /** Implied by a `SearchBM25<T>` on a type without a TEXT INDEX, not declared (protocol/warnings.ts). Not part of the index's identity. */
+  readonly implied?: true;
 }
 
 export type IndexDefinition = SecondaryIndexDefinition | VectorIndexDefinition | TextIndexDefinition;
@@ -101,7 +103,10 @@ export function definitionOf(source: IndexDefinition): IndexDefinition {
     case "vector":
       return { family: "vector", kind, label, field, name, metric: source.metric, ...optionalEntry("dimension", source.dimension), ...optionalEntry("tenant", source.tenant) };
     case "text":
-      return { family: "text", kind, label, field, name, analyzer: source.analyzer, positions: source.positions, ...optionalEntry("tenant", source.tenant) };
+      return {
+        family: "text", kind, label, field, name, analyzer: source.analyzer, positions: source.positions,
+        ...optionalEntry("tenant", source.tenant), ...optionalEntry("implied", source.implied),
+      };
     default: {
       const unreachable: never = source;
       throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);

@@ -11,6 +11,7 @@
 import type { ErrorCode } from "./errors.js";
 import type { TextAnalyzer, VectorMetric } from "./indexes.js";
 import type { Value } from "./values.js";
+import type { WarningCode } from "./warnings.js";
 
 export type ScalarTypeName =
   | "String"
@@ -64,6 +65,11 @@ export interface TextIndexOptions {
   analyzer: TextAnalyzer;
   positions: boolean;
   tenant?: string;
+  /**
+   * Not declared: implied by a `SearchBM25<T>` on a type without a TEXT INDEX (warning `implied_text_index`). Such a
+   * field keeps the writes it took before (a null removes it, as for any field) instead of a TEXT INDEX's text-only rule.
+   */
+  implied?: true;
 }
 
 export interface NodeTypeDecl {
@@ -110,6 +116,19 @@ export interface SchemaSource {
 /** One problem found in schema text, at a 1-based line and column. */
 export interface Diagnostic {
   code: ErrorCode;
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+/**
+ * A construct HelixDB accepts that Silk loads in its own way (protocol/warnings.ts), at a 1-based line and column.
+ * `severity` tells it apart from a Diagnostic where both are listed together.
+ */
+export interface Warning {
+  severity: "warning";
+  code: WarningCode;
   file: string;
   line: number;
   column: number;

@@ -1,4 +1,4 @@
-// Writes docs/ERRORS.md from the one error table (protocol/errors.ts) and the limits below, each shown with the value
+// Writes docs/ERRORS.md from the one error table (protocol/errors.ts), the warning table (protocol/warnings.ts) and the limits below, each shown with the value
 // of the constant the code enforces. Run: npx tsx scripts/errors-doc.ts (test/architecture/errors-doc.test.ts holds
 // the file to exactly what this renders).
 import { writeFileSync } from "node:fs";
@@ -25,6 +25,7 @@ import { LABEL_BYTES_MAX } from "../protocol/tree-json.js";
 import { BRANCH_TRAVERSALS_MAX, REPEAT_ITERATIONS_MAX } from "../protocol/tree-steps.js";
 import { BATCH_ENTRIES_MAX, QUERY_TIMEOUT_MS_MAX, TREE_DEPTH_MAX } from "../protocol/tree.js";
 import { VALUE_DEPTH_MAX } from "../protocol/values.js";
+import { WARNING_CODES } from "../protocol/warnings.js";
 
 interface Limit {
   readonly name: string;
@@ -74,6 +75,9 @@ export function renderErrorsDoc(): string {
   const rows = Object.entries(ERROR_CODES)
     .map(([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.kind} | ${spec.doc} |`)
     .join("\n");
+  const warnings = Object.entries(WARNING_CODES)
+    .map(([code, spec]) => `| \`${code}\` | ${spec.doc} |`)
+    .join("\n");
   const limits = LIMITS.map((limit) => `| ${limit.name} | ${limit.value} | ${limit.code} | ${limit.meaning} |`).join("\n");
   return `# Error codes
 
@@ -84,12 +88,23 @@ Every error Silk reports carries a stable snake_case code. Over HTTP the body is
 Kinds: \`user\` — the request was wrong, fix it and retry; \`io\` — storage failed, the transaction was rolled back;
 \`internal\` — a bug in Silk, the transaction was rolled back, please report it.
 
-This file is generated from \`protocol/errors.ts\` and the limits the code enforces by \`npx tsx scripts/errors-doc.ts\`;
-a test keeps them in step.
+This file is generated from \`protocol/errors.ts\`, \`protocol/warnings.ts\` and the limits the code enforces by
+\`npx tsx scripts/errors-doc.ts\`; a test keeps them in step.
 
 | code | HTTP status | kind | meaning and what to do |
 |---|---|---|---|
 ${rows}
+
+## Warnings
+
+A warning is a HelixQL construct that HelixDB v2.3.5 accepts and Silk loads in its own way: the project still loads.
+\`silk check\` prints each as \`file:line:column: warning: message [code]\` and exits 0 (\`silk check --strict\` exits 1);
+\`silk serve\`, \`silk dev\` and \`silk gateway\` log each at start (pino \`warn\`, with \`warning\`, \`file\`, \`line\`,
+\`column\`); an embedded database lists them in \`db.warnings\`.
+
+| code | meaning, what Silk does, and how to silence it |
+|---|---|
+${warnings}
 
 ## Limits
 

@@ -1,15 +1,16 @@
 /**
- * Rendering of HelixQL diagnostics in the compiler style: `file:line:column: message [code]`, then the source line
- * and a caret under the column. Shared by the schema checker and the query checker, so every HelixQL error reads the
- * same way.
+ * Rendering of HelixQL diagnostics in the compiler style: `file:line:column: message [code]` (a warning:
+ * `file:line:column: warning: message [code]`), then the source line and a caret under the column. Shared by the
+ * schema checker and the query checker, so every HelixQL error and warning reads the same way.
  */
 
-import type { Diagnostic, SchemaSource } from "../schema.js";
+import type { Diagnostic, SchemaSource, Warning } from "../schema.js";
 
-/** One diagnostic, with its source line and caret when `text` (the file's content) is given. */
-export function formatDiagnostic(diagnostic: Diagnostic, text?: string): string {
+/** One diagnostic or warning, with its source line and caret when `text` (the file's content) is given. */
+export function formatDiagnostic(diagnostic: Diagnostic | Warning, text?: string): string {
   // The stable code goes last, in brackets (as linters print rule names), so the message reads first.
-  const head = `${diagnostic.file}:${diagnostic.line}:${diagnostic.column}: ${diagnostic.message} [${diagnostic.code}]`;
+  const severity = "severity" in diagnostic ? `${diagnostic.severity}: ` : "";
+  const head = `${diagnostic.file}:${diagnostic.line}:${diagnostic.column}: ${severity}${diagnostic.message} [${diagnostic.code}]`;
   if (text === undefined) return head;
   const sourceLine = lineAt(text, diagnostic.line);
   if (sourceLine === undefined) return head;
@@ -18,8 +19,8 @@ export function formatDiagnostic(diagnostic: Diagnostic, text?: string): string 
   return `${head}\n${sourceLine}\n${padding}^`;
 }
 
-/** Every diagnostic in order, each with its source line and caret, separated by newlines. */
-export function formatDiagnostics(diagnostics: readonly Diagnostic[], sources: readonly SchemaSource[]): string {
+/** Every diagnostic (or warning) in order, each with its source line and caret, separated by newlines. */
+export function formatDiagnostics(diagnostics: readonly (Diagnostic | Warning)[], sources: readonly SchemaSource[]): string {
   const texts = new Map<string, string>();
   for (const source of sources) texts.set(source.file, source.text);
   return diagnostics.map((d) => formatDiagnostic(d, texts.get(d.file))).join("\n");

@@ -2,13 +2,14 @@
  * The project checker: a project's `.hx` files hold both schema declarations and QUERY definitions. It checks the
  * schema (schema-check.ts), then every QUERY against it, and compiles each query that checks into a CompiledQuery
  * (query.ts). Every diagnostic of every file is reported; queries are present exactly when there are none.
+ * Warnings (protocol/warnings.ts) are reported beside them and never keep a project from loading.
  *
  * Silk has no build step, so "check passes, build fails" cannot happen by construction; as a second guard every
  * compiled tree is decoded here exactly as a run would decode it, and a tree the decoder refuses is reported as a
  * bug in Silk at the query's position instead of failing on the first call.
  */
 import { asSilkError } from "../errors.js";
-import type { Diagnostic, Schema, SchemaSource } from "../schema.js";
+import type { Diagnostic, Schema, SchemaSource, Warning } from "../schema.js";
 import { decodeRequest } from "../tree.js";
 import type { CompiledQuery } from "./query.js";
 import { queryDocComment } from "./query-attributes.js";
@@ -19,6 +20,8 @@ export interface ProjectCheck {
   readonly schema?: Schema;
   readonly queries: readonly CompiledQuery[];
   readonly diagnostics: readonly Diagnostic[];
+  /** Constructs HelixDB accepts that Silk loads its own way; listed with or without diagnostics. */
+  readonly warnings: readonly Warning[];
 }
 
 export function checkProject(sources: SchemaSource | readonly SchemaSource[]): ProjectCheck {
@@ -43,7 +46,7 @@ export function checkProject(sources: SchemaSource | readonly SchemaSource[]): P
           declaration,
           file,
           analysis.schema,
-          (code, loc, message) => analysis.report(code, fileIndex, loc, message),
+          { report: (code, loc, message) => analysis.report(code, fileIndex, loc, message), warn: (code, loc, message) => analysis.warn(code, fileIndex, loc, message) },
           (param) => analysis.convertType(param.type, (loc, message) => analysis.report("query_invalid", fileIndex, loc, message)),
         );
         if (query === undefined) continue;
@@ -55,7 +58,8 @@ export function checkProject(sources: SchemaSource | readonly SchemaSource[]): P
     }
   }
   const diagnostics = analysis.diagnostics();
-  return diagnostics.length === 0 ? { schema: analysis.schema, queries, diagnostics } : { queries: [], diagnostics };
+  const warnings = analysis.warnings();
+  return diagnostics.length === 0 ? { schema: analysis.schema, queries, diagnostics, warnings } : { queries: [], diagnostics, warnings };
 }
 
 /** Why the tree of a compiled query would not decode; steps that only a later release runs are not faults. */

@@ -6,6 +6,7 @@
  */
 import type { ErrorCode } from "../errors.js";
 import type { Schema } from "../schema.js";
+import type { WarningCode } from "../warnings.js";
 import type { ExprAst, ParamAst, QueryDeclAst, SourceLocation, StatementAst } from "./ast.js";
 import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./query.js";
 import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
@@ -16,6 +17,12 @@ import { compileExists, isBareName, isExistsCall, locOf } from "./query-values.j
 import type { FieldType } from "../schema.js";
 
 export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
+
+/** Where the compiler's findings go: errors (the query does not load) and warnings (it loads; protocol/warnings.ts). */
+export interface CompileSink {
+  readonly report: Report;
+  readonly warn: (code: WarningCode, loc: SourceLocation, message: string) => void;
+}
 
 /** Converts a parameter's written type; reports and answers undefined when it names no type. */
 export type TypeConverter = (param: ParamAst) => FieldType | undefined;
@@ -31,8 +38,8 @@ const UNKNOWN_RECORDS: StaticType = { kind: "records", record: "node", label: un
 /** Names that cannot be variables or parameters: they would shadow a source, a constant or `RETURN NONE`. */
 const RESERVED_NAMES = new Set(["_", "N", "E", "V", "ID", "PI", "NONE"]);
 
-export function compileQuery(decl: QueryDeclAst, file: string, schema: Schema, report: Report, convert: TypeConverter): CompiledQuery | undefined {
-  return new QueryCompiler(schema, report).compile(decl, file, convert);
+export function compileQuery(decl: QueryDeclAst, file: string, schema: Schema, sink: CompileSink, convert: TypeConverter): CompiledQuery | undefined {
+  return new QueryCompiler(schema, sink).compile(decl, file, convert);
 }
 
 class QueryCompiler implements CompilerScope {
@@ -50,12 +57,16 @@ class QueryCompiler implements CompilerScope {
 
   constructor(
     readonly schema: Schema,
-    private readonly sink: Report,
+    private readonly sink: CompileSink,
   ) {}
 
   report(code: ErrorCode, loc: SourceLocation, message: string): void {
     this.failed = true;
-    this.sink(code, loc, message);
+    this.sink.report(code, loc, message);
+  }
+
+  warn(code: WarningCode, loc: SourceLocation, message: string): void {
+    this.sink.warn(code, loc, message);
   }
 
   lookup(name: string): Binding | undefined {

@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from "../errors.js";
 import type { Schema } from "../schema.js";
+import type { WarningCode } from "../warnings.js";
 import type { ExprAst, SourceLocation } from "./ast.js";
 import type { StaticType, ValueType } from "./query-types.js";
 
@@ -39,6 +40,8 @@ export type ChainAst = Extract<ExprAst, { kind: "chain" }>;
 export interface CompilerScope {
   readonly schema: Schema;
   report(code: ErrorCode, loc: SourceLocation, message: string): void;
+  /** A construct HelixDB accepts that Silk loads its own way (protocol/warnings.ts); the query still compiles. */
+  warn(code: WarningCode, loc: SourceLocation, message: string): void;
   lookup(name: string): Binding | undefined;
   /** Records that the query writes (it then runs as a write batch). */
   markWrite(): void;

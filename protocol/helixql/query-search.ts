@@ -12,7 +12,7 @@
  * lambda in range when they are parameters, a vector's length) is checked when the query runs.
  */
 import { VECTOR_FIELD } from "../indexes.js";
-import type { FieldDecl } from "../schema.js";
+import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, NamedArgumentAst } from "./ast.js";
 import type { Compiled, CompilerScope, Json } from "./query-scope.js";
 import { describeStaticType, describeValueType, familyOf, type RecordKind } from "./query-types.js";
@@ -116,20 +116,39 @@ function vectorIndexOf(scope: CompilerScope, call: CallAst, found: Target): Sear
   return { property: indexed[0].name, tenant: indexed[0].vectorIndex!.tenant };
 }
 
-/** Every `TEXT INDEX` field of the type (a record's score sums its fields'). */
+/**
+ * Every `TEXT INDEX` field of the type (a record's score sums its fields'). A type without one gets an implied
+ * `standard` index on each top-level String and [String] field, as HelixDB indexes every node for BM25 without a
+ * declaration: the fields are marked in the schema (so the index is built like a declared one) and each search that
+ * relies on them is warned about.
+ */
 function textIndexOf(scope: CompilerScope, call: CallAst, found: Target): SearchedIndex | undefined {
   const args = call.args ?? [];
   if (args.length !== 2) {
     scope.report("query_invalid", call.loc, `SearchBM25<${found.label}>(text, k) takes 2 arguments, not ${args.length}`);
     return undefined;
   }
-  const indexed = [...found.fields.values()].filter((field) => field.textIndex !== undefined);
-  if (indexed.length === 0) {
-    scope.report("query_invalid", call.loc, `SearchBM25<${found.label}>: ${PREFIX[found.kind]}::${found.label} has no TEXT INDEX field`);
-    return undefined;
+  const fields = [...found.fields.values()];
+  let indexed = fields.filter((field) => field.textIndex !== undefined);
+  const type = `${PREFIX[found.kind]}::${found.label}`;
+  if (indexed.every((field) => field.textIndex?.implied === true)) {
+    indexed = fields.filter((field) => isTextField(field.type));
+    if (indexed.length === 0) {
+      scope.report("query_invalid", call.loc, `SearchBM25<${found.label}>: ${type} has no TEXT INDEX field, and no String or [String] field to search`);
+      return undefined;
+    }
+    for (const field of indexed) field.textIndex = { analyzer: "standard", positions: false, implied: true };
+    const names = indexed.map((field) => field.name).join(", ");
+    scope.warn("implied_text_index", call.loc, `SearchBM25<${found.label}>: ${type} has no TEXT INDEX field; searching an implied standard text index over ${names} (declare TEXT INDEX on the fields to search)`);
   }
   const tenant = indexed.find((field) => field.textIndex?.tenant !== undefined)?.textIndex?.tenant;
   return tenant === undefined ? {} : { tenant };
+}
+
+/** What a text index covers: String and [String] (schema-index-options.ts checks the same of a declared one). */
+function isTextField(type: FieldType): boolean {
+  const scalar = type.kind === "array" ? type.element : type;
+  return scalar.kind === "scalar" && scalar.name === "String";
 }
 
 function textInput(scope: CompilerScope, arg: ExprAst): Json | undefined {

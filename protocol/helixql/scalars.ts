@@ -22,6 +22,31 @@ export function isScalarTypeName(name: string): name is ScalarTypeName {
   return SCALAR_NAME_SET.has(name);
 }
 
+/**
+ * HelixDB v2.3.5's grammar reads an unknown type name as an identifier, and its code generator writes that
+ * identifier into the generated Rust as it is: `[f64]` becomes `Vec<f64>`, exactly what `[F64]` becomes. So the
+ * Rust spellings of HelixQL's scalar types are the same types there, and here (docs/HELIXQL.md, "Schema").
+ */
+const RUST_SPELLINGS: ReadonlyMap<string, ScalarTypeName> = new Map([
+  ["bool", "Boolean"],
+  ["f32", "F32"],
+  ["f64", "F64"],
+  ["i8", "I8"],
+  ["i16", "I16"],
+  ["i32", "I32"],
+  ["i64", "I64"],
+  ["u8", "U8"],
+  ["u16", "U16"],
+  ["u32", "U32"],
+  ["u64", "U64"],
+  ["u128", "U128"],
+]);
+
+/** The scalar type a written type name means: HelixQL's own names and their Rust spellings (`f64` is F64). */
+export function scalarTypeOf(written: string): ScalarTypeName | undefined {
+  return isScalarTypeName(written) ? written : RUST_SPELLINGS.get(written);
+}
+
 export type IntegerTypeName = "I8" | "I16" | "I32" | "I64" | "U8" | "U16" | "U32" | "U64" | "U128";
 
 interface IntegerBounds {

@@ -7,12 +7,13 @@
  */
 
 import { SilkError } from "../errors.js";
-import type { Diagnostic, EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, SchemaSource, VectorTypeDecl } from "../schema.js";
+import type { Diagnostic, EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, SchemaSource, VectorTypeDecl, Warning } from "../schema.js";
+import type { WarningCode } from "../warnings.js";
 import type { DeclarationAst, EdgeDeclAst, FieldAst, ModifierAst, NameAst, SourceFileAst, SourceLocation, TypeAst } from "./ast.js";
 import { formatDiagnostics } from "./diagnostics.js";
 import { checkFieldName, convertDefault, FIELD_TYPE_DEPTH_MAX, unknownTypeMessage, type Reporter } from "./field-rules.js";
 import { parse, SyntaxError as ParserSyntaxError } from "./generated/parser.js";
-import { isScalarTypeName } from "./scalars.js";
+import { scalarTypeOf } from "./scalars.js";
 import { checkIndexFieldType, checkTenants, textIndexOptions, vectorIndexOptions, type TenantUse } from "./schema-index-options.js";
 
 /** Parses and checks schema files; the schema is present exactly when there are no diagnostics. */
@@ -33,9 +34,13 @@ export interface SchemaAnalysis {
   readonly parsed: readonly { readonly fileIndex: number; readonly ast: SourceFileAst }[];
   readonly syntaxErrors: number;
   report(code: Diagnostic["code"], fileIndex: number, loc: SourceLocation, message: string): void;
+  /** Records a warning (protocol/warnings.ts): the project still loads. */
+  warn(code: WarningCode, fileIndex: number, loc: SourceLocation, message: string): void;
   convertType(ast: TypeAst, reporter: Reporter): FieldType | undefined;
   /** Every diagnostic so far, by file and then position. */
   diagnostics(): Diagnostic[];
+  /** Every warning so far, by file and then position. */
+  warnings(): Warning[];
 }
 
 export function analyseSchema(files: readonly SchemaSource[]): SchemaAnalysis {
@@ -51,8 +56,10 @@ export function analyseSchema(files: readonly SchemaSource[]): SchemaAnalysis {
     parsed,
     syntaxErrors: checker.syntaxErrors,
     report: (code, fileIndex, loc, message) => checker.add(code, files[fileIndex].file, fileIndex, loc, message),
+    warn: (code, fileIndex, loc, message) => checker.addWarning(code, files[fileIndex].file, fileIndex, loc, message),
     convertType: (ast, reporter) => checker.typeOf(ast, reporter),
     diagnostics: () => checker.sortedDiagnostics(),
+    warnings: () => checker.sortedWarnings(),
   };
 }
 
@@ -70,10 +77,14 @@ export function parseSchema(sources: SchemaSource | SchemaSource[]): Schema {
 
 type SchemaDeclarationAst = Exclude<DeclarationAst, { kind: "query" }>;
 
-interface Located {
-  readonly diagnostic: Diagnostic;
+interface Located<T> {
+  readonly diagnostic: T;
   readonly fileIndex: number;
   readonly offset: number;
+}
+
+function byPlace<T>(found: readonly Located<T>[]): T[] {
+  return [...found].sort((a, b) => a.fileIndex - b.fileIndex || a.offset - b.offset).map((located) => located.diagnostic);
 }
 
 interface Declared<T> {
@@ -83,7 +94,8 @@ interface Declared<T> {
 }
 
 class SchemaChecker {
-  private readonly found: Located[] = [];
+  private readonly found: Located<Diagnostic>[] = [];
+  private readonly warned: Located<Warning>[] = [];
   syntaxErrors = 0;
 
   parseFile(source: SchemaSource, fileIndex: number): SourceFileAst | undefined {
@@ -158,13 +170,19 @@ class SchemaChecker {
   }
 
   sortedDiagnostics(): Diagnostic[] {
-    return [...this.found]
-      .sort((a, b) => a.fileIndex - b.fileIndex || a.offset - b.offset)
-      .map((located) => located.diagnostic);
+    return byPlace(this.found);
+  }
+
+  sortedWarnings(): Warning[] {
+    return byPlace(this.warned);
   }
 
   add(code: Diagnostic["code"], file: string, fileIndex: number, loc: SourceLocation, message: string): void {
     this.found.push({ diagnostic: { code, file, line: loc.line, column: loc.column, message }, fileIndex, offset: loc.offset });
+  }
+
+  addWarning(code: WarningCode, file: string, fileIndex: number, loc: SourceLocation, message: string): void {
+    this.warned.push({ diagnostic: { severity: "warning", code, file, line: loc.line, column: loc.column, message }, fileIndex, offset: loc.offset });
   }
 
   private reporter(file: string, fileIndex: number): Reporter {
@@ -292,10 +310,12 @@ class SchemaChecker {
       return undefined;
     }
     switch (ast.kind) {
-      case "named":
-        if (isScalarTypeName(ast.name)) return { kind: "scalar", name: ast.name };
+      case "named": {
+        const name = scalarTypeOf(ast.name);
+        if (name !== undefined) return { kind: "scalar", name };
         report(ast.loc, unknownTypeMessage(ast.name));
         return undefined;
+      }
       case "array": {
         const element = this.type(ast.element, report, depth + 1);
         return element === undefined ? undefined : { kind: "array", element };

@@ -179,13 +179,17 @@ function vectorIndexFromJson(json: unknown, path: string, fields: ReadonlyMap<st
 
 function textIndexFromJson(json: unknown, path: string): TextIndexOptions {
   const raw = expectObject(json, path);
-  allowKeys(raw, ["analyzer", "positions", "tenant"], path);
+  allowKeys(raw, ["analyzer", "positions", "tenant", "implied"], path);
   if (!(TEXT_ANALYZERS as readonly unknown[]).includes(raw.analyzer)) fail(`${path}.analyzer`, `expected one of ${TEXT_ANALYZERS.join(", ")}`);
   if (typeof raw.positions !== "boolean") fail(`${path}.positions`, "expected a boolean");
   const out: TextIndexOptions = { analyzer: raw.analyzer as TextAnalyzer, positions: raw.positions };
   if (raw.tenant !== undefined) {
     if (raw.tenant !== TEXT_TENANT_FIELD) fail(`${path}.tenant`, `a text index is partitioned by ${TEXT_TENANT_FIELD} only`);
     out.tenant = TEXT_TENANT_FIELD;
+  }
+  if (raw.implied !== undefined) {
+    if (raw.implied !== true) fail(`${path}.implied`, "expected true, or no key");
+    out.implied = true;
   }
   return out;
 }

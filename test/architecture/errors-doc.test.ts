@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES } from "../../protocol/errors.js";
+import { WARNING_CODES } from "../../protocol/warnings.js";
 import { LIMITS, renderErrorsDoc } from "../../scripts/errors-doc.js";
 
 describe("docs/ERRORS.md", () => {
@@ -15,6 +16,13 @@ describe("docs/ERRORS.md", () => {
   for (const [code, spec] of Object.entries(ERROR_CODES)) {
     it(`documents ${code} with status ${spec.status}`, () => {
       expect(doc).toMatch(new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${spec.status}\\s*\\|`));
+    });
+  }
+
+  for (const code of Object.keys(WARNING_CODES)) {
+    it(`documents the warning ${code}, and no error has its code`, () => {
+      expect(doc).toMatch(new RegExp(`## Warnings[\\s\\S]*\\|\\s*\`${code}\`\\s*\\|`));
+      expect(code in ERROR_CODES).toBe(false);
     });
   }
 

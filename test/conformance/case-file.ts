@@ -35,6 +35,8 @@ export interface Case {
   readonly loadError?: CheckedCall;
   /** Why the recorded answer is believed wrong (`-- bug:`); the case asserts the current answer until it is fixed. */
   readonly bug?: string;
+  /** The warnings loading the project gives, as `code file:line:column` (`-- warning CODE [FILE:]LINE:COL`), in order. */
+  readonly warnings: readonly string[];
 }
 
 /** The names diagnostics give the two sources of a case; `-- at L:C` points into QUERY_FILE. */
@@ -100,6 +102,7 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
   const calls: CheckedCall[] = [];
   let pending: Call | undefined;
   let loadError: CheckedCall | undefined;
+  const warnings: string[] = [];
   for (let index = 0; index < parts.length; index++) {
     const part = parts[index];
     const where = `line ${part.line}`;
@@ -113,6 +116,12 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
       case "bug":
         bug = part.argument;
         break;
+      case "warning": {
+        const match = /^([a-z_]+) ((?:[A-Za-z0-9_.-]+\.hx:)?[0-9]+:[0-9]+)$/.exec(part.argument);
+        if (match === null) throw new Error(`${where}: write -- warning <code> [FILE:]LINE:COL`);
+        warnings.push(`${match[1]} ${match[2].includes(".hx:") ? match[2] : `${QUERY_FILE}:${match[2]}`}`);
+        break;
+      }
       case "setup":
         for (const l of part.body) if (l.text.trim() !== "" && !l.text.startsWith("#")) setup.push(parseCall(l.text, l.line));
         break;
@@ -152,7 +161,7 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
     ...(caseSchema === undefined || caseSchema === "" ? [] : [{ file: SCHEMA_FILE, text: caseSchema + "\n" }]),
     ...(query.trim() === "" ? [] : [{ file: QUERY_FILE, text: query.replace(/^\n+/, "") + "\n" }]),
   ];
-  return { name, line, sources, setup, calls, ...(loadError === undefined ? {} : { loadError }), ...(bug === undefined ? {} : { bug }) };
+  return { name, line, sources, setup, calls, warnings, ...(loadError === undefined ? {} : { loadError }), ...(bug === undefined ? {} : { bug }) };
 }
 
 /** Parses a whole `.hxt` file. Errors name the line at fault. */

@@ -2,7 +2,7 @@
  * The HelixQL conformance suite: every case of `cases/*.hxt` (format: README.md) runs in each mode — `embedded`
  * (`open({storage: "memory"})` and `db.query`) and `http` (a real server from buildGateway on 127.0.0.1, port 0,
  * and real `fetch`, asserting status and body). A case whose sources do not check runs once, in mode `load`:
- * no server can start on such a project. Each case gets a fresh database, so the IDs it expects are those of an
+ * no server can start on such a project. The load must give exactly the case's `-- warning`s. Each case gets a fresh database, so the IDs it expects are those of an
  * empty database. `CONFORMANCE_UPDATE=1` records the answers instead of checking them and rewrites the files.
  * The case runner lives in runner.ts (shared with the cluster mode, test/cluster-nats/conformance-cluster.test.ts).
  */
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
 import { open } from "../../cluster/embedded.js";
 import { type Answer, type CheckedCall, parseCaseFile, rewriteCaseFile } from "./case-file.js";
-import { CASES_DIRECTORY, caseFiles, embeddedSession, httpSession, recorded, runCalls, runLoad, UPDATE } from "./runner.js";
+import { CASES_DIRECTORY, caseFiles, checkWarnings, embeddedSession, httpSession, recorded, runCalls, runLoad, UPDATE } from "./runner.js";
 
 const MODES = { embedded: embeddedSession, http: httpSession } as const;
 
@@ -29,8 +29,10 @@ for (const file of caseFiles()) {
       for (const [mode, start] of Object.entries(MODES)) {
         it(`${title} [${mode}]`, async () => {
           // A case without HelixQL sources opens schemaless, as HelixDB v3 databases are (its /v2/query calls).
-          const session = await start(await open({ storage: "memory", schema: testCase.sources.length === 0 ? undefined : testCase.sources }));
+          const database = await open({ storage: "memory", schema: testCase.sources.length === 0 ? undefined : testCase.sources });
+          const session = await start(database);
           try {
+            checkWarnings(file, testCase, database);
             await runCalls(file, testCase, session, mode);
           } finally {
             await session.close();

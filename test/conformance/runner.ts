@@ -70,6 +70,12 @@ export async function httpSession(database: Database): Promise<Session> {
   };
 }
 
+/** The project loaded with exactly the case's `-- warning`s (none when it lists none), in order, each at its place. */
+export function checkWarnings(file: string, testCase: Case, database: Database): void {
+  const given = database.warnings.map((warning) => `${warning.code} ${warning.file}:${warning.line}:${warning.column}`);
+  expect(given, `${file}:${testCase.line} ${testCase.name}: the warnings of the load`).toEqual(testCase.warnings);
+}
+
 /** Replaces each string `$n.path.to.value` in `parameters` by that part of the answer of call n (1-based). */
 export function substitute(parameters: unknown, answers: readonly unknown[]): unknown {
   if (typeof parameters === "string") {
