@@ -139,5 +139,61 @@ describe("silk check: attributes before QUERY (#[mcp], #[model])", () => {
       expect(run.code).toBe(1);
       expect(run.stdout).toMatch(new RegExp(`${join(dir, "a.hx")}:2:${column}: syntax error: .*\\[schema_syntax\\]`));
     }
+describe("silk check warnings", () => {
+  const project = (): string => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "schema.hx"), "N::Doc { title: String, n: U32 }\n");
+    writeFileSync(join(dir, "queries.hx"), "QUERY Find(q: String) =>\n    hits <- SearchBM25<Doc>(q, 5)\n    RETURN hits\n");
+    return dir;
+  };
+
+  it("prints each warning with its place, code and caret, and exits 0", async () => {
+    const dir = project();
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe(
+      `${join(dir, "queries.hx")}:2:13: warning: SearchBM25<Doc>: N::Doc has no TEXT INDEX field; searching an implied standard text index over title (declare TEXT INDEX on the fields to search) [implied_text_index]\n` +
+        "    hits <- SearchBM25<Doc>(q, 5)\n" +
+        "            ^\n" +
+        "ok: 2 files, 1 node, 0 edge and 0 vector types, 1 query, 1 warning\n",
+    );
+  });
+
+  it("--strict turns warnings into errors: exit 1", async () => {
+    const dir = project();
+    const run = await runSilk(["check", "--strict", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("warning: SearchBM25<Doc>");
+    expect(run.stdout).not.toContain("ok:");
+    expect(run.stderr).toBe("silk check: 1 warning in 2 files, errors under --strict\n");
+  });
+
+  it("--strict without warnings still exits 0", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "a.hx"), "N::Doc { TEXT INDEX title: String }\nQUERY Find(q: String) => hits <- SearchBM25<Doc>(q, 5) RETURN hits\n");
+    const run = await runSilk(["check", "--strict", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("ok: 1 file, 1 node, 0 edge and 0 vector types, 1 query\n");
+  });
+
+  it("lists errors and warnings together in file order, and counts both", async () => {
+    const dir = project();
+    writeFileSync(join(dir, "z.hx"), "QUERY Bad() => x <- N<Ghost> RETURN x\n");
+    const run = await runSilk(["check", dir]);
+    expect(run.code).toBe(1);
+    const warning = run.stdout.indexOf("warning: SearchBM25<Doc>");
+    const error = run.stdout.indexOf("Ghost");
+    expect(warning).toBeGreaterThanOrEqual(0);
+    expect(error).toBeGreaterThan(warning);
+    expect(run.stderr).toBe("silk check: 1 error and 1 warning in 3 files\n");
+  });
+
+  it("reads [f64] and the other Rust spellings of scalar types as those types, without a warning", async () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, "a.hx"), "V::Doc { score: f64 }\nQUERY Near(v: [f32], k: i64) => hits <- SearchV<Doc>(v, k) RETURN hits\n");
+    const run = await runSilk(["check", "--strict", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("ok: 1 file, 0 node, 0 edge and 1 vector types, 1 query\n");
   });
 });
