@@ -139,6 +139,9 @@ describe("silk check: attributes before QUERY (#[mcp], #[model])", () => {
       expect(run.code).toBe(1);
       expect(run.stdout).toMatch(new RegExp(`${join(dir, "a.hx")}:2:${column}: syntax error: .*\\[schema_syntax\\]`));
     }
+  });
+});
+
 describe("silk check warnings", () => {
   const project = (): string => {
     const dir = temporaryDirectory();

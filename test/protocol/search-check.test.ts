@@ -15,6 +15,7 @@ const SCHEMA = `N::Doc {
 N::Multi { VECTOR INDEX a: [F64], VECTOR INDEX b: [F64], TEXT INDEX(tenant: tenant_id) t: String, tenant_id: String }
 N::User { name: String }
 N::Plain { name: String }
+N::Count { n: U32 }
 E::Owns { From: User, To: Doc }
 E::Cites { From: Doc, To: Doc, Properties: { TEXT INDEX note: String } }
 V::Chunk(dimension: 3, metric: euclidean, tenant: org) { org: String, TEXT INDEX text: String }
@@ -110,8 +111,20 @@ describe("SearchBM25", () => {
     });
   });
 
+  it("implies a text index on a type without one, with a warning at each search that relies on it", () => {
+    const query = "QUERY Q(q: String) => r <- SearchBM25<Plain>(q, 10) RETURN r\nQUERY R(q: String) => r <- SearchBM25<Plain>(q, 1) RETURN r";
+    const result = checkProject({ file: "q.hx", text: SCHEMA + query });
+    expect(result.diagnostics).toEqual([]);
+    const offset = SCHEMA.split("\n").length - 1;
+    expect(result.warnings.map((w) => `${w.severity} ${w.code} ${w.line - offset}:${w.column}`)).toEqual(["warning implied_text_index 1:28", "warning implied_text_index 2:28"]);
+    expect(result.schema?.nodes.get("Plain")?.fields.get("name")?.textIndex).toEqual({ analyzer: "standard", positions: false, implied: true });
+    expect(root("QUERY Q(q: String) => r <- SearchBM25<Plain>(q, 10) RETURN r")).toEqual({
+      text_search_nodes: { label: "Plain", query: { expr: { param: "q" } }, k: { value: { i64: 10 } } },
+    });
+  });
+
   it("reports wrong arguments and types without a text index", () => {
-    expect(problems("QUERY Q(q: String) => r <- SearchBM25<Plain>(q, 10) RETURN r")).toEqual(["query_invalid 1:28"]);
+    expect(problems("QUERY Q(q: String) => r <- SearchBM25<Count>(q, 10) RETURN r")).toEqual(["query_invalid 1:28"]);
     expect(problems("QUERY Q(q: String) => r <- SearchBM25<Doc>(q) RETURN r")).toEqual(["query_invalid 1:28"]);
     expect(problems("QUERY Q(q: String) => r <- SearchBM25<Doc>(q, 10, body) RETURN r")).toEqual(["query_invalid 1:28"]);
     expect(problems("QUERY Q(q: I64) => r <- SearchBM25<Doc>(q, 10) RETURN r")).toEqual(["invalid_type 1:41"]);
