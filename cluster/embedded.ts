@@ -24,6 +24,8 @@ import type { ExplainStep } from "../node/planner.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
 import { storageFailure } from "../node/storage-errors.js";
+import { migratePartition, storedVersion, type MigrationOptions } from "../node/schema-migration.js";
+import type { SchemaHistory } from "../protocol/helixql/schema-versions.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { uniqueEdgeLabels } from "../node/unique-edges.js";
@@ -75,6 +77,8 @@ export interface InternalOpenOptions {
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
   readonly onValidationPhase?: (phase: ValidationPhase) => void;
   readonly indexBuildChunkEntities?: number;
+  /** A schema migration's list size and a hook after each list (node/schema-migration.ts). */
+  readonly migration?: MigrationOptions;
   /** How often each partition's writer clears dead readers' slots, at most (node/partition-store.ts). */
   readonly readerCheckIntervalMs?: number;
 }
@@ -140,6 +144,8 @@ function validSchemaOption(schema: unknown): boolean {
 
 interface Project {
   readonly schema: Schema | undefined;
+  /** The schema's versions and MIGRATIONs (protocol/helixql/schema-versions.ts); undefined without a schema. */
+  readonly history?: SchemaHistory;
   readonly queries: readonly CompiledQuery[];
   readonly warnings: readonly Warning[];
 }
@@ -159,7 +165,7 @@ function loadProject(schema: OpenOptions["schema"]): Project {
     throw new SilkError(code, formatDiagnostics(checked.diagnostics, sources));
   }
   if (checked.schema === undefined) throw new SilkError("internal", "internal error (a bug in Silk): the project checked without diagnostics but has no schema");
-  return { schema: checked.schema, queries: checked.queries, warnings: checked.warnings };
+  return { schema: checked.schema, history: checked.history, queries: checked.queries, warnings: checked.warnings };
 }
 
 /**
@@ -295,6 +301,17 @@ export class Database {
         }),
       );
       opened.push(...stores);
+      const history = project.history;
+      if (history !== undefined) {
+        if (readOnly) {
+          const behind = stores.map((store) => storedVersion(store, history)).find((version) => version !== history.version);
+          if (behind !== undefined) {
+            throw new SilkError("invalid_option", `${directory} holds records of schema version ${behind} and the project is at schema::${history.version}: open it once as a writer, which migrates them`);
+          }
+        } else {
+          for (const store of stores) migratePartition(store, history, now(), internal.migration);
+        }
+      }
       const actors = stores.map(
         (store) => new PartitionActor({
             store,

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
 import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
-import type { Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
+import type { Direction, IdRange, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 import {
   AdjacencyScratch,
   adjacencyKeyEdge,
@@ -115,6 +115,9 @@ const META_LOG_SEQUENCE = "log_sequence";
 const META_RESERVED_TO = "reserved_to";
 /** The ID ranges this partition owns when they differ from its allocation range (after a rebalance). */
 const META_OWNED_RANGES = "owned_ranges";
+/** The schema version this partition's records have (node/schema-migration.ts). */
+const META_SCHEMA_VERSION = "schema_version";
+
 const EMPTY = Buffer.alloc(0);
 
 export class PartitionStore {
@@ -360,6 +363,53 @@ export class PartitionStore {
   /** Applies an encoded mutation list (protocol/mutation-codec.ts) as one LMDB transaction. */
   apply(batch: Uint8Array): void {
     this.transact(() => this.write(batch));
+  }
+
+  /** The schema version this partition's records have; undefined before one was recorded. */
+  schemaVersion(): number | undefined {
+    return this.meta.get(META_SCHEMA_VERSION) as number | undefined;
+  }
+
+  /**
+   * Runs a schema migration (node/schema-migration.ts) as one transaction: `body` reads records (`labelRecords`, which
+   * sees the transaction's own writes) and writes encoded lists through `write`; `version` is recorded with them. A
+   * crash, or an error from `body` or a write, leaves the partition as it was.
+   */
+  migrate(version: number, body: (write: (batch: Uint8Array) => void) => void): void {
+    this.transact(() => {
+      body((batch) => this.write(batch));
+      this.meta.putSync(META_SCHEMA_VERSION, version);
+    });
+  }
+
+  /** Whether the partition holds no record at all. */
+  isEmpty(): boolean {
+    return (["node", "edge", "vector"] as const).every((kind) => this.records[kind].getKeysCount({ limit: 1 }) === 0);
+  }
+
+  /**
+   * Up to `limit` whole records of a label with IDs above `after`, in ID order (schema migrations). Edges have no
+   * label index: their chunk looks at `limit` edges of any label and keeps the label's.
+   */
+  labelRecords(kind: RecordKind, label: string, after: bigint | undefined, limit: number): { records: StoredRecord[]; last?: bigint; done: boolean } {
+    const from = after === undefined ? 0n : after + 1n;
+    const records: StoredRecord[] = [];
+    let last: bigint | undefined;
+    let looked = 0;
+    const keys =
+      kind === "edge"
+        ? this.records.edge.getKeys({ start: idKey(from) })
+        : this.labels.getKeys({ start: labelKey(kind, label, from), end: labelRange(kind, label).end });
+    for (const key of keys) {
+      if (looked === limit) return { records, last, done: false };
+      looked += 1;
+      last = kind === "edge" ? readId(key) : readId(key, key.length - ID_BYTES);
+      const bytes = this.records[kind].get(idKey(last));
+      if (bytes === undefined) continue;
+      const record = decodeRecord(kind, last, bytes);
+      if (record.label === label) records.push(record);
+    }
+    return { records, last, done: true };
   }
 
   /**

@@ -24,7 +24,56 @@ export interface SourceFileAst {
   readonly declarations: readonly DeclarationAst[];
 }
 
-export type DeclarationAst = NodeDeclAst | EdgeDeclAst | VectorDeclAst | QueryDeclAst;
+export type DeclarationAst = NodeDeclAst | EdgeDeclAst | VectorDeclAst | QueryDeclAst | SchemaVersionAst | MigrationAst;
+
+/** A node, edge or vector type declaration. */
+export type TypeDeclAst = NodeDeclAst | EdgeDeclAst | VectorDeclAst;
+
+/** `schema::N { .. }`: the types of version N of the schema. */
+export interface SchemaVersionAst {
+  readonly kind: "schema_version";
+  readonly version: VersionAst;
+  readonly declarations: readonly TypeDeclAst[];
+  readonly loc: SourceLocation;
+}
+
+/** The N of `schema::N`, as written (the checker reads the number and its range). */
+export interface VersionAst {
+  readonly text: string;
+  readonly loc: SourceLocation;
+}
+
+/** `MIGRATION schema::A => schema::B { items }`. */
+export interface MigrationAst {
+  readonly kind: "migration";
+  readonly from: VersionAst;
+  readonly to: VersionAst;
+  readonly items: readonly MigrationItemAst[];
+  readonly loc: SourceLocation;
+}
+
+/** `N::Old => _::{..}` (target null: the same name) or `N::Old => N::New {..}`; `properties`: the `{ Properties: {..} }` form. */
+export interface MigrationItemAst {
+  readonly source: TypeRefAst;
+  readonly target: TypeRefAst | null;
+  readonly properties: boolean;
+  readonly fields: readonly MigrationFieldAst[];
+  readonly loc: SourceLocation;
+}
+
+export interface TypeRefAst {
+  readonly kind: "node" | "edge" | "vector";
+  readonly name: NameAst;
+  readonly loc: SourceLocation;
+}
+
+export type MigrationFieldAst =
+  | { readonly kind: "spread"; readonly loc: SourceLocation }
+  | { readonly kind: "set"; readonly name: NameAst; readonly value: MigrationValueAst };
+
+export type MigrationValueAst =
+  | { readonly kind: "literal"; readonly literal: LiteralAst }
+  | { readonly kind: "field"; readonly name: NameAst; readonly cast?: TypeAst };
 
 export interface NodeDeclAst {
   readonly kind: "node";

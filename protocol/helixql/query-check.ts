@@ -15,9 +15,12 @@ import type { CompiledQuery } from "./query.js";
 import { queryDocComment } from "./query-attributes.js";
 import { compileQuery } from "./query-compile.js";
 import { analyseSchema } from "./schema-check.js";
+import type { SchemaHistory } from "./schema-versions.js";
 
 export interface ProjectCheck {
   readonly schema?: Schema;
+  /** The schema's versions and compiled MIGRATIONs (schema-versions.ts); present with the schema. */
+  readonly history?: SchemaHistory;
   readonly queries: readonly CompiledQuery[];
   readonly diagnostics: readonly Diagnostic[];
   /** Constructs HelixDB accepts that Silk loads its own way; listed with or without diagnostics. */
@@ -59,7 +62,7 @@ export function checkProject(sources: SchemaSource | readonly SchemaSource[]): P
   }
   const diagnostics = analysis.diagnostics();
   const warnings = analysis.warnings();
-  return diagnostics.length === 0 ? { schema: analysis.schema, queries, diagnostics, warnings } : { queries: [], diagnostics, warnings };
+  return diagnostics.length === 0 ? { schema: analysis.schema, history: analysis.history, queries, diagnostics, warnings } : { queries: [], diagnostics, warnings };
 }
 
 /** Why the tree of a compiled query would not decode; steps that only a later release runs are not faults. */

@@ -9,11 +9,12 @@
 import { SilkError } from "../errors.js";
 import type { Diagnostic, EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, SchemaSource, VectorTypeDecl, Warning } from "../schema.js";
 import type { WarningCode } from "../warnings.js";
-import type { DeclarationAst, EdgeDeclAst, FieldAst, ModifierAst, NameAst, SourceFileAst, SourceLocation, TypeAst } from "./ast.js";
+import type { EdgeDeclAst, FieldAst, ModifierAst, NameAst, SourceFileAst, SourceLocation, TypeAst, TypeDeclAst } from "./ast.js";
 import { formatDiagnostics } from "./diagnostics.js";
 import { checkFieldName, convertDefault, FIELD_TYPE_DEPTH_MAX, unknownTypeMessage, type Reporter } from "./field-rules.js";
 import { parse, SyntaxError as ParserSyntaxError } from "./generated/parser.js";
 import { scalarTypeOf } from "./scalars.js";
+import { checkMigrations, splitVersions, type SchemaHistory, type VersionDeclarations } from "./schema-versions.js";
 import { checkIndexFieldType, checkTenants, textIndexOptions, vectorIndexOptions, type TenantUse } from "./schema-index-options.js";
 
 /** Parses and checks schema files; the schema is present exactly when there are no diagnostics. */
@@ -31,6 +32,8 @@ export function checkSchema(sources: SchemaSource | SchemaSource[]): { schema?: 
 export interface SchemaAnalysis {
   /** The declared types; with diagnostics it holds what could be built. */
   readonly schema: Schema;
+  /** The versions and MIGRATIONs of a versioned schema (`schema::N`); undefined when it has none. */
+  readonly history?: SchemaHistory;
   readonly parsed: readonly { readonly fileIndex: number; readonly ast: SourceFileAst }[];
   readonly syntaxErrors: number;
   report(code: Diagnostic["code"], fileIndex: number, loc: SourceLocation, message: string): void;
@@ -50,12 +53,21 @@ export function analyseSchema(files: readonly SchemaSource[]): SchemaAnalysis {
     const ast = checker.parseFile(source, fileIndex);
     if (ast !== undefined) parsed.push({ fileIndex, ast });
   });
-  const schema = checker.build(parsed, files);
+  const report = (code: Diagnostic["code"], fileIndex: number, loc: SourceLocation, message: string): void =>
+    checker.add(code, files[fileIndex].file, fileIndex, loc, message);
+  // Each version's types are checked as a schema of their own; the highest is the project's schema.
+  const split = splitVersions(parsed, (fileIndex, loc, message) => report("schema_invalid", fileIndex, loc, message));
+  const versions = new Map<number, Schema>();
+  for (const [version, declarations] of split.versions) versions.set(version, checker.build(declarations, files));
+  const current = Math.max(...versions.keys());
+  const schema = versions.get(current)!;
+  const history = checker.syntaxErrors === 0 ? checkMigrations(split, versions, files, (ast, reporter) => checker.typeOf(ast, reporter), (fileIndex, loc, message) => report("schema_invalid", fileIndex, loc, message)) : undefined;
   return {
     schema,
+    history,
     parsed,
     syntaxErrors: checker.syntaxErrors,
-    report: (code, fileIndex, loc, message) => checker.add(code, files[fileIndex].file, fileIndex, loc, message),
+    report,
     warn: (code, fileIndex, loc, message) => checker.addWarning(code, files[fileIndex].file, fileIndex, loc, message),
     convertType: (ast, reporter) => checker.typeOf(ast, reporter),
     diagnostics: () => checker.sortedDiagnostics(),
@@ -75,7 +87,7 @@ export function parseSchema(sources: SchemaSource | SchemaSource[]): Schema {
   throw new SilkError(code, formatDiagnostics(result.diagnostics, files));
 }
 
-type SchemaDeclarationAst = Exclude<DeclarationAst, { kind: "query" }>;
+type SchemaDeclarationAst = TypeDeclAst;
 
 interface Located<T> {
   readonly diagnostic: T;
@@ -118,7 +130,7 @@ class SchemaChecker {
     }
   }
 
-  build(parsed: readonly { fileIndex: number; ast: SourceFileAst }[], files: readonly SchemaSource[]): Schema {
+  build(parsed: readonly VersionDeclarations[], files: readonly SchemaSource[]): Schema {
     const nodes = new Map<string, NodeTypeDecl>();
     const edges = new Map<string, EdgeTypeDecl>();
     const vectors = new Map<string, VectorTypeDecl>();
@@ -128,12 +140,10 @@ class SchemaChecker {
       vector: new Map(),
     };
     const pendingEdges: { ast: EdgeDeclAst; report: Reporter }[] = [];
-    for (const { fileIndex, ast } of parsed) {
+    for (const { fileIndex, declarations } of parsed) {
       const file = files[fileIndex].file;
       const report = this.reporter(file, fileIndex);
-      for (const declaration of ast.declarations) {
-        // QUERY definitions are the query checker's (query-check.ts); it runs on the same parsed files.
-        if (declaration.kind === "query") continue;
+      for (const declaration of declarations) {
         // A duplicate is reported and left out of the schema, but its body is still checked for errors of its own.
         const fresh = this.registerName(seen[declaration.kind], declaration, file, report);
         const name = declaration.name.text;
