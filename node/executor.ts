@@ -116,7 +116,12 @@ async function runEntries(
     previous = stream;
     if (entry.name === undefined) continue;
     const earlier = variables.get(entry.name);
-    if (appendToVariables && earlier && earlier.kind === stream.kind && stream.kind !== "scalar") {
+    if (!appendToVariables) variables.set(entry.name, stream);
+    else if (stream.kind === "scalar") {
+      // A FOR body's count or EXISTS collects one value per iteration, as its records and values do.
+      const before = earlier === undefined ? [] : earlier.kind === "values" ? earlier.items : earlier.kind === "scalar" ? [earlier.value] : undefined;
+      variables.set(entry.name, before === undefined ? stream : { kind: "values", items: [...before, stream.value] });
+    } else if (earlier && earlier.kind === stream.kind) {
       variables.set(entry.name, { kind: stream.kind, items: [...(earlier as typeof stream).items, ...stream.items] } as Stream);
     } else variables.set(entry.name, stream);
   }

@@ -546,6 +546,18 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
       expect(sorted(ids(await get(out(nodesOf("Hub"), "Has"))))).toEqual(sorted(ids(result.created)));
     });
 
+    it("for_each collects a named count or exists of its body, one value per iteration", async () => {
+      await t.run(write([forEach("rows", [entry(undefined, addN("Row", { name: param("name") }))])], [], { rows: [{ name: "a" }, { name: "b" }] }));
+      const result = await t.run(
+        write(
+          [forEach("rows", [entry("n", count(nodesOf("Row"))), entry("e", exists(nodesOf("Gone"))), entry(undefined, addN("Row", { name: param("name") }))])],
+          ["n", "e"],
+          { rows: [{ name: "c" }, { name: "d" }] },
+        ),
+      );
+      expect(result).toEqual({ n: [2, 3], e: [false, false] });
+    });
+
     it("for_each needs an array parameter of objects", async () => {
       const body = [entry(undefined, addN("Row", { name: param("name") }))];
       await expectCode(t.run(write([forEach("rows", body)], [])), "missing_parameter");
