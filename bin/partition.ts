@@ -17,6 +17,7 @@ import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cl
 import { embedderFromEnvironment } from "../cluster/embedders.js";
 import { MapStore } from "../cluster/map-store.js";
 import { PartitionReplica } from "../cluster/replica.js";
+import { acquireWriterLock } from "../cluster/writer-lock.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";
@@ -40,6 +41,10 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   if (!Number.isInteger(options.replica) || options.replica < 0 || options.replica >= manifest.replicas) {
     throw new SilkError("invalid_option", `--replica must be from 0 to ${manifest.replicas - 1}, not ${options.replica}`);
   }
+  // One process per replica directory: a second would write the same LMDB environment as a second replica of the log.
+  const storePath = clusterPaths.replicaStore(options.dir, options.partition, options.replica);
+  mkdirSync(storePath, { recursive: true });
+  const lock = acquireWriterLock(storePath);
   const sources = loadSchemaSources(manifest.project);
   const checked = checkProject(sources);
   if (checked.diagnostics.length > 0) throw new SilkError(checked.diagnostics[0].code, formatDiagnostics(checked.diagnostics, sources));
@@ -63,7 +68,7 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     throw cause;
   }
   const store = PartitionStore.open({
-    path: clusterPaths.replicaStore(options.dir, options.partition, options.replica),
+    path: storePath,
     readOnly: false,
     // The replicated log is what survives a crash (docs/REPLICATION.md, Restarts): a replica's LMDB commits without
     // fsync, and one that lost its last commits to a machine crash re-applies them from the log.
@@ -84,6 +89,7 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
       await replica?.stop();
       await nc.close();
       await store.close();
+      lock.release();
       logger.info("stopped");
     } finally {
       process.exit(code);

@@ -6,11 +6,12 @@
  * shows a leader per partition and every replica at the log's last sequence; connectCluster from the test process
  * reads through the same partitions; a SIGKILLed leader is replaced and writes go on; `down` leaves no process behind.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, writeClusterManifest, type ClusterProcesses } from "../../cluster/cluster-manifest.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
+import { acquireWriterLock } from "../../cluster/writer-lock.js";
 import { connectClusterDirectory } from "../../cluster/remote.js";
 import { loadSchemaSources } from "../../bin/schema-files.js";
 import { expectCode } from "../helpers/engine.js";
@@ -141,6 +142,17 @@ describe("silk cluster", () => {
     expect(partition.stderr).toMatch(/silk partition: invalid_option: --partition must be from 0 to 1, not 2/);
     const replica = await runSilk(["partition", "--dir", dir, "--partition", "1", "--replica", "3"]);
     expect(replica.stderr).toMatch(/--replica must be from 0 to 2, not 3/);
+    // A replica's directory takes one process: a second one is refused before it reaches NATS or opens LMDB.
+    const store = clusterPaths.replicaStore(dir, 1, 2);
+    mkdirSync(store, { recursive: true });
+    const held = acquireWriterLock(store);
+    try {
+      const second = await runSilk(["partition", "--dir", dir, "--partition", "1", "--replica", "2"]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/silk partition: writer_locked: .*r2 is open as a writer by process \d+/);
+    } finally {
+      held.release();
+    }
     writeFileSync(join(dir, "cluster.json"), JSON.stringify({ format: 1, name: "Bad Name" }));
     const unreadable = await runSilk(["cluster", "status", "--dir", dir]);
     expect(unreadable.stderr).toMatch(/invalid_option: a cluster name is 1 to 32 lowercase/);
