@@ -7,7 +7,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { Predicate, Step } from "../protocol/tree.js";
-import { evaluatePredicate, type EvalScope } from "./predicates.js";
+import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, type Element, type Stream } from "./streams.js";
 
 /** Records a `repeat` may hold across all its levels before it is refused. */
@@ -16,7 +16,7 @@ export const REPEAT_ELEMENTS_MAX = 1_000_000;
 type BranchStep = Extract<Step, { op: "union" | "coalesce" | "optional" | "choose" }>;
 
 function runFrom(traversal: Step, unit: Stream, scope: EvalScope): Promise<Stream> {
-  return scope.evalStep(traversal, { ...scope, contextStream: unit });
+  return scope.evalStep(traversal, enterSubTraversal(scope, unit));
 }
 
 export async function branch(step: BranchStep, input: Stream, scope: EvalScope): Promise<Stream> {

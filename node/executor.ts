@@ -191,6 +191,15 @@ async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: s
   }
 }
 
+/** The current element `depth` sub-traversals out (0: this one's), refused where there is none. */
+function contextAt(depth: number, scope: EvalScope): Stream {
+  const outer = scope.outerContexts ?? [];
+  const stream = depth === 0 ? scope.contextStream : outer[outer.length - depth];
+  if (stream !== undefined) return stream;
+  if (depth === 0) throw new SilkError("malformed_tree", "context is only valid inside a sub-traversal");
+  throw new SilkError("malformed_tree", `context at depth ${depth} needs ${depth} enclosing sub-traversals with a current element`);
+}
+
 async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
   if (bound.kind === "literal") return bound.value;
   const value = await evaluateExpr(bound.expr, undefined, scope);
@@ -219,8 +228,7 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
       return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope), scope));
     }
     case "context":
-      if (scope.contextStream === undefined) throw new SilkError("malformed_tree", "context is only valid inside a sub-traversal");
-      return scope.contextStream;
+      return contextAt(step.depth ?? 0, scope);
     case "out":
     case "in":
     case "both":

@@ -20,6 +20,11 @@ export interface EvalScope {
   readonly parameters: Readonly<Record<string, unknown>>;
   /** What the `context` step yields: the current element inside a sub-traversal. */
   readonly contextStream?: Stream;
+  /**
+   * The `contextStream` of each enclosing sub-traversal, innermost last (undefined where one had none): what
+   * `{"context": {"depth": d}}` reads. Every sub-traversal pushes the one it replaces (`enterSubTraversal`).
+   */
+  readonly outerContexts?: readonly (Stream | undefined)[];
   /** The executor's step evaluator, passed in so that expressions can run sub-traversals without importing it. */
   readonly evalStep: (step: Step, scope: EvalScope) => Promise<Stream>;
   /** Set while a `path` or `simple_path` step evaluates its input: traversals then record each row's path (walks.ts). */
@@ -66,7 +71,15 @@ function property(element: Element | undefined, path: string): Value | undefined
  */
 async function subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Promise<Stream> {
   if (element === undefined) return scope.evalStep(traversal, scope);
-  return scope.evalStep(traversal, { ...scope, contextStream: { kind: "elements", items: [element] } });
+  return scope.evalStep(traversal, enterSubTraversal(scope, { kind: "elements", items: [element] }));
+}
+
+/**
+ * The scope a sub-traversal runs in: `context` is `unit`, and the context it replaces becomes the innermost outer
+ * one. The HelixQL compiler counts depths the same way: one level per WHERE, projection or closure a value sits in.
+ */
+export function enterSubTraversal(scope: EvalScope, unit: Stream): EvalScope {
+  return { ...scope, contextStream: unit, outerContexts: [...(scope.outerContexts ?? []), scope.contextStream] };
 }
 
 export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {

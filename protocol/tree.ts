@@ -161,7 +161,11 @@ export type Step =
   // Sources.
   | { readonly op: "nodes" | "edges" | "vectors"; readonly ref: Ref }
   | { readonly op: "nodes_where" | "edges_where" | "vectors_where"; readonly predicate: Predicate }
-  | { readonly op: "context" }
+  /**
+   * The current element of a sub-traversal; with `depth` d > 0, the current element of the sub-traversal d levels
+   * out (HelixQL's outer closure variable, `usr::ID` inside `usr::Out<Wrote>::{..}`).
+   */
+  | { readonly op: "context"; readonly depth?: number }
   // Traversals: node → node, node → edge, edge → node.
   | { readonly op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e"; readonly input: Step; readonly label?: string }
   | { readonly op: "out_n" | "in_n" | "other_n"; readonly input: Step }
@@ -748,6 +752,14 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
   const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
   const only = (...keys: string[]): void => allowOnly(object, keys, at);
   switch (tag) {
+    case "context": {
+      only("depth");
+      const depth = object.depth;
+      if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0 || depth > TREE_DEPTH_MAX) {
+        throw fault(`${at}.depth`, `expected how many sub-traversals out, an integer from 0 to ${TREE_DEPTH_MAX}`);
+      }
+      return depth === 0 ? { op: "context" } : { op: "context", depth };
+    }
     case "nodes":
     case "edges":
     case "vectors":

@@ -84,8 +84,16 @@ class QueryCompiler implements CompilerScope {
     this.writes = true;
   }
 
+  enclosing: ElementContext | undefined = undefined;
+
   chain(expr: ChainAst, context: ElementContext | undefined): Compiled | undefined {
-    return compileChain(this, expr, context);
+    const saved = this.enclosing;
+    this.enclosing = context;
+    try {
+      return compileChain(this, expr, context);
+    } finally {
+      this.enclosing = saved;
+    }
   }
 
   compile(decl: QueryDeclAst, file: string, convert: TypeConverter): CompiledQuery | undefined {

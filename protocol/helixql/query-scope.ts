@@ -24,6 +24,11 @@ export type RecordsType = Extract<StaticType, { kind: "records" }>;
 export interface ElementContext {
   readonly type: RecordsType;
   readonly alias?: string;
+  /**
+   * The current element of the traversal whose step (WHERE, projection, closure...) made this one: a closure
+   * parameter further out is found here, one level per link, and read as the tree's `{"context": {"depth": n}}`.
+   */
+  readonly outer?: ElementContext;
 }
 
 /**
@@ -49,6 +54,26 @@ export interface CompilerScope {
   readonly embeddingModel: string | undefined;
   /** Compiles a chain (a traversal) with `_` bound to `context` when given. */
   chain(expr: ChainAst, context: ElementContext | undefined): Compiled | undefined;
+  /** The context the chain being compiled runs in (undefined at the top of a statement): the outer of its steps' contexts. */
+  readonly enclosing: ElementContext | undefined;
+}
+
+/** The context of a step's current element (`type`, named `alias` in a closure), inside the chain being compiled. */
+export function elementContext(scope: CompilerScope, type: RecordsType, alias?: string): ElementContext {
+  const outer = scope.enclosing;
+  return { type, ...(alias === undefined ? {} : { alias }), ...(outer === undefined ? {} : { outer }) };
+}
+
+/**
+ * The closure parameter `name` as seen from `context`: 0 when it names the current element (as `_` does), n when it
+ * names the element n levels out; undefined when no closure in scope is named so.
+ */
+export function closureDepth(context: ElementContext | undefined, name: string): { depth: number; context: ElementContext } | undefined {
+  let depth = 0;
+  for (let at = context; at !== undefined; at = at.outer, depth++) {
+    if (at.alias === name || (depth === 0 && name === "_")) return { depth, context: at };
+  }
+  return undefined;
 }
 
 /** The step names that compare the value before them with their argument (conditions only). */
@@ -62,3 +87,8 @@ export const COMPARISONS: ReadonlyMap<string, string> = new Map([
   ["CONTAINS", "contains"],
   ["IS_IN", "is_in"],
 ]);
+
+/** The tree's source for the current element `depth` sub-traversals out (0: this one's). */
+export function contextTree(depth: number): Json {
+  return depth === 0 ? "context" : { context: { depth } };
+}

@@ -5,7 +5,7 @@
  * time (`Out<Follows>` from a Post, `UPDATE` of an undeclared field) is reported when the file loads.
  */
 import type { CallAst, ExprAst, StepAst } from "./ast.js";
-import { type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType, COMPARISONS } from "./query-scope.js";
+import { closureDepth, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType, COMPARISONS } from "./query-scope.js";
 import {
   ANY, assignable, describeStaticType, describeValueType, familyOf, fieldValue, FLOAT, scalarValue, type RecordKind, type StaticType, type ValueType,
 } from "./query-types.js";
@@ -56,12 +56,12 @@ function done(compiled: Compiled | undefined, consumed = 0): Started | undefined
 
 function compileSource(scope: CompilerScope, start: CallAst, steps: readonly StepAst[], context: ElementContext | undefined): Started | undefined {
   const name = start.name.text;
-  if (name === "_" || isElement(start, context)) {
-    if (!isElement(start, context)) {
-      scope.report("query_invalid", start.loc, "_ is the current element; it is only valid inside WHERE, a projection or a closure");
-      return undefined;
-    }
-    return done({ tree: "context", type: context!.type });
+  // `_` or a closure parameter, this closure's or one further out: the element it names.
+  const closure = isBareName(start) ? closureDepth(context, name) : undefined;
+  if (closure !== undefined) return done({ tree: contextTree(closure.depth), type: closure.context.type });
+  if (name === "_") {
+    scope.report("query_invalid", start.loc, "_ is the current element; it is only valid inside WHERE, a projection or a closure");
+    return undefined;
   }
   if (isBareName(start)) return done(variableSource(scope, start));
   const kind = PREFIXES.get(name);
@@ -501,7 +501,7 @@ function where(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
     scope.report("query_invalid", call.loc, "WHERE takes one condition");
     return undefined;
   }
-  const predicate = compileCondition(scope, args[0], { type: { ...input, one: true } });
+  const predicate = compileCondition(scope, args[0], elementContext(scope, { ...input, one: true }));
   return predicate === undefined ? undefined : { tree: { where: { input: current.tree, predicate } }, type: input };
 }
 
@@ -572,7 +572,7 @@ function orderKey(scope: CompilerScope, arg: ExprAst, element: RecordsType): Jso
     scope.report("query_invalid", arg.kind === "literal" ? arg.literal.loc : arg.loc, usage);
     return undefined;
   }
-  const value = compileValue(scope, arg, { type: element });
+  const value = compileValue(scope, arg, elementContext(scope, element));
   if (value === undefined) return undefined;
   if (value.type.t === "any") {
     scope.report("query_invalid", arg.loc, `${usage}; this one yields records or a list`);
@@ -603,7 +603,7 @@ function intersect(scope: CompilerScope, current: Compiled, call: CallAst): Comp
     scope.report("query_invalid", call.loc, "INTERSECT takes one traversal from the current element, as in INTERSECT(_::Out<Follows>)");
     return undefined;
   }
-  const traversal = scope.chain(arg, { type: { ...input, one: true } });
+  const traversal = scope.chain(arg, elementContext(scope, { ...input, one: true }));
   if (traversal === undefined) return undefined;
   if (traversal.type.kind !== "records") {
     scope.report("query_invalid", locOf(arg), `INTERSECT keeps the records every element's traversal reaches; this traversal yields ${describeStaticType(traversal.type)}`);
@@ -741,7 +741,7 @@ function pathAlgorithm(scope: CompilerScope, call: CallAst, label: string): { al
     scope.report("query_invalid", call.loc, `${call.name.text}<${label}> takes ${what}, as in ${call.name.text}<${label}>${shape.form}`);
     return undefined;
   }
-  const value = compileValue(scope, args[0], { type: { kind: "records", record: "edge", label, one: true } });
+  const value = compileValue(scope, args[0], elementContext(scope, { kind: "records", record: "edge", label, one: true }));
   if (value === undefined) return undefined;
   if (!["number", "any"].includes(familyOf(value.type))) {
     scope.report("invalid_type", call.loc, `an edge weight is a number, not ${describeValueType(value.type)}`);

@@ -7,7 +7,7 @@
 import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, ProjectionItemAst, SourceLocation, StepAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
-import { COMPARISONS, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType } from "./query-scope.js";
+import { closureDepth, COMPARISONS, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType } from "./query-scope.js";
 import {
   ANY, assignable, comparable, describeValueType, elementOf, familyOf, fieldValue, FLOAT, INT, literalToTree, scalarValue,
   type Family, type RecordKind, type ValueType,
@@ -224,6 +224,14 @@ function chainValue(scope: CompilerScope, expr: ChainAst, context: ElementContex
     if (field !== undefined) return elementField(scope, context!, field.text, field.loc);
     if (last.kind === "call" && last.call.name.text === "ID" && isBareName(last.call)) return { expr: "id", type: scalarValue("ID") };
   }
+  // `usr::{name}` with `usr` a closure further out: its field's value, as `u::{name}` is the current element's.
+  const outer = isBareName(start) && steps.length === 1 ? closureDepth(context, start.name.text) : undefined;
+  const outerField = outer !== undefined && outer.depth > 0 ? singleField(last) : undefined;
+  if (outerField !== undefined) {
+    const resolved = resolveField(scope, outer!.context.type, outerField.text, outerField.loc);
+    if (resolved === undefined) return undefined;
+    return { expr: { first: { values: { input: contextTree(outer!.depth), properties: [resolved.path] } } }, type: resolved.type };
+  }
   if (last.kind === "call" && last.call.name.text === "COUNT" && isBareName(last.call)) {
     const counted = scope.chain({ ...expr, steps: steps.slice(0, -1) }, context);
     return counted === undefined ? undefined : { expr: { count: { traversal: counted.tree } }, type: INT };
@@ -265,8 +273,9 @@ function nameOrCall(scope: CompilerScope, call: CallAst, context: ElementContext
   const name = call.name.text;
   if (!refuseNamedArguments(scope, call)) return undefined;
   if (isBareName(call)) {
-    if (isElement(call, context)) {
-      scope.report("query_invalid", call.loc, `${name} is the current element; read a field with ${name}::{field}`);
+    if (closureDepth(context, name) !== undefined) {
+      const whole = name === "_" ? "" : `, or remap it whole as in ::{key: ${name}}`;
+      scope.report("query_invalid", call.loc, `${name} is an element, not a value here; read a field with ${name}::{field}${whole}`);
       return undefined;
     }
     if (name === "ID" && context !== undefined && scope.lookup("ID") === undefined) return { expr: "id", type: scalarValue("ID") };
@@ -590,7 +599,7 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     return undefined;
   }
   const element: RecordsType = { ...input.type, one: true };
-  const context: ElementContext = step.kind === "closure" ? { type: element, alias: step.param.text } : { type: element };
+  const context = elementContext(scope, element, step.kind === "closure" ? step.param.text : undefined);
   if (step.kind === "projection" && step.exclude) {
     const exclude: string[] = [];
     for (const item of step.items) {
@@ -623,7 +632,7 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
       projections.push({ expr: { alias: item.name.text, expr: { property: field.path } } });
       continue;
     }
-    const value = compileValue(scope, item.value, context, "projection");
+    const value = remapValue(scope, item.value, context);
     if (value === undefined) return undefined;
     // The element's ID is read as the virtual property $id, which renders as a decimal string like every ID.
     if (value.expr === "id") projections.push({ property: { source: "$id", alias: item.key.text } });
@@ -631,4 +640,48 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
   }
   const project = all ? { input: input.tree, projections, all: true } : { input: input.tree, projections };
   return { tree: { project }, type: { kind: "rows", one: input.type.one } };
+}
+
+/**
+ * The value of a remapped field `key: value`. A bare name there is HelixDB's identifier remapping, resolved in this
+ * order: a closure parameter (this closure's or one further out) is its element, rendered whole as a record; a
+ * parameter, FOR binding or variable in scope is its value; otherwise the current element's field of that name
+ * (`username: name`), a dotted name reading a path (`city: addr.city`). A name that is none of these is
+ * unknown_variable at the name. Any other value is compiled as a projection's value.
+ */
+function remapValue(scope: CompilerScope, value: ExprAst, context: ElementContext): CompiledValue | undefined {
+  if (value.kind !== "chain" || value.steps.length > 0 || !isBareName(value.start) || value.start.name.text === "_") {
+    return compileValue(scope, value, context, "projection");
+  }
+  const { name } = value.start;
+  const [head, ...path] = name.text.split(".");
+  const closure = closureDepth(context, head);
+  if (closure !== undefined) {
+    if (path.length > 0) {
+      scope.report("query_invalid", name.loc, `${head} is a closure's element; read its fields with ${head}::{${path.join(".")}}`);
+      return undefined;
+    }
+    return { expr: { first: contextTree(closure.depth) }, type: ANY };
+  }
+  if (scope.lookup(head) !== undefined || isReservedValue(head)) return compileValue(scope, value, context, "projection");
+  if (!hasField(scope, context.type, head)) {
+    const fields = fieldsOf(scope, context.type.record, context.type.label);
+    const known = fields === undefined ? "" : knownFields(fields);
+    scope.report("unknown_variable", name.loc, `no parameter, variable or field of ${context.type.label ?? "the element"} named ${head}${known}`);
+    return undefined;
+  }
+  return elementField(scope, context, name.text, name.loc);
+}
+
+/** Names a bare value reads without a binding: NONE, `ID` (the element's ID) and the math constants. */
+function isReservedValue(name: string): boolean {
+  return name === "NONE" || name === "ID" || CONSTANTS.has(name);
+}
+
+/** Whether `name` is a field `resolveField` reads on `type` (any name, when the type's fields are not known). */
+function hasField(scope: CompilerScope, type: RecordsType, name: string): boolean {
+  if (VIRTUAL_FIELDS.has(name)) return true;
+  const fields = fieldsOf(scope, type.record, type.label);
+  if (fields === undefined) return true;
+  return fields.has(name) || (type.record === "vector" && VECTOR_FIELDS.has(name));
 }
