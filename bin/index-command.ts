@@ -1,8 +1,9 @@
 /**
  * `silk index create|drop|status|retry|abort`: the index operations of the operation tree (docs/INDEXES.md) on a
- * database that no server holds. The command opens the database as its writer with the project's schema — the
- * schema is required, since a writer's open drops the indexes its schema does not declare (runtime indexes
- * excepted) — runs one index operation through `db.run`, prints its answer as one JSON line, and closes.
+ * database that no server holds. The command opens the database as its writer with the project's schema (`--schema`;
+ * a database that has one is refused without it, since a writer's open without it would drop the schema's
+ * indexes; a schemaless database takes none), runs one index operation through `db.run`, prints its answer as one
+ * JSON line, and closes.
  *
  * `create` chooses the family with `--type` (equality, range, unique: secondary; vector; text) and takes that
  * family's options only (vector: `--metric`, `--dimension`, `--tenant`; text: `--analyzer`, `--positions`,
@@ -29,7 +30,8 @@ export type IndexType = (typeof INDEX_TYPES)[number];
 
 export interface IndexCommandOptions {
   readonly data: string;
-  readonly schema: string;
+  /** The project's .hx file or directory; absent for a schemaless database. */
+  readonly schema?: string;
   readonly label?: string;
   readonly property?: string;
   readonly unique?: boolean;
@@ -92,7 +94,7 @@ export async function runIndexCommand(action: IndexAction, options: IndexCommand
     if (options.label === undefined || property === undefined) throw new SilkError("invalid_option", `silk index ${action} needs --label and --property`);
   }
   const spec = createSpec(action, options, property);
-  const db = await Database.open({ storage: { disk: options.data }, schema: loadSchemaSources(options.schema) });
+  const db = await Database.open({ storage: { disk: options.data }, ...(options.schema === undefined ? {} : { schema: loadSchemaSources(options.schema) }) });
   try {
     if (options.watch === true) return await watch(db, io);
     if (action === "status" && !target) {

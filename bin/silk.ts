@@ -199,7 +199,7 @@ function indexCommand(): Command {
     const command = new Command(name)
       .description(description)
       .requiredOption("--data <dir>", "the database directory (no server may hold it: the command opens it as writer)")
-      .requiredOption("--schema <path>", "the project's .hx file or directory (opening as writer drops indexes the schema does not declare)");
+      .option("--schema <path>", "the project's .hx file or directory; required for a database with a schema, left out for a schemaless one");
     return addIndexOptions(command, name).action(async (flags: IndexCommandOptions) => {
       try {
         await runIndexCommand(name, flags, { stdout: process.stdout, stderr: process.stderr });

@@ -142,6 +142,24 @@ function validSchemaOption(schema: unknown): boolean {
   return typeof schema === "string" || (Array.isArray(schema) ? schema.every(source) : source(schema));
 }
 
+/**
+ * A writer without a schema would drop a schema's indexes (a writer's open reconciles them with its schema) and write
+ * what the schema refuses: a database that recorded a schema version (every writer with a project records one) is
+ * refused before any partition opens as a writer. Its partitions are looked at read-only.
+ */
+async function refuseSchemaDatabase(directory: string, map: PartitionMap): Promise<void> {
+  for (const range of map.ranges) {
+    const path = join(directory, "partitions", `p${range.index}`);
+    if (!existsSync(join(path, "data.mdb"))) continue;
+    const probe = PartitionStore.open({ path, readOnly: true, noSync: false, idFirst: range.first, idLast: range.last });
+    const version = probe.schemaVersion();
+    await probe.close();
+    if (version !== undefined) {
+      throw new SilkError("invalid_option", `${directory} holds a database with a schema (version ${version}): open it with its project's schema (open({ schema }), --project or --schema), or read-only; a writer without it would drop the schema's indexes and stop checking writes`);
+    }
+  }
+}
+
 interface Project {
   readonly schema: Schema | undefined;
   /** The schema's versions and MIGRATIONs (protocol/helixql/schema-versions.ts); undefined without a schema. */
@@ -285,6 +303,7 @@ export class Database {
       const map = new PartitionMap(manifest.partitions);
       const readOnly = mode === "readonly";
       const now = internal.now ?? (() => new Date());
+      if (schema === undefined && !readOnly && !memory) await refuseSchemaDatabase(directory, map);
       const stores = map.ranges.map((range) =>
         PartitionStore.open({
           path: join(directory, "partitions", `p${range.index}`),
@@ -323,7 +342,7 @@ export class Database {
             embedder,
           }),
       );
-      const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory });
+      const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory, clockMs: internal.clockMs });
       opened.push(decisions);
       // Nothing opens a memory database's files by name again (it has no writer lock and no other handle), so they
       // can go now and die with the process: a crash before close() leaked the whole directory (73 MB, issue 20).

@@ -67,5 +67,26 @@ describe("silk index", () => {
     const gone = await runSilk(["index", "status", ...base, "--label", "User", "--property", "age"]);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toMatch(/^silk index: index_not_found: /);
+
+    // Without --schema, a database that has one is refused, and its schema's indexes stay.
+    const schemaless = await runSilk(["index", "status", "--data", data]);
+    expect(schemaless.code).toBe(1);
+    expect(schemaless.stderr).toMatch(/^silk index: invalid_option: .* holds a database with a schema \(version 1\): open it with its project's schema/);
+    const after = await runSilk(["index", "status", ...base]);
+    expect(lines(after.stdout)).toEqual([expect.objectContaining({ index: "User.handle", unique: true, state: "active" })]);
+  }, 60_000);
+
+  it("takes no --schema for a schemaless database", async () => {
+    const data = join(temporaryDirectory(), "db");
+    const db = await Database.open({ storage: { disk: data } });
+    const entries = Array.from({ length: 20 }, (_, i) => ({ query: { root: { add_n: { label: "Doc", properties: [["n", { value: { i64: i } }]] } } } }));
+    await db.run({ request_type: "write", query: { write: { entries, returns: [] } } });
+    await db.close();
+    const created = await runSilk(["index", "create", "--data", data, "--label", "Doc", "--property", "n", "--type", "range"]);
+    expect(created.stderr).toBe("");
+    expect(created.code).toBe(0);
+    expect(lines(created.stdout)).toEqual([expect.objectContaining({ index: "Doc.n", family: "secondary", unique: false })]);
+    const watched = await runSilk(["index", "status", "--data", data, "--watch"]);
+    expect(lines(watched.stdout)).toEqual([expect.objectContaining({ index: "Doc.n", state: "active", entities: 20 })]);
   }, 60_000);
 });
