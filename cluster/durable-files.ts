@@ -70,7 +70,7 @@ export function withFileLock<T>(lockPath: string, waitMs: number, change: () => 
     const giveUpAt = performance.now() + waitMs;
     while (!tryLock(fd)) {
       if (performance.now() >= giveUpAt) {
-        throw new SilkError("storage_error", `another process has held ${lockPath} for over ${waitMs} ms; wait for it to finish and retry, or stop it if it is stuck`);
+        throw new SilkError("lock_timeout", `another process has held ${lockPath} for over ${waitMs} ms; wait for it to finish and retry, or stop it if it is stuck`);
       }
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, FILE_LOCK_RETRY_MS);
     }

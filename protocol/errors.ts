@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   invalid_option: { status: 400, kind: "user", doc: "An option given to open() or the CLI is unknown or not allowed in this mode (gateway headers, routing options)." },
   closed: { status: 503, kind: "user", doc: "The database handle was closed." },
   transaction_conflict: { status: 409, kind: "user", doc: "Another transaction holds a record this one writes; retry." },
+  lock_timeout: { status: 503, kind: "io", doc: "Another process held a lock file (the hosted gateway's keys.json lock, for `silk keys`) for longer than the command waits; nothing changed. Retry when it has finished, or stop it if it is stuck." },
   // Import.
   import_bad_row: { status: 400, kind: "user", doc: "An import row is malformed; the message gives file and line. Nothing of the failing batch was written." },
   // HTTP gateway.

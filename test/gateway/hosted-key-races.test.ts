@@ -71,7 +71,9 @@ describe.concurrent("silk keys commands run at once", () => {
     const before = readFileSync(keysPath(data), "utf8");
     const holder = await holdLock(keysLockPath(data), LOCK_HOLD_MS);
     // A short wait gives up with the lock's path and what to do, and changes nothing.
-    expect(() => withFileLock(keysLockPath(data), 1, () => "changed")).toThrow(`another process has held ${keysLockPath(data)} for over 1 ms; wait for it to finish and retry`);
+    expect(() => withFileLock(keysLockPath(data), 1, () => "changed")).toThrow(
+      expect.objectContaining({ code: "lock_timeout", message: expect.stringContaining(`another process has held ${keysLockPath(data)} for over 1 ms; wait for it to finish and retry`) }),
+    );
     expect(readFileSync(keysPath(data), "utf8")).toBe(before);
     // A command waits until the holder lets go (it exits LOCK_HOLD_MS after taking the lock), then makes its change.
     const revoked = revokeKey(data, record.id, Date.now());
