@@ -9,6 +9,7 @@
  * replicated one on a NATS KV bucket (cluster/kv-decision-log.ts).
  */
 import { open, type Database, type RootDatabase } from "lmdb";
+import { READER_CHECK_INTERVAL_MS } from "../node/partition-store.js";
 import { storageFailure } from "../node/storage-errors.js";
 
 export type Outcome = "commit" | "abort";
@@ -33,9 +34,18 @@ export class LmdbDecisionLog implements DecisionStore {
   private readonly root: RootDatabase;
   private readonly decisions: Database<Decision | { participants: number[] }, string>;
 
-  constructor(private readonly path: string, options: { readOnly: boolean; noSync: boolean }) {
+  private readonly clockMs: () => number;
+  private readerCheckedAtMs: number;
+
+  constructor(
+    private readonly path: string,
+    options: { readonly readOnly: boolean; readonly noSync: boolean; readonly clockMs?: () => number },
+  ) {
     this.root = open({ path, readOnly: options.readOnly, noSync: options.noSync, maxDbs: 4 });
     this.decisions = this.root.openDB({ name: "decisions" });
+    this.clockMs = options.clockMs ?? (() => performance.now());
+    // lmdb-js has just run the check in open(): the next one is due an interval from now.
+    this.readerCheckedAtMs = this.clockMs();
   }
 
   async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
@@ -47,8 +57,16 @@ export class LmdbDecisionLog implements DecisionStore {
     });
   }
 
-  /** One write transaction; a failure of the disk under it becomes `storage_error` (node/storage-errors.ts). */
+  /**
+   * One write transaction; a failure of the disk under it becomes `storage_error` (node/storage-errors.ts). As the
+   * partitions' writers do (node/partition-store.ts), it first frees the reader slots of processes that died inside a
+   * read, at most once per READER_CHECK_INTERVAL_MS, so such a reader cannot pin this file's pages for ever.
+   */
   private write<T>(body: () => T): T {
+    if (this.clockMs() - this.readerCheckedAtMs >= READER_CHECK_INTERVAL_MS) {
+      this.readerCheckedAtMs = this.clockMs();
+      this.root.readerCheck();
+    }
     try {
       return this.root.transactionSync(body);
     } catch (cause) {
