@@ -45,6 +45,27 @@ describe("open() options", () => {
     expect(readdirSync(directory)).toEqual([]);
   });
 
+  it("refuses a writer without a schema on a database that has one, and keeps its indexes", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "silk-open-options-"));
+    directories.push(directory);
+    const schema = "N::User { UNIQUE INDEX handle: String }\nQUERY Add(h: String) => u <- AddN<User>({handle: h}) RETURN u";
+    let db = await open({ storage: { disk: directory }, schema });
+    await db.query("Add", { h: "ann" });
+    await db.close();
+    await expect(open({ storage: { disk: directory } })).rejects.toMatchObject({ code: "invalid_option", message: expect.stringContaining("holds a database with a schema (version 1)") });
+    // The refused open dropped nothing: the index is still built (a dropped one would be constructing again).
+    db = await open({ storage: { disk: directory }, schema });
+    expect(db.indexes()).toEqual([expect.objectContaining({ name: "User.handle", unique: true, state: "active" })]);
+    await expect(db.query("Add", { h: "ann" })).rejects.toMatchObject({ code: "unique_violation" });
+    await db.close();
+    // A schemaless database takes a writer without a schema, and one with a schema later.
+    const schemaless = mkdtempSync(join(tmpdir(), "silk-open-options-"));
+    directories.push(schemaless);
+    await (await open({ storage: { disk: schemaless } })).close();
+    await (await open({ storage: { disk: schemaless } })).close();
+    await (await open({ storage: { disk: schemaless }, schema })).close();
+  });
+
   it("takes each accepted schema form", async () => {
     for (const schema of ["N::A { name: String }", { file: "a.hx", text: "N::A { name: String }" }, [{ file: "a.hx", text: "N::A { name: String }" }, { file: "b.hx", text: "N::B { n: I32 }" }]]) {
       const db = await open({ storage: "memory", schema });
