@@ -74,6 +74,11 @@ export class SnapshotReader implements BaseReader {
     return this.snapshot.allIds(kind);
   }
 
+  scanIds(kind: RecordKind, label?: string): Iterable<bigint> | undefined {
+    if (!this.snapshot.keptAcrossAwaits || (kind === "edge" && label !== undefined)) return undefined;
+    return kind === "edge" ? this.snapshot.idKeys(kind, undefined) : this.snapshot.idKeys(kind, label);
+  }
+
   indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined {
     return this.snapshot.indexIds(kind, label, field, ranges);
   }

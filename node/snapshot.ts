@@ -44,14 +44,15 @@ export class Snapshot {
 
   constructor(
     private readonly root: RootDatabase,
-    held: boolean,
+    /** Whether the snapshot took its read transaction at once and keeps it: reads may then await in between. */
+    readonly keptAcrossAwaits: boolean,
     private readonly records: Record<RecordKind, Database<Buffer, Buffer>>,
     private readonly vectorProps: Database<Buffer, Buffer>,
     private readonly adjacencyDbs: Record<Direction, Database<Buffer, Buffer>>,
     private readonly labels: Database<Buffer, Buffer>,
     private readonly indexes: IndexCatalog,
   ) {
-    if (held) this.held();
+    if (keptAcrossAwaits) this.held();
   }
 
   /** The snapshot's read transaction, taken on first need by a synchronous snapshot (the one its reads already use). */
@@ -163,6 +164,21 @@ export class Snapshot {
       if (labelEnd - 8 === wanted.length && wanted.equals(key.subarray(8, labelEnd))) ids.push(adjacencyKeyEdge(key));
     }
     return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /**
+   * The IDs of one kind (and node or vector label, when given) in ID order, as the keys are read: a caller over a
+   * snapshot kept across awaits may pause between them (TxnView paces long scans so). Edges of a label are not
+   * offered: their scan of the adjacency keys ends in a sort.
+   */
+  idKeys(kind: "node" | "vector", label: string | undefined): Generator<bigint>;
+  idKeys(kind: "edge", label: undefined): Generator<bigint>;
+  *idKeys(kind: RecordKind, label: string | undefined): Generator<bigint> {
+    if (label === undefined) {
+      for (const key of this.records[kind].getKeys({ transaction: this.transaction })) yield readId(key);
+      return;
+    }
+    for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) yield readId(key, key.length - 8);
   }
 
   /** Every ID of one kind, in ID order. */

@@ -46,6 +46,12 @@ export interface BaseReader {
   idsOfLabel(kind: RecordKind, label: string): MaybePromise<bigint[]>;
   allIds(kind: RecordKind): MaybePromise<bigint[]>;
   /**
+   * The IDs `idsOfLabel` (with a label) or `allIds` (without) answers, in the same order, as they are read, so that
+   * the caller may pause between them; undefined where the reader cannot be paused (a snapshot that must not await,
+   * the partitions of a cluster), and then the caller takes the whole list.
+   */
+  scanIds?(kind: RecordKind, label?: string): Iterable<bigint> | undefined;
+  /**
    * Records of a label whose field lies in any of the ranges, ascending, through an active secondary index; undefined
    * when the field has no active index (on some partition), so the caller scans instead.
    */
@@ -206,7 +212,9 @@ export class TxnView {
   }
 
   async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
-    return this.mergeCreated(await this.base.idsOfLabel(kind, label), this.writeState?.createdByLabel.get(`${kind}:${label}`) ?? []);
+    const scan = this.base.scanIds?.(kind, label);
+    const base = scan === undefined ? await this.base.idsOfLabel(kind, label) : await this.paced(scan);
+    return this.mergeCreated(base, this.writeState?.createdByLabel.get(`${kind}:${label}`) ?? []);
   }
 
   async allIds(kind: RecordKind): Promise<bigint[]> {
@@ -215,7 +223,22 @@ export class TxnView {
       const record = this.changed.get(id);
       if (record && record.kind === kind) created.push(id);
     }
-    return this.mergeCreated(await this.base.allIds(kind), created);
+    const scan = this.base.scanIds?.(kind);
+    return this.mergeCreated(scan === undefined ? await this.base.allIds(kind) : await this.paced(scan), created);
+  }
+
+  /**
+   * A scan's IDs, letting other requests run whenever the invocation's slice is spent (the deadline reads its clock
+   * once every DEADLINE_CHECK_INTERVAL_ELEMENTS keys): a label or the whole store of a large partition is otherwise
+   * one uninterrupted read on the event loop.
+   */
+  private async paced(scan: Iterable<bigint>): Promise<bigint[]> {
+    const ids: bigint[] = [];
+    for (const id of scan) {
+      ids.push(id);
+      if (this.deadline.tick()) await this.deadline.pause();
+    }
+    return ids;
   }
 
   /**
