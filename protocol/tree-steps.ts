@@ -104,7 +104,7 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
       return { op: "drop_edge_by_id", input: optionalInput(), edges: decoders.ref(object.edges, `${at}.edges`) };
     case "rerank_rrf":
       only("input", "k");
-      return { op: "rerank_rrf", input: input(), k: object.k === undefined || object.k === null ? undefined : positiveInput(object.k, `${at}.k`, d) };
+      return { op: "rerank_rrf", input: input(), k: object.k === undefined || object.k === null ? undefined : positiveNumberInput(object.k, `${at}.k`, d) };
     case "rerank_mmr": {
       only("input", "lambda", "distance");
       const distance = object.distance === undefined || object.distance === null ? "cosine" : stringAt(object.distance, `${at}.distance`);
@@ -158,6 +158,19 @@ function isNumberVector(value: unknown): boolean {
  * `{"expr": ..}` form is a mutation value already). A literal must be a whole number of at least 1 (a parameter is
  * checked when it runs).
  */
+/** RRF's k: any finite number greater than 0 (HelixDB's grammar takes `k: 30.0`); the rank adds to it. */
+function positiveNumberInput(value: Json, path: string, d: Decoding): Input {
+  const positive = (n: unknown): boolean => (typeof n === "number" && Number.isFinite(n) && n > 0) || (typeof n === "bigint" && n >= 1n);
+  const [tag, body] = tagged(value, path);
+  if (tag === "literal") {
+    if (positive(body)) return { kind: "value", value: body as number | bigint };
+    throw fault(`${path}.literal`, "expected a number greater than 0");
+  }
+  const input = d.decoders.input(value, path);
+  if (input.kind !== "value" || positive(input.value)) return input;
+  throw fault(`${path}.value`, "expected a number greater than 0");
+}
+
 function positiveInput(value: Json, path: string, d: Decoding): Input {
   const [tag, body] = tagged(value, path);
   if (tag === "literal") {

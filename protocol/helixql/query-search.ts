@@ -161,13 +161,25 @@ function textInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
   return text.input;
 }
 
-/** k of a search or of RerankRRF: a number (a literal is checked to be a whole number of at least 1). */
+/** k of a search: a number (a literal is checked to be a whole number of at least 1). */
 function countInput(scope: CompilerScope, arg: ExprAst, what: string): Json | undefined {
   const value = compileInput(scope, arg, undefined);
   if (value === undefined) return undefined;
   const literal = arg.kind === "literal" && arg.literal.kind === "number" ? arg.literal.text : undefined;
   if (!["number", "any"].includes(familyOf(value.type)) || (literal !== undefined && !/^[1-9][0-9]*$/.test(literal))) {
     scope.report("invalid_type", locOf(arg), `${what} is a whole number of at least 1, not ${literal ?? describeValueType(value.type)}`);
+    return undefined;
+  }
+  return value.input;
+}
+
+/** RerankRRF's k: a number (a literal is checked to be greater than 0; `k: 30.0` as HelixDB's grammar takes it). */
+function rrfKInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
+  const value = compileInput(scope, arg, undefined);
+  if (value === undefined) return undefined;
+  const literal = arg.kind === "literal" && arg.literal.kind === "number" ? arg.literal.text : undefined;
+  if (!["number", "any"].includes(familyOf(value.type)) || (literal !== undefined && !(Number(literal) > 0))) {
+    scope.report("invalid_type", locOf(arg), `RerankRRF's k is a number greater than 0, not ${literal ?? describeValueType(value.type)}`);
     return undefined;
   }
   return value.input;
@@ -204,7 +216,7 @@ export function compileRerank(scope: CompilerScope, current: Compiled, call: Cal
   if (named === undefined) return undefined;
   if (rrf) {
     const k = named.get("k");
-    const input = k === undefined ? undefined : countInput(scope, k.value, "RerankRRF's k");
+    const input = k === undefined ? undefined : rrfKInput(scope, k.value);
     if (k !== undefined && input === undefined) return undefined;
     return { tree: { rerank_rrf: { input: current.tree, ...(input === undefined ? {} : { k: input }) } }, type: current.type };
   }

@@ -138,6 +138,8 @@ describe("RerankRRF and RerankMMR", () => {
       rerank_rrf: { input: { vector_search_vectors: { label: "Open", query: { expr: { param: "v" } }, k: { value: { i64: 5 } } } } },
     });
     expect(root("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5)::RerankRRF(k: 30) RETURN r")).toMatchObject({ rerank_rrf: { k: { value: { i64: 30 } } } });
+    // HelixDB's grammar takes any number for RRF's constant k, `k: 30.0` as its docs write it.
+    expect(root("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5)::RerankRRF(k: 30.5) RETURN r")).toMatchObject({ rerank_rrf: { k: { value: { f64: 30.5 } } } });
     expect(root("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5)::RerankMMR(lambda: 0.7) RETURN r")).toMatchObject({
       rerank_mmr: { lambda: { value: { f64: 0.7 } }, distance: "cosine" },
     });

@@ -125,6 +125,7 @@ describe("rerank_rrf and rerank_mmr", () => {
     expect(decodeRoot({ rerank_rrf: { input: search } })).toMatchObject({ op: "rerank_rrf", input: { op: "vector_search" } });
     expect((decodeRoot({ rerank_rrf: { input: search } }) as { k?: unknown }).k).toBeUndefined();
     expect(decodeRoot({ rerank_rrf: { input: search, k: { value: { i64: 60 } } } })).toMatchObject({ k: { kind: "value", value: 60 } });
+    expect(decodeRoot({ rerank_rrf: { input: search, k: { value: { f64: 2.5 } } } })).toMatchObject({ k: { kind: "value", value: 2.5 } });
     expect(decodeRoot({ rerank_mmr: { input: search, lambda: { value: { f64: 0.7 } } } })).toMatchObject({
       op: "rerank_mmr", lambda: { kind: "value", value: 0.7 }, distance: "cosine",
     });
@@ -136,6 +137,7 @@ describe("rerank_rrf and rerank_mmr", () => {
   it("refuses malformed shapes, naming the path", () => {
     expectFault(read({ rerank_rrf: {} }), `${ROOT}.rerank_rrf.input`);
     expectFault(read({ rerank_rrf: { input: search, k: { value: { i64: 0 } } } }), `${ROOT}.rerank_rrf.k.value`);
+    expectFault(read({ rerank_rrf: { input: search, k: { value: { f64: -0.5 } } } }), `${ROOT}.rerank_rrf.k.value`);
     expectFault(read({ rerank_rrf: { input: search, lambda: K } }), `${ROOT}.rerank_rrf.lambda`);
     expectFault(read({ rerank_mmr: { input: search } }), `${ROOT}.rerank_mmr.lambda`);
     expectFault(read({ rerank_mmr: { input: search, lambda: { value: { f64: 1.5 } } } }), `${ROOT}.rerank_mmr.lambda.value`);
