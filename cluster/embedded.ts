@@ -447,9 +447,7 @@ export class Database {
    * (`unsupported_operation`): explaining runs the query, and would write.
    */
   async explainQuery(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<readonly ExplainStep[]> {
-    if (this.closed) throw new SilkError("closed", "this database handle was closed");
-    const query = this.queryByName.get(name);
-    if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+    const query = this.projectQuery(name);
     if (query.requestType === "write") throw new SilkError("unsupported_operation", `${name} writes: explainQuery runs the query, so it explains read queries only`);
     const bound = bindParameters(query, parameters);
     if (query.tree === undefined) return [];
@@ -461,15 +459,21 @@ export class Database {
     }
   }
 
+  /** The project's QUERY `name` on an open handle (`closed`, `query_not_found` otherwise). */
+  private projectQuery(name: string): CompiledQuery {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    const query = this.queryByName.get(name);
+    if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+    return query;
+  }
+
   /**
    * Checks, binds, runs and renders one call. Not an async function: a query's cost is a few microseconds, and each
    * async layer adds a promise and its turns; every failure still arrives as a rejection.
    */
   private runQuery<T>(name: string, parameters: Readonly<Record<string, unknown>>, render: (output: CompiledQuery["output"], result: QueryResult) => T): Promise<T> {
     try {
-      if (this.closed) throw new SilkError("closed", "this database handle was closed");
-      const query = this.queryByName.get(name);
-      if (query === undefined) throw new SilkError("query_not_found", `no QUERY named ${JSON.stringify(name)} is defined in the project's .hx files`);
+      const query = this.projectQuery(name);
       // Refused before its parameters are looked at: no parameters could make it run here.
       if (query.requestType === "write" && this.mode === "readonly") throw new SilkError("read_only", `${name} writes, and this database was opened read-only`);
       const bound = bindParameters(query, parameters);

@@ -60,13 +60,14 @@ export function migratePartition(store: PartitionStore, history: SchemaHistory, 
 /** Rewrites every record the migration's items name. */
 function rewrite(store: PartitionStore, migration: CompiledMigration, now: Date, chunkRecords: number, write: (batch: Uint8Array) => void): void {
   for (const item of migration.items) {
+    const type = `${{ node: "N", edge: "E", vector: "V" }[item.kind]}::${item.from}`;
+    const step = `(MIGRATION schema::${migration.from} => schema::${migration.to})`;
     let after: bigint | undefined;
     for (;;) {
       const chunk = store.labelRecords(item.kind, item.from, after, chunkRecords);
       const mutations: Mutation[] = [];
       for (const record of chunk.records) {
-        const where = `${{ node: "N", edge: "E", vector: "V" }[item.kind]}::${item.from} ${record.id} (MIGRATION schema::${migration.from} => schema::${migration.to})`;
-        const migrated = { ...record, label: item.to, props: migrateProperties(item, record.props, now, where) } as StoredRecord;
+        const migrated = { ...record, label: item.to, props: migrateProperties(item, record.props, now, `${type} ${record.id} ${step}`) } as StoredRecord;
         // A renamed type's record leaves its old label (the label index keys the label) before it is put again.
         if (item.to !== item.from) mutations.push({ op: "delete_record", record });
         mutations.push({ op: "put_record", record: migrated });

@@ -19,7 +19,7 @@ import type { RecordKind } from "../records.js";
 import type { FieldDecl, FieldType, Schema, SchemaSource } from "../schema.js";
 import { SilkError } from "../errors.js";
 import type { Properties, Value } from "../values.js";
-import type { LiteralAst, MigrationAst, MigrationFieldAst, SourceFileAst, SourceLocation, TypeAst, TypeDeclAst, VersionAst } from "./ast.js";
+import type { MigrationAst, MigrationFieldAst, SourceFileAst, SourceLocation, TypeAst, TypeDeclAst, VersionAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
 import { convertDefault, type Reporter } from "./field-rules.js";
 import { coerceScalar, isIntegerTypeName } from "./scalars.js";
@@ -327,7 +327,7 @@ function fieldMoves(
     targets.add(name);
     const value = field.value;
     if (value.kind === "literal") {
-      const converted = literalValue(declared, value.literal, fault);
+      const converted = convertDefault(declared.type, value.literal, `field ${declared.name}`, fault);
       if (converted !== undefined) moves.push(converted.kind === "now" ? { kind: "now", target: name } : { kind: "value", target: name, value: converted.value });
       continue;
     }
@@ -375,10 +375,6 @@ function fieldMoves(
     }
   }
   return ok ? moves : undefined;
-}
-
-function literalValue(field: FieldDecl, literal: LiteralAst, report: Reporter): FieldDecl["default"] {
-  return convertDefault(field.type, literal, `field ${field.name}`, report);
 }
 
 function sameType(a: FieldType, b: FieldType): boolean {
