@@ -129,7 +129,8 @@ async function runEntries(
 
 /**
  * Runs a body once per element of an array parameter. With `as`, the element (any JSON value) is bound as that one
- * parameter; without, each element must be an object whose fields become parameters.
+ * parameter; without, each element must be an object whose fields become parameters. Over a variable (`source`
+ * "var"), each of its records is bound in turn as the one-record variable `as`, which is gone after the loop.
  */
 async function runForEach(
   entry: Extract<Entry, { kind: "for_each" }>,
@@ -137,8 +138,23 @@ async function runForEach(
   variables: Map<string, Stream>,
   parameters: Readonly<Record<string, unknown>>,
 ): Promise<void> {
-  const rows = lookupParameter(entry.param, parameters, "for_each");
-  if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must be an array`);
+  if (entry.source === "var") {
+    const as = entry.as as string; // the decoder requires it with var
+    const stream = variables.get(entry.over);
+    if (stream === undefined) throw new SilkError("unknown_variable", `for_each: no earlier entry defines ${JSON.stringify(entry.over)}`);
+    const elements = elementsOf(stream, "for_each");
+    const shadowed = variables.get(as);
+    for (const element of elements) {
+      if (context.deadline.checkSlice()) await context.deadline.pause();
+      variables.set(as, { kind: "elements", items: [element] });
+      await runEntries(entry.body, context, variables, parameters, true);
+    }
+    if (shadowed === undefined) variables.delete(as);
+    else variables.set(as, shadowed);
+    return;
+  }
+  const rows = lookupParameter(entry.over, parameters, "for_each");
+  if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must be an array`);
   for (const row of rows) {
     if (context.deadline.checkSlice()) await context.deadline.pause();
     if (entry.as !== undefined) {
@@ -146,7 +162,7 @@ async function runForEach(
       continue;
     }
     if (typeof row !== "object" || row === null || Array.isArray(row)) {
-      throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.param)} must hold objects (or name them with "as")`);
+      throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must hold objects (or name them with "as")`);
     }
     await runEntries(entry.body, context, variables, { ...parameters, ...row }, true);
   }

@@ -41,8 +41,12 @@ export interface Plan {
 
 export type Entry =
   | { readonly kind: "query"; readonly name?: string; readonly root: Step; readonly condition?: Condition }
-  /** `as` binds each array element as one parameter; without it each element is an object whose fields become parameters. */
-  | { readonly kind: "for_each"; readonly param: string; readonly as?: string; readonly body: readonly Entry[] }
+  /**
+   * Runs `body` once per element of `over`. Source "param": an array parameter; `as` binds each element as one
+   * parameter, and without it each element is an object whose fields become parameters. Source "var": an earlier
+   * entry's records, each bound in turn as the one-record variable `as`.
+   */
+  | { readonly kind: "for_each"; readonly over: string; readonly source: "param" | "var"; readonly as?: string; readonly body: readonly Entry[] }
   /** An index operation: run by the coordinator, never by the executor (a batch holding one holds only those). */
   | { readonly kind: "index_operation"; readonly name?: string; readonly operation: IndexOperation };
 
@@ -957,11 +961,16 @@ function decodeEntry(value: Json, path: string): Entry {
     };
   }
   if (tag === "for_each") {
-    allowOnly(object, ["param", "as", "body"], at);
+    allowOnly(object, ["param", "var", "as", "body"], at);
+    const source = object.var === undefined || object.var === null ? "param" : "var";
+    if (source === "var" && object.param !== undefined && object.param !== null) throw fault(at, "for_each takes param or var, not both");
+    const as = object.as === undefined || object.as === null ? undefined : stringAt(object.as, `${at}.as`);
+    if (source === "var" && as === undefined) throw fault(at, "for_each over var names each record with as");
     return {
       kind: "for_each",
-      param: stringAt(object.param, `${at}.param`),
-      as: object.as === undefined || object.as === null ? undefined : stringAt(object.as, `${at}.as`),
+      over: source === "var" ? stringAt(object.var, `${at}.var`) : stringAt(object.param, `${at}.param`),
+      source,
+      as,
       body: arrayAt(object.body, `${at}.body`).map((item, i) => decodeEntry(item, `${at}.body[${i}]`)),
     };
   }

@@ -46,7 +46,7 @@ class QueryCompiler implements CompilerScope {
   private readonly parameters = new Map<string, QueryParameter>();
   private readonly variables = new Map<string, Variable>();
   /** FOR loops, innermost last: their bindings, and the variables their bodies assign. */
-  private readonly loops: { readonly bindings: Map<string, ValueType>; readonly assigned: string[] }[] = [];
+  private readonly loops: { readonly bindings: Map<string, Binding>; readonly assigned: string[] }[] = [];
   /** Entries made for RETURN items that are traversals; they run after the body. */
   private readonly pendingHidden: Json[] = [];
   private writes = false;
@@ -71,8 +71,8 @@ class QueryCompiler implements CompilerScope {
 
   lookup(name: string): Binding | undefined {
     for (let i = this.loops.length - 1; i >= 0; i--) {
-      const type = this.loops[i].bindings.get(name);
-      if (type !== undefined) return { kind: "param", type };
+      const binding = this.loops[i].bindings.get(name);
+      if (binding !== undefined) return binding;
     }
     const parameter = this.parameters.get(name);
     if (parameter !== undefined) return { kind: "param", type: fieldValue(parameter.type), optional: parameter.optional };
@@ -209,38 +209,56 @@ class QueryCompiler implements CompilerScope {
     return this.chain(expr, undefined);
   }
 
+  /**
+   * FOR over an array parameter (or an array an outer FOR bound) binds each element as a parameter; FOR over a
+   * variable holding records binds each record in turn as a one-record variable. A loop name may shadow a parameter
+   * or an outer loop's name (as HelixDB's scopes do), not a variable.
+   */
   private loop(statement: Extract<StatementAst, { kind: "for" }>): Json | undefined {
     const source = statement.source;
     const name = source.kind === "chain" && source.steps.length === 0 && isBareName(source.start) ? source.start.name.text : undefined;
     const binding = name === undefined || name.includes(".") ? undefined : this.lookup(name);
-    if (name === undefined || binding?.kind !== "param") {
-      this.report("query_invalid", locOf(source), "FOR loops over an array parameter (or an array bound by an outer FOR)");
+    if (name === undefined || binding === undefined || (binding.kind === "var" && binding.type.kind !== "records")) {
+      this.report("query_invalid", locOf(source), "FOR loops over an array parameter, an array bound by an outer FOR, or a variable holding records");
       return undefined;
     }
-    const element = elementOf(binding.type);
-    if (element === undefined) {
-      this.report("invalid_type", locOf(source), `FOR loops over an array; ${name} is ${describeValueType(binding.type)}`);
-      return undefined;
-    }
-    const names = new Map<string, ValueType>();
-    const bind = (text: string, loc: SourceLocation, type: ValueType): void => {
-      if (RESERVED_NAMES.has(text) || this.lookup(text) !== undefined || names.has(text)) {
+    const names = new Map<string, Binding>();
+    const bind = (text: string, loc: SourceLocation, bound: Binding): void => {
+      if (RESERVED_NAMES.has(text) || this.variables.has(text) || names.has(text)) {
         this.report("query_invalid", loc, `${text} is already defined; name the loop variable something else`);
-      } else names.set(text, type);
+      } else names.set(text, bound);
     };
-    if (statement.binding.kind === "name") bind(statement.binding.name.text, statement.binding.name.loc, element);
-    else {
-      const fields = element.t === "field" && element.type.kind === "object" ? element.type.fields : undefined;
-      if (fields === undefined && element.t !== "any") {
-        this.report("invalid_type", statement.binding.loc, `FOR {..} takes apart objects; ${name} holds ${describeValueType(element)}`);
+    let over: Record<string, Json>;
+    if (binding.kind === "var") {
+      if (binding.type.kind !== "records") return undefined; // refused above
+      if (statement.binding.kind !== "name") {
+        this.report("query_invalid", statement.binding.loc, `FOR {..} takes apart objects; ${name} holds records: name each one (FOR r IN ${name}) and read r::{field}`);
         return undefined;
       }
-      for (const field of statement.binding.names) {
-        const decl = fields?.get(field.text);
-        // Bound even when it is not a field, so that its uses in the body do not echo the error.
-        if (fields !== undefined && decl === undefined) this.report("invalid_field", field.loc, `the elements of ${name} have no field ${field.text}`);
-        bind(field.text, field.loc, decl === undefined ? { t: "any" } : fieldValue(decl.type));
+      const loopName = statement.binding.name.text;
+      bind(loopName, statement.binding.name.loc, { kind: "var", type: { ...binding.type, one: true }, tree: loopName });
+      over = { var: binding.tree, as: loopName };
+    } else {
+      const element = elementOf(binding.type);
+      if (element === undefined) {
+        this.report("invalid_type", locOf(source), `FOR loops over an array; ${name} is ${describeValueType(binding.type)}`);
+        return undefined;
       }
+      if (statement.binding.kind === "name") bind(statement.binding.name.text, statement.binding.name.loc, { kind: "param", type: element });
+      else {
+        const fields = element.t === "field" && element.type.kind === "object" ? element.type.fields : undefined;
+        if (fields === undefined && element.t !== "any") {
+          this.report("invalid_type", statement.binding.loc, `FOR {..} takes apart objects; ${name} holds ${describeValueType(element)}`);
+          return undefined;
+        }
+        for (const field of statement.binding.names) {
+          const decl = fields?.get(field.text);
+          // Bound even when it is not a field, so that its uses in the body do not echo the error.
+          if (fields !== undefined && decl === undefined) this.report("invalid_field", field.loc, `the elements of ${name} have no field ${field.text}`);
+          bind(field.text, field.loc, { kind: "param", type: decl === undefined ? { t: "any" } : fieldValue(decl.type) });
+        }
+      }
+      over = statement.binding.kind === "name" ? { param: name, as: statement.binding.name.text } : { param: name };
     }
     const loop = { bindings: names, assigned: [] as string[] };
     this.loops.push(loop);
@@ -252,8 +270,7 @@ class QueryCompiler implements CompilerScope {
       if (variable !== undefined) this.variables.set(assigned, { type: many(variable.type), tree: assigned });
     }
     if (body === undefined) return undefined;
-    const as = statement.binding.kind === "name" ? { as: statement.binding.name.text } : {};
-    return { for_each: { param: name, ...as, body } };
+    return { for_each: { ...over, body } };
   }
 
   private returns(decl: QueryDeclAst): { entries: string[]; output: QueryOutput } | undefined {

@@ -247,6 +247,35 @@ describe.each(CHEAP_BACKENDS)("expressions on $name", (backend) => {
     });
   });
 
+  describe("for_each over var", () => {
+    it("binds each record of an earlier entry as a one-record variable, gone after the loop", async () => {
+      const result = await t.run({
+        request_type: "write",
+        query: {
+          write: {
+            entries: [
+              entry("tags", addN("Tag", { name: "t" })),
+              entry("more", addN("Tag", { name: "u" })),
+              entry("all", nodesOf("Tag")),
+              { for_each: { var: "all", as: "tag", body: [entry("each", nodesVar("tag"))] } },
+            ],
+            returns: ["each"],
+          },
+        },
+      });
+      expect(pluck(result.each, "name")).toEqual(["t", "u"]);
+      const after = write([{ for_each: { var: "none", as: "x", body: [] } }], []);
+      await refused(after, "unknown_variable");
+      await refused(write([entry("all", nodesOf("Tag")), { for_each: { var: "all", as: "tag", body: [] } }, entry("again", nodesVar("tag"))], ["again"]), "unknown_variable");
+    });
+
+    it("needs as, takes param or var but not both, and refuses a stream of values", async () => {
+      await refused(write([entry("all", nodesOf("Tag")), { for_each: { var: "all", body: [] } }], []), "malformed_tree");
+      await refused(write([{ for_each: { var: "all", param: "rows", as: "x", body: [] } }], []), "malformed_tree");
+      await refused(write([entry("names", values(nodesOf("Tag"), "name")), { for_each: { var: "names", as: "x", body: [] } }], []), "malformed_tree");
+    });
+  });
+
   describe("project all and exclude", () => {
     it("all starts each row as the whole record; projections add or overwrite", async () => {
       const rows = await get(projectRaw(nodes(ref.ids(s.alice)), [exprProjection("age", { add: { left: { property: "age" }, right: num(1) } }), exprProjection("extra", num(7))], { all: true }));
