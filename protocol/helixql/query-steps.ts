@@ -315,7 +315,8 @@ function endpoint_(scope: CompilerScope, call: CallAst, edgeLabel: string | unde
       }
       const decl = edgeLabel === undefined ? undefined : scope.schema.edges.get(edgeLabel);
       const expected = role === "From" ? decl?.from : decl?.to;
-      if (expected !== undefined && type.label !== undefined && expected !== type.label) {
+      // "" is an endpoint the declaration lacks, already reported where the schema is checked.
+      if (expected !== undefined && expected !== "" && type.label !== undefined && expected !== type.label) {
         scope.report("edge_endpoint_mismatch", arg.loc, `${edgeLabel}: ${role} must be a ${expected}, but ${arg.start.name.text} holds ${type.label}`);
         return undefined;
       }

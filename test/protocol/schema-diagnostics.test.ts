@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
+import { checkProject } from "../../protocol/helixql/query-check.js";
 import { checkSchema, formatDiagnostic, parseSchema, type Diagnostic, type SchemaSource } from "../../protocol/schema.js";
 
 function diagnose(text: string, file = "s.hx"): Diagnostic[] {
@@ -144,6 +145,12 @@ describe("schema_invalid diagnostics", () => {
       [1, 4, "E::E has no From: every edge type names its source type"],
       [1, 4, "E::E has no To: every edge type names its target type"],
     ]);
+    // A query using such an edge does not echo the missing endpoint as a mismatch with an empty type name.
+    const used = checkProject([
+      { file: "schema.hx", text: "N::A {}\nE::E { To: A }" },
+      { file: "queries.hx", text: "QUERY Q() => a <- AddN<A>({}) e <- AddE<E>::From(a)::To(a) RETURN e" },
+    ]);
+    expect(used.diagnostics.map((d) => d.message)).toEqual(["E::E has no From: every edge type names its source type"]);
     const repeated = only("N::A {}\nE::E { From: A, To: A, To: A }");
     expect(repeated.at).toEqual([2, 24, "schema_invalid"]);
     expect(repeated.message).toBe("E::E gives To more than once");
