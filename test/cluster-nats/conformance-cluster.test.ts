@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open, type Database } from "../../cluster/embedded.js";
 import { parseCaseFile, type Case } from "../conformance/case-file.js";
-import { answersOf, CASES_DIRECTORY, caseFiles, embeddedSession, httpSession, runCalls, runLoad, type Session } from "../conformance/runner.js";
+import { answersOf, CASES_DIRECTORY, caseFiles, checkWarnings, embeddedSession, httpSession, runCalls, runLoad, type Session } from "../conformance/runner.js";
 import { leftovers, startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";
 
 /** The files whose every case also runs on 2 partitions × 3 replicas, compared with a 2-partition embedded database. */
@@ -112,8 +112,14 @@ for (const file of caseFiles()) {
       }
       for (const [mode, over] of Object.entries(CLUSTER_MODES)) {
         it(`${title} [${mode}]`, async () => {
-          const start = async (): Promise<Session> => clusterSession(await startTestCluster(single!, { partitions: 1, replicas: 1, schema: schemaOf(testCase) }), over);
-          await withSession(start, (session) => runCalls(file, testCase, session, mode, false));
+          const cluster = await startTestCluster(single!, { partitions: 1, replicas: 1, schema: schemaOf(testCase) });
+          await withSession(
+            () => clusterSession(cluster, over),
+            async (session) => {
+              checkWarnings(file, testCase, cluster.database);
+              await runCalls(file, testCase, session, mode, false);
+            },
+          );
         }, CASE_TIMEOUT_MS);
       }
       if (!REPLICATED_FILES.has(file)) continue;
