@@ -7,6 +7,7 @@ import { SilkError } from "../protocol/errors.js";
 import type { Expr, Order, Step } from "../protocol/tree.js";
 import { compareValues, type Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
+import { pacedSort } from "./paced-sort.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { propertyJson } from "./projection.js";
 import { concatStreams, elements, elementsOf, loaded, recordToJson, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
@@ -94,7 +95,7 @@ async function ordered(items: Element[], orderings: readonly (readonly [Expr, Or
     for (const [by] of orderings) keys.push(await evaluateExpr(by, element, scope));
     keyed.push({ element, keys });
   }
-  keyed.sort((a, b) => {
+  const sorted = await pacedSort(keyed, (a, b) => {
     for (let i = 0; i < orderings.length; i += 1) {
       const [left, right] = [a.keys[i], b.keys[i]];
       const leftMissing = left === undefined || left === null;
@@ -107,8 +108,8 @@ async function ordered(items: Element[], orderings: readonly (readonly [Expr, Or
       if (order !== 0) return order;
     }
     return 0;
-  });
-  return keyed.map((item) => item.element);
+  }, scope.context.deadline);
+  return sorted.map((item) => item.element);
 }
 
 type NamedStep = Extract<Step, { op: "inject" | "as" | "store" | "select" }>;

@@ -1,0 +1,53 @@
+/**
+ * order_by sorts a large stream in runs and merges them, pausing when the slice is spent (issue 20: a sort of a
+ * million records was one synchronous call of about a second, during which no other request ran). The answer is
+ * Array.prototype.sort's, stable, and a deadline that passes mid-sort fails it with query_timeout.
+ */
+import { describe, expect, it } from "vitest";
+import { Deadline } from "../../node/deadline.js";
+import { pacedSort, SORT_RUN_ELEMENTS } from "../../node/paced-sort.js";
+import { SilkError } from "../../protocol/errors.js";
+
+/** A clock that moves one millisecond per reading: a slice is spent after a few readings. */
+function tickingClock(): () => number {
+  let now = 0;
+  return () => (now += 1);
+}
+
+/** Pseudo-random keys with many ties, each tagged with its position so stability can be checked. */
+function items(count: number, distinct: number): { key: number; at: number }[] {
+  let state = 12_345;
+  return Array.from({ length: count }, (_, at) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return { key: state % distinct, at };
+  });
+}
+
+const byKey = (a: { key: number }, b: { key: number }): number => a.key - b.key;
+
+describe("pacedSort", () => {
+  it("answers what a stable Array.prototype.sort answers, for sizes around the run length and far beyond", async () => {
+    for (const count of [0, 1, SORT_RUN_ELEMENTS, SORT_RUN_ELEMENTS + 1, 3 * SORT_RUN_ELEMENTS + 17, 40_000]) {
+      const input = items(count, 97);
+      const expected = [...input].sort(byKey);
+      const sorted = await pacedSort([...input], byKey, Deadline.none(() => 0));
+      expect(sorted.map((item) => item.at)).toEqual(expected.map((item) => item.at));
+    }
+  });
+
+  it("lets the event loop run while it sorts a large array", async () => {
+    let finished = false;
+    let ranWhileSorting = false;
+    setImmediate(() => (ranWhileSorting = !finished));
+    const sorted = await pacedSort(items(100_000, 1_000), byKey, Deadline.none(tickingClock()));
+    finished = true;
+    expect(ranWhileSorting).toBe(true);
+    expect(sorted.every((item, i) => i === 0 || sorted[i - 1].key <= item.key)).toBe(true);
+  });
+
+  it("fails with query_timeout once the deadline passes mid-sort", async () => {
+    const error = await pacedSort(items(100_000, 1_000), byKey, Deadline.after(50, tickingClock())).catch((cause: unknown) => cause);
+    expect(error).toBeInstanceOf(SilkError);
+    expect((error as SilkError).code).toBe("query_timeout");
+  });
+});
