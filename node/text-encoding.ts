@@ -4,23 +4,41 @@
  *
  * Key layout (every key raw bytes; `prefix` is keys.ts's indexPrefix: kind(1) | label | 0x00 | field | 0x00, so
  * removing one index deletes one key range; `part` is the tenant partition: prefix | u16 byte length | tenantKey
- * UTF-8, the tenant empty for an index without tenant):
+ * UTF-8, the tenant empty for an index without tenant; `term` is u16 byte length | UTF-8):
  *
- *   part | 'S'                                → documents(f64) | total length in terms(f64)
- *   part | 'D' | id(8)                        → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
- *   part | 'P' | u16 | term (UTF-8) | id(8)   → tf(u32) | document length(u32) [| positions: LEB128 deltas]
+ *   part | 'S'                       → documents(f64) | total length in terms(f64)
+ *   part | 'D' | id(8)               → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
+ *   part | 'B' | term                → the term's document frequency df (u32) | its last block's first ID(8)
+ *   part | 'B' | term | first id(8)  → one block of the term's postings (below), keyed by its first document's ID
+ *   part | 'Q' | term | id(8)        → the term's positions in the document, LEB128 deltas (indexes with positions)
  *
- * Invariants: terms are length-prefixed, so one term's postings are the one range `part | 'P' | u16 | term`, in ID
- * order, and no term's range holds another's; a posting carries its document's length so that scoring reads
- * postings only; a document's entry lists its distinct terms so that an update or delete removes its postings
- * without analysing the old text again. Every integer is big-endian; IDs are keys.ts's idKey (u64).
+ * A block holds 1 to BLOCK_POSTINGS_MAX postings in ID order: count(u16) | last offset(f64) | bound pairs(u8) | the
+ * pairs, varint tf | varint document length | then per posting varint ID delta (0 for the first) | varint tf |
+ * varint document length. Offsets are IDs minus the block's first ID; a block spans less than BLOCK_SPAN_MAX IDs, so
+ * every offset is an exact JavaScript number. The bound pairs are the Pareto frontier of the block's (tf, length)
+ * pairs (no other pair has a tf at least as high and a length at most as low): BM25's term score rises with tf and
+ * falls with length for every N, df and average length, so the best score of a pair on the frontier is the block's
+ * exact best score under any statistics — an upper bound that stays valid as documents are added.
+ *
+ * Invariants: one term's df and blocks are the one range `part | 'B' | term`, its df first, its blocks in ID order
+ * and disjoint; no term's range holds another's (terms are length-prefixed); a posting carries its document's
+ * length so that scoring reads blocks only; a document's entry lists its distinct terms so that an update or delete
+ * finds its postings without analysing the old text again. Every fixed-width integer is big-endian; IDs are
+ * keys.ts's idKey (u64).
  */
 import { AFTER_EVERY_ID, ID_BYTES } from "./keys.js";
 import { TERM_BYTES_MAX } from "./text-analyzers.js";
 
 const TAG_STATS = 0x53; // 'S'
 const TAG_DOCUMENT = 0x44; // 'D'
-const TAG_POSTING = 0x50; // 'P'
+const TAG_BLOCKS = 0x42; // 'B'
+const TAG_POSITIONS = 0x51; // 'Q'
+
+/** The most postings one block holds; a block that grows past it is split in two. */
+export const BLOCK_POSTINGS_MAX = 128;
+/** A block's IDs lie in [first, first + BLOCK_SPAN_MAX): its offsets are exact numbers (node/text-search.ts). */
+export const BLOCK_SPAN_MAX = 2 ** 51;
+const BLOCK_HEADER_BYTES = 11;
 
 /** A partition's statistics: its documents and their total length in terms. */
 export interface TextStatistics {
@@ -61,30 +79,295 @@ function tagKey(part: Buffer, tag: number): Buffer {
   return key;
 }
 
-/** The prefix of one term's postings, or undefined for a term too long to be stored. */
-export function termPrefix(part: Buffer, term: string): Buffer | undefined {
+/** The key of a term's df, which starts its blocks' range; undefined for a term too long to be stored. */
+export function termKey(part: Buffer, term: string): Buffer | undefined {
   const bytes = Buffer.from(term, "utf8");
-  return bytes.length > TERM_BYTES_MAX ? undefined : termPrefixOf(part, bytes);
+  return bytes.length > TERM_BYTES_MAX ? undefined : termKeyOf(part, bytes);
 }
 
-/** The prefix of one term's postings, the term given as UTF-8 bytes (at most TERM_BYTES_MAX). */
-export function termPrefixOf(part: Buffer, term: Uint8Array): Buffer {
+/** The key of a term's df, the term given as UTF-8 bytes (at most TERM_BYTES_MAX). */
+export function termKeyOf(part: Buffer, term: Uint8Array): Buffer {
+  return taggedTerm(part, TAG_BLOCKS, term);
+}
+
+function taggedTerm(part: Buffer, tag: number, term: Uint8Array): Buffer {
   const key = Buffer.allocUnsafe(part.length + 3 + term.length);
   part.copy(key, 0);
-  key[part.length] = TAG_POSTING;
+  key[part.length] = tag;
   key.writeUInt16BE(term.length, part.length + 1);
   key.set(term, part.length + 3);
   return key;
 }
 
-/** The key of one posting: a term's prefix and the document's ID. */
-export function postingKey(termStart: Buffer, id8: Buffer): Buffer {
-  return Buffer.concat([termStart, id8]);
+/** The key of a term's block whose first document is `id8`; also the seek key of a document in the term's blocks. */
+export function blockKey(term: Buffer, id8: Uint8Array): Buffer {
+  const key = Buffer.allocUnsafe(term.length + ID_BYTES);
+  term.copy(key, 0);
+  key.set(id8, term.length);
+  return key;
 }
 
-/** The exclusive end of a term's postings range (after every ID). */
-export function postingsEnd(termStart: Buffer): Buffer {
-  return Buffer.concat([termStart, AFTER_EVERY_ID]);
+/** The exclusive end of a term's range (after every block). */
+export function termEnd(term: Buffer): Buffer {
+  return Buffer.concat([term, AFTER_EVERY_ID]);
+}
+
+/** The key of a document's positions of a term. */
+export function positionsKey(part: Buffer, term: Uint8Array, id8: Uint8Array): Buffer {
+  return Buffer.concat([taggedTerm(part, TAG_POSITIONS, term), id8]);
+}
+
+/** A block key's first ID. */
+export function blockFirst(key: Buffer): bigint {
+  return key.readBigUInt64BE(key.length - ID_BYTES);
+}
+
+/** A term's entry: its df and where its last block starts (so that a new document's posting needs no seek). */
+export function encodeTermEntry(frequency: number, lastFirst8: Uint8Array): Buffer {
+  const value = Buffer.allocUnsafe(4 + ID_BYTES);
+  value.writeUInt32BE(frequency, 0);
+  value.set(lastFirst8, 4);
+  return value;
+}
+
+/** A term entry's df. */
+export function termFrequency(value: Buffer): number {
+  return value.readUInt32BE(0);
+}
+
+/** A term entry's last block's first ID, as its 8 key bytes. */
+export function termLastFirst(value: Buffer): Buffer {
+  return value.subarray(4, 4 + ID_BYTES);
+}
+
+/** Positions as LEB128 deltas. */
+export function encodePositions(positions: readonly number[]): Buffer {
+  const bytes: number[] = [];
+  let previous = 0;
+  for (const position of positions) {
+    pushVarint(bytes, position - previous);
+    previous = position;
+  }
+  return Buffer.from(bytes);
+}
+
+export function decodePositions(value: Buffer): number[] {
+  const positions: number[] = [];
+  const reader = { at: 0 };
+  let previous = 0;
+  while (reader.at < value.length) {
+    previous += readVarint(value, reader);
+    positions.push(previous);
+  }
+  return positions;
+}
+
+function pushVarint(bytes: number[], value: number): void {
+  while (value >= 0x80) {
+    bytes.push((value % 0x80) | 0x80);
+    value = Math.floor(value / 0x80);
+  }
+  bytes.push(value);
+}
+
+/** An unsigned LEB128 varint of up to 2^53 at `reader.at`, moving it past the varint. */
+export function readVarint(value: Uint8Array, reader: { at: number }): number {
+  let byte = value[reader.at++];
+  if (byte < 0x80) return byte;
+  let result = byte & 0x7f;
+  let scale = 0x80;
+  do {
+    byte = value[reader.at++];
+    result += (byte & 0x7f) * scale;
+    scale *= 0x80;
+  } while (byte & 0x80);
+  return result;
+}
+
+/**
+ * One block of a term's postings, decoded for a write: the first ID, and per posting its offset from it, its tf and
+ * its document's length, in ID order.
+ */
+export class PostingBlock {
+  constructor(
+    public first: bigint,
+    readonly offsets: number[] = [],
+    readonly frequencies: number[] = [],
+    readonly lengths: number[] = [],
+  ) {}
+
+  static decode(key: Buffer, value: Buffer): PostingBlock {
+    const block = new PostingBlock(blockFirst(key));
+    const count = value.readUInt16BE(0);
+    const reader = { at: bodyStart(value) };
+    let offset = 0;
+    for (let at = 0; at < count; at += 1) {
+      offset += readVarint(value, reader);
+      block.offsets.push(offset);
+      block.frequencies.push(readVarint(value, reader));
+      block.lengths.push(readVarint(value, reader));
+    }
+    return block;
+  }
+
+  get size(): number {
+    return this.offsets.length;
+  }
+
+  get last(): bigint {
+    return this.first + BigInt(this.offsets[this.offsets.length - 1]);
+  }
+
+  /**
+   * Adds a posting for a document the block does not hold; false, changing nothing, when the block would then span
+   * BLOCK_SPAN_MAX IDs or more (the caller starts a block of its own for it).
+   */
+  insert(id: bigint, frequency: number, length: number): boolean {
+    if (id < this.first) {
+      if (this.last - id >= BLOCK_SPAN_MAX) return false;
+      const shift = Number(this.first - id);
+      for (let at = 0; at < this.offsets.length; at += 1) this.offsets[at] += shift;
+      this.first = id;
+      this.offsets.unshift(0);
+      this.frequencies.unshift(frequency);
+      this.lengths.unshift(length);
+      return true;
+    }
+    if (id - this.first >= BLOCK_SPAN_MAX) return false;
+    const offset = Number(id - this.first);
+    let at = this.offsets.length;
+    while (at > 0 && this.offsets[at - 1] > offset) at -= 1;
+    this.offsets.splice(at, 0, offset);
+    this.frequencies.splice(at, 0, frequency);
+    this.lengths.splice(at, 0, length);
+    return true;
+  }
+
+  /** Removes a document's posting; false when the block does not hold it. The first ID moves with its posting. */
+  remove(id: bigint): boolean {
+    if (id < this.first || id - this.first >= BLOCK_SPAN_MAX) return false;
+    const at = this.offsets.indexOf(Number(id - this.first));
+    if (at === -1) return false;
+    this.offsets.splice(at, 1);
+    this.frequencies.splice(at, 1);
+    this.lengths.splice(at, 1);
+    if (at === 0 && this.offsets.length > 0) {
+      const shift = this.offsets[0];
+      for (let index = 0; index < this.offsets.length; index += 1) this.offsets[index] -= shift;
+      this.first += BigInt(shift);
+    }
+    return true;
+  }
+
+  /** The block's second half as a block of its own, removed from this one. */
+  splitOff(): PostingBlock {
+    const half = this.offsets.length >> 1;
+    const shift = this.offsets[half];
+    const offsets = this.offsets.splice(half).map((offset) => offset - shift);
+    return new PostingBlock(this.first + BigInt(shift), offsets, this.frequencies.splice(half), this.lengths.splice(half));
+  }
+
+  encode(): Buffer {
+    const body: number[] = [];
+    let previous = 0;
+    for (let at = 0; at < this.offsets.length; at += 1) {
+      pushVarint(body, this.offsets[at] - previous);
+      previous = this.offsets[at];
+      pushVarint(body, this.frequencies[at]);
+      pushVarint(body, this.lengths[at]);
+    }
+    return blockValue(this.offsets.length, previous, boundPairs(this.frequencies, this.lengths), body);
+  }
+}
+
+/**
+ * A block's value with one more posting after its last (`offset` greater than its last offset, the block not full
+ * and still spanning less than BLOCK_SPAN_MAX with it): the common write, a document of a new ID, without decoding
+ * the block. The bound pairs of the grown block are those of its old pairs and the new one.
+ */
+export function appendToBlock(value: Buffer, offset: number, frequency: number, length: number): Buffer {
+  const pairs = readPairs(value);
+  const start = bodyStart(value);
+  const frequencies = [frequency];
+  const lengths = [length];
+  for (let at = 0; at < pairs.length; at += 2) {
+    frequencies.push(pairs[at]);
+    lengths.push(pairs[at + 1]);
+  }
+  const tail: number[] = [];
+  pushVarint(tail, offset - blockLastOffset(value));
+  pushVarint(tail, frequency);
+  pushVarint(tail, length);
+  return blockValue(blockCount(value) + 1, offset, boundPairs(frequencies, lengths), value.subarray(start), tail);
+}
+
+function blockValue(count: number, lastOffset: number, frontier: readonly number[], body: ArrayLike<number>, tail: readonly number[] = []): Buffer {
+  const pairs: number[] = [];
+  for (const number of frontier) pushVarint(pairs, number);
+  const value = Buffer.allocUnsafe(BLOCK_HEADER_BYTES + pairs.length + body.length + tail.length);
+  value.writeUInt16BE(count, 0);
+  value.writeDoubleBE(lastOffset, 2);
+  value[10] = frontier.length / 2;
+  value.set(pairs, BLOCK_HEADER_BYTES);
+  value.set(body, BLOCK_HEADER_BYTES + pairs.length);
+  value.set(tail, BLOCK_HEADER_BYTES + pairs.length + body.length);
+  return value;
+}
+
+/**
+ * The (tf, length) pairs no other pair dominates (a tf at least as high and a length at most as low), tf
+ * descending, flattened: tf, length, tf, length, ...
+ */
+function boundPairs(frequencies: readonly number[], lengths: readonly number[]): number[] {
+  const order = frequencies.map((_, at) => at).sort((left, right) => frequencies[right] - frequencies[left] || lengths[left] - lengths[right]);
+  const frontier: number[] = [];
+  for (const at of order) {
+    if (frontier.length === 0 || lengths[at] < frontier[frontier.length - 1]) frontier.push(frequencies[at], lengths[at]);
+  }
+  return frontier;
+}
+
+/** A block's bound pairs, flattened. */
+function readPairs(value: Buffer): number[] {
+  const reader = { at: BLOCK_HEADER_BYTES };
+  const pairs: number[] = [];
+  for (let field = 0; field < 2 * value[10]; field += 1) pairs.push(readVarint(value, reader));
+  return pairs;
+}
+
+/** A block's posting count. */
+export function blockCount(value: Buffer): number {
+  return value.readUInt16BE(0);
+}
+
+/** A block's last offset (its last ID minus its first). */
+export function blockLastOffset(value: Buffer): number {
+  return value.readDoubleBE(2);
+}
+
+/**
+ * The best BM25 fraction tf / (tf + k1·(1 − b + b·length/averageLength)) among a block's postings, from its bound
+ * pairs (see the module comment), written as text-index.ts scores so the bound is the score of one of its pairs.
+ */
+export function blockBestFraction(value: Buffer, k1: number, b: number, averageLength: number): number {
+  const pairs = value[10];
+  const reader = { at: BLOCK_HEADER_BYTES };
+  let best = 0;
+  for (let pair = 0; pair < pairs; pair += 1) {
+    const tf = readVarint(value, reader);
+    const length = readVarint(value, reader);
+    const fraction = tf / (tf + k1 * (1 - b + (b * length) / averageLength));
+    if (fraction > best) best = fraction;
+  }
+  return best;
+}
+
+/** Where a block's postings start (after its bound pairs). */
+export function bodyStart(value: Buffer): number {
+  const pairs = value[10];
+  const reader = { at: BLOCK_HEADER_BYTES };
+  for (let field = 0; field < 2 * pairs; field += 1) readVarint(value, reader);
+  return reader.at;
 }
 
 export function encodeStatistics(statistics: TextStatistics): Buffer {
@@ -96,56 +379,6 @@ export function encodeStatistics(statistics: TextStatistics): Buffer {
 
 export function decodeStatistics(value: Buffer): TextStatistics {
   return { documents: value.readDoubleBE(0), length: value.readDoubleBE(8) };
-}
-
-/** A posting's value: the term's frequency (its positions' count), the document's length, and the positions if kept. */
-export function encodePosting(positions: readonly number[], length: number, withPositions: boolean): Buffer {
-  const head = Buffer.allocUnsafe(8);
-  head.writeUInt32BE(positions.length, 0);
-  head.writeUInt32BE(length, 4);
-  if (!withPositions) return head;
-  const deltas: number[] = [];
-  let previous = 0;
-  for (const position of positions) {
-    let delta = position - previous;
-    previous = position;
-    while (delta >= 0x80) {
-      deltas.push((delta & 0x7f) | 0x80);
-      delta >>>= 7;
-    }
-    deltas.push(delta);
-  }
-  return Buffer.concat([head, Buffer.from(deltas)]);
-}
-
-/** A posting's term frequency. */
-export function postingFrequency(value: Buffer): number {
-  return value.readUInt32BE(0);
-}
-
-/** The length in terms of a posting's document. */
-export function postingDocumentLength(value: Buffer): number {
-  return value.readUInt32BE(4);
-}
-
-/** A posting's positions ([] when the index keeps none). */
-export function decodePositions(value: Buffer): number[] {
-  const positions: number[] = [];
-  let previous = 0;
-  let at = 8;
-  while (at < value.length) {
-    let delta = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = value[at++];
-      delta += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    previous += delta;
-    positions.push(previous);
-  }
-  return positions;
 }
 
 export function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {
@@ -176,8 +409,3 @@ export function decodeDocument(value: Buffer): TextDocument {
   return { length: value.readUInt32BE(0), terms };
 }
 
-/** A posting key's ID: a number below 2^53, a bigint from there on (a number is the cheaper Map key). */
-export function postingId(key: Buffer): number | bigint {
-  const high = key.readUInt32BE(key.length - ID_BYTES);
-  return high < 0x200000 ? high * 0x1_0000_0000 + key.readUInt32BE(key.length - 4) : key.readBigUInt64BE(key.length - ID_BYTES);
-}

@@ -28,23 +28,32 @@ import type { BuildProblem, IndexedRecord, IndexFamilyStore } from "./index-fami
 import { idKey, ID_BYTES, indexPrefix, KEY_BYTES_MAX } from "./keys.js";
 import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
 import {
+  BLOCK_POSTINGS_MAX,
+  blockFirst,
+  blockKey,
   decodeDocument,
   decodePositions,
   decodeStatistics,
   documentKey,
   encodeDocument,
-  encodePosting,
+  encodeTermEntry,
+  encodePositions,
   encodeStatistics,
   partitionPrefix,
-  postingDocumentLength,
-  postingFrequency,
-  postingId,
-  postingKey,
-  postingsEnd,
+  positionsKey,
+  PostingBlock,
   statisticsKey,
-  termPrefix,
-  termPrefixOf,
+  termEnd,
+  termKey,
+  termFrequency,
+  termKeyOf,
+  termLastFirst,
+  appendToBlock,
+  blockCount,
+  blockLastOffset,
+  BLOCK_SPAN_MAX,
 } from "./text-encoding.js";
+import { topDocuments, type TermBlocks } from "./text-search.js";
 
 /** BM25's term-frequency saturation. */
 export const BM25_K1 = 1.2;
@@ -83,14 +92,14 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (old !== undefined) {
       if (sameText(definition, record, old)) return;
       const oldPart = this.partitionOf(definition, old);
-      if (oldPart !== undefined) this.unindex(oldPart, old.id);
+      if (oldPart !== undefined) this.unindex(definition, oldPart, old.id);
     }
     if (analysed !== undefined) this.index(definition, analysed, record.id);
   }
 
   delete(definition: TextIndexDefinition, old: IndexedRecord): void {
     const part = this.partitionOf(definition, old);
-    if (part !== undefined) this.unindex(part, old.id);
+    if (part !== undefined) this.unindex(definition, part, old.id);
   }
 
   flush(): void {}
@@ -101,7 +110,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   build(definition: TextIndexDefinition, record: IndexedRecord): number {
     const analysed = this.analyse(definition, record);
     if (analysed === undefined) return 0;
-    this.unindex(analysed.part, record.id);
+    this.unindex(definition, analysed.part, record.id);
     return this.index(definition, analysed, record.id);
   }
 
@@ -140,43 +149,47 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const stored = this.entries.get(statisticsKey(part), { transaction });
     if (stored === undefined) return [];
     const { documents, length } = decodeStatistics(stored);
-    const averageLength = length / documents;
     const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
     if (candidates !== undefined && candidates.size === 0) return [];
     const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
     if (terms.length > QUERY_TERMS_MAX) {
       throw new SilkError("limit_exceeded", `text search on ${definition.name}: the query has ${terms.length} distinct terms, at most ${QUERY_TERMS_MAX}`);
     }
-    // Scores by ID; an ID below 2^53 is keyed as a number (cheaper than a bigint), a larger one as a bigint.
-    const scores = new Map<number | bigint, number>();
-    const ids: (number | bigint)[] = [];
-    const weights: number[] = [];
+    const postings: TermBlocks[] = [];
     for (const term of terms) {
-      const start = termPrefix(part, term);
+      const start = termKey(part, term);
       if (start === undefined) continue;
-      // df counts every posting of the partition; the candidates only choose which documents are scored.
-      let frequency = 0;
-      ids.length = 0;
-      weights.length = 0;
-      for (const { key, value } of this.entries.getRange({ start, end: postingsEnd(start), transaction })) {
-        frequency += 1;
-        const id = postingId(key);
-        if (candidates !== undefined && !candidates.has(typeof id === "bigint" ? id : BigInt(id))) continue;
-        const tf = postingFrequency(value);
-        ids.push(id);
-        weights.push(tf / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * postingDocumentLength(value)) / averageLength)));
-      }
-      const idf = Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1);
-      for (let at = 0; at < ids.length; at += 1) scores.set(ids[at], (scores.get(ids[at]) ?? 0) + idf * weights[at]);
+      const blocks = this.blocksOf(transaction, start, documents);
+      if (blocks !== undefined) postings.push(blocks);
     }
-    return topHits(scores, k);
+    const parameters = { k1: BM25_K1, b: BM25_B, averageLength: length / documents };
+    return topDocuments(postings, parameters, k, candidates === undefined ? undefined : (id) => candidates.has(id));
+  }
+
+  /**
+   * A term's blocks and weight idf·(k1 + 1) (df counts every posting of the partition, whatever the candidates), or
+   * undefined when no document holds it. One range read: the term's df, then its blocks.
+   */
+  private blocksOf(transaction: Transaction | undefined, start: Buffer, documents: number): TermBlocks | undefined {
+    const keys: Buffer[] = [];
+    const values: Buffer[] = [];
+    let frequency = 0;
+    for (const { key, value } of this.entries.getRange({ start, end: termEnd(start), transaction })) {
+      if (key.length === start.length) frequency = termFrequency(value);
+      else {
+        keys.push(key);
+        values.push(value);
+      }
+    }
+    if (keys.length === 0) return undefined;
+    return { weight: Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1), keys, values };
   }
 
   /** The positions of `term` in record `id` (an index with positions; [] otherwise or when absent), for tests and phrases. */
   positions(transaction: Transaction | undefined, definition: TextIndexDefinition, term: string, id: bigint, tenant?: string): number[] {
-    const start = termPrefix(partitionPrefix(this.prefixOf(definition), tenant ?? ""), term);
-    if (start === undefined) return [];
-    const value = this.entries.get(postingKey(start, idKey(id)), { transaction });
+    const bytes = Buffer.from(term, "utf8");
+    if (bytes.length > TERM_BYTES_MAX) return [];
+    const value = this.entries.get(positionsKey(partitionPrefix(this.prefixOf(definition), tenant ?? ""), bytes, idKey(id)), { transaction });
     return value === undefined ? [] : decodePositions(value);
   }
 
@@ -236,7 +249,8 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     for (const [term, positions] of occurrences) {
       const bytes = Buffer.from(term, "utf8");
       termBytes.push(bytes);
-      this.entries.putSync(postingKey(termPrefixOf(analysed.part, bytes), id8), encodePosting(positions, length, definition.positions));
+      this.addPosting(termKeyOf(analysed.part, bytes), id, id8, positions.length, length);
+      if (definition.positions) this.entries.putSync(positionsKey(analysed.part, bytes, id8), encodePositions(positions));
     }
     this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, termBytes));
     this.addStatistics(analysed.part, 1, length);
@@ -244,15 +258,92 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   }
 
   /** Removes a document's postings, entry and statistics, if it is indexed in this partition. */
-  private unindex(part: Buffer, id: bigint): void {
+  private unindex(definition: TextIndexDefinition, part: Buffer, id: bigint): void {
     const id8 = idKey(id);
     const key = documentKey(part, id8);
     const stored = this.entries.get(key);
     if (stored === undefined) return;
     const document = decodeDocument(stored);
-    for (const term of document.terms) this.entries.removeSync(postingKey(termPrefixOf(part, term), id8));
+    for (const term of document.terms) {
+      this.removePosting(termKeyOf(part, term), id, id8);
+      if (definition.positions) this.entries.removeSync(positionsKey(part, term, id8));
+    }
     this.entries.removeSync(key);
     this.addStatistics(part, -1, -document.length);
+  }
+
+  /**
+   * Adds a document's posting to the block whose range it falls in (the last block starting at or before it, else
+   * the first block), a block of its own when that block would span too many IDs; a block grown past
+   * BLOCK_POSTINGS_MAX is split in two. Changes one or two blocks and the term's entry. A document after the last
+   * block's first ID (the common case: a new record) goes to the last block, found through the term's entry.
+   */
+  private addPosting(term: Buffer, id: bigint, id8: Buffer, frequency: number, length: number): void {
+    const entry = this.entries.get(term);
+    if (entry === undefined) {
+      this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
+      this.entries.putSync(term, encodeTermEntry(1, id8));
+      return;
+    }
+    const lastFirst = termLastFirst(entry);
+    let found: { key: Buffer; value: Buffer } | undefined;
+    if (Buffer.compare(id8, lastFirst) > 0) {
+      const key = blockKey(term, lastFirst);
+      const value = this.entries.get(key)!;
+      const offset = id - blockFirst(key);
+      if (blockCount(value) < BLOCK_POSTINGS_MAX && offset < BLOCK_SPAN_MAX && Number(offset) > blockLastOffset(value)) {
+        this.entries.putSync(key, appendToBlock(value, Number(offset), frequency, length));
+        this.entries.putSync(term, encodeTermEntry(termFrequency(entry) + 1, lastFirst));
+        return;
+      }
+      found = { key, value };
+    } else found = this.blockAtOrBefore(term, id8) ?? this.firstBlock(term)!;
+    const block = PostingBlock.decode(found.key, found.value);
+    if (!block.insert(id, frequency, length)) {
+      this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
+    } else {
+      if (block.first !== blockFirst(found.key)) this.entries.removeSync(found.key);
+      const second = block.size > BLOCK_POSTINGS_MAX ? block.splitOff() : undefined;
+      this.putBlock(term, block);
+      if (second !== undefined) this.putBlock(term, second);
+    }
+    this.entries.putSync(term, encodeTermEntry(termFrequency(entry) + 1, this.lastBlock(term)));
+  }
+
+  /** Removes a document's posting from its block (the block goes when empty, and moves when its first ID goes). */
+  private removePosting(term: Buffer, id: bigint, id8: Buffer): void {
+    const found = this.blockAtOrBefore(term, id8);
+    if (found === undefined) return;
+    const block = PostingBlock.decode(found.key, found.value);
+    if (!block.remove(id)) return;
+    const moved = block.size === 0 || block.first !== blockFirst(found.key);
+    if (moved) this.entries.removeSync(found.key);
+    if (block.size > 0) this.putBlock(term, block);
+    const entry = this.entries.get(term)!;
+    const frequency = termFrequency(entry) - 1;
+    if (frequency === 0) this.entries.removeSync(term);
+    else this.entries.putSync(term, encodeTermEntry(frequency, moved ? this.lastBlock(term) : termLastFirst(entry)));
+  }
+
+  /** The first ID (8 key bytes) of the term's last block (the term has one). */
+  private lastBlock(term: Buffer): Buffer {
+    for (const { key } of this.entries.getRange({ start: termEnd(term), end: term, reverse: true, limit: 1 })) return key.subarray(term.length);
+    throw new SilkError("internal", "internal error (a bug in Silk): a text index term has postings but no block");
+  }
+
+  private putBlock(term: Buffer, block: PostingBlock): void {
+    this.entries.putSync(blockKey(term, idKey(block.first)), block.encode());
+  }
+
+  /** The term's last block whose first ID is at most the given one. */
+  private blockAtOrBefore(term: Buffer, id8: Buffer): { key: Buffer; value: Buffer } | undefined {
+    for (const entry of this.entries.getRange({ start: blockKey(term, id8), end: term, reverse: true, limit: 1 })) return entry;
+    return undefined;
+  }
+
+  private firstBlock(term: Buffer): { key: Buffer; value: Buffer } | undefined {
+    for (const entry of this.entries.getRange({ start: blockKey(term, FIRST_ID), end: termEnd(term), limit: 1 })) return entry;
+    return undefined;
   }
 
   private addStatistics(part: Buffer, documents: number, length: number): void {
@@ -304,40 +395,6 @@ function sameValue(left: Value | undefined, right: Value | undefined): boolean {
   return typeof left !== "string" && typeof right !== "string" && tenantKey(left) === tenantKey(right);
 }
 
-interface Ranked {
-  readonly id: number | bigint;
-  readonly score: number;
-}
+/** The smallest ID key: the start of a term's blocks. */
+const FIRST_ID = Buffer.alloc(ID_BYTES);
 
-/** Whether `left` ranks before `right`: a higher score, then a lower ID. */
-function ranksBefore(left: Ranked, right: Ranked): boolean {
-  return left.score > right.score || (left.score === right.score && left.id < right.id);
-}
-
-/**
- * The k highest scores, descending, ties by ascending ID: a binary heap of the k best so far, its root the worst of
- * them, so a search costs O(n log k) instead of sorting every scored document.
- */
-function topHits(scores: ReadonlyMap<number | bigint, number>, k: number): SearchHit[] {
-  const heap: Ranked[] = [];
-  for (const [id, score] of scores) {
-    const hit = { id, score };
-    if (heap.length < k) {
-      let at = heap.push(hit) - 1;
-      for (let parent = (at - 1) >> 1; at > 0 && ranksBefore(heap[parent], heap[at]); at = parent, parent = (at - 1) >> 1) {
-        [heap[at], heap[parent]] = [heap[parent], heap[at]];
-      }
-    } else if (ranksBefore(hit, heap[0])) {
-      heap[0] = hit;
-      for (let at = 0; ; ) {
-        let worst = at;
-        for (const child of [2 * at + 1, 2 * at + 2]) if (child < k && ranksBefore(heap[worst], heap[child])) worst = child;
-        if (worst === at) break;
-        [heap[at], heap[worst]] = [heap[worst], heap[at]];
-        at = worst;
-      }
-    }
-  }
-  heap.sort((left, right) => (ranksBefore(left, right) ? -1 : 1));
-  return heap.map((hit) => ({ id: BigInt(hit.id), score: hit.score }));
-}

@@ -1,0 +1,326 @@
+/**
+ * Top-k BM25 over a text index's posting blocks (node/text-encoding.ts), document at a time with block-max MaxScore:
+ * a cursor per query term walks its blocks in ID order, decoding a block only when a document in it is scored. The
+ * terms are ordered by their best possible score; once the k-th best score so far (the threshold) exceeds the sum of
+ * the lowest terms' bests, those terms are "non-essential": only documents of the other terms are candidates, and a
+ * candidate's non-essential terms are looked at, best first, only while the candidate can still beat the threshold
+ * given the best scores of the blocks they are in (read from the block headers, without decoding).
+ *
+ * Exactness: a document's score is always the sum of its terms' scores in the query's term order, exactly the
+ * arithmetic of an exhaustive scoring; pruning only skips documents whose upper bound cannot beat the threshold
+ * (bounds inflated by BOUND_SLACK against rounding). Documents come in ascending ID order, so a later document with a
+ * score equal to the k-th never displaces it: ties rank by ascending ID.
+ *
+ * IDs are u64; the loop works on JavaScript numbers, IDs relative to a base, exact below WINDOW (2^52). Blocks span
+ * less than BLOCK_SPAN_MAX (2^51), so the documents relative to the base that lie before WINDOW are exact and every
+ * later one reads as WINDOW; when every candidate reads WINDOW the base moves to the smallest of them (a new
+ * window). A partition's IDs rarely span 2^52, so a search nearly always runs in one window.
+ */
+import type { SearchHit } from "../protocol/records.js";
+import { BLOCK_POSTINGS_MAX, blockBestFraction, blockCount, blockLastOffset, bodyStart, readVarint } from "./text-encoding.js";
+
+/** One query term's postings as read from the index: its weight idf·(k1 + 1) and its blocks' keys and values. */
+export interface TermBlocks {
+  readonly weight: number;
+  readonly keys: readonly Buffer[];
+  readonly values: readonly Buffer[];
+}
+
+/** BM25's parameters and the partition's average document length. */
+export interface Bm25Parameters {
+  readonly k1: number;
+  readonly b: number;
+  readonly averageLength: number;
+}
+
+const WINDOW = 2 ** 52;
+const EXHAUSTED = Number.POSITIVE_INFINITY;
+/** What a block whose first ID lies 2^52 or more before the base reads as: entirely before it (blocks span < 2^51). */
+const BEFORE_BASE = -(2 ** 53);
+const TWO_32 = 4_294_967_296;
+/** A bound is multiplied by this before it is compared with the threshold, against rounding in the sums. */
+const BOUND_SLACK = 1 + 1e-9;
+
+/** An ID as two 32-bit words. */
+interface Base {
+  high: number;
+  low: number;
+}
+
+class TermCursor {
+  /** Per block: its first document relative to the base, its last, and its best score. */
+  private readonly firstRelative: Float64Array;
+  private readonly lastRelative: Float64Array;
+  readonly blockBounds: Float64Array;
+  readonly best: number;
+  private readonly offsets = new Float64Array(BLOCK_POSTINGS_MAX);
+  private readonly frequencies = new Float64Array(BLOCK_POSTINGS_MAX);
+  private readonly lengths = new Float64Array(BLOCK_POSTINGS_MAX);
+  private block = 0;
+  private decoded = -1;
+  private size = 0;
+  private position = 0;
+  /**
+   * The current document relative to the base: < WINDOW, WINDOW (beyond this window) or EXHAUSTED; before the first
+   * `advance`, and after a move to a block not yet decoded, a value below every target still to come.
+   */
+  doc = BEFORE_BASE;
+
+  constructor(
+    readonly term: number,
+    private readonly postings: TermBlocks,
+    private readonly parameters: Bm25Parameters,
+  ) {
+    const count = postings.keys.length;
+    this.firstRelative = new Float64Array(count);
+    this.lastRelative = new Float64Array(count);
+    this.blockBounds = new Float64Array(count);
+    let best = 0;
+    for (let block = 0; block < count; block += 1) {
+      const bound = postings.weight * blockBestFraction(postings.values[block], parameters.k1, parameters.b, parameters.averageLength);
+      this.blockBounds[block] = bound;
+      if (bound > best) best = bound;
+    }
+    this.best = best;
+  }
+
+  /** The ID of the current document (the cursor is on a decoded block). */
+  currentId(): bigint {
+    const key = this.postings.keys[this.block];
+    return key.readBigUInt64BE(key.length - 8) + BigInt(this.offsets[this.position]);
+  }
+
+  /** The first ID of the first block, as two words. */
+  firstWords(): Base {
+    const key = this.postings.keys[0];
+    return { high: key.readUInt32BE(key.length - 8), low: key.readUInt32BE(key.length - 4) };
+  }
+
+  /** Recomputes every block's place relative to a new base, and the current document's. */
+  rebase(base: Base): void {
+    const { keys, values } = this.postings;
+    for (let block = 0; block < keys.length; block += 1) {
+      const key = keys[block];
+      const high = key.readUInt32BE(key.length - 8) - base.high;
+      const first = high >= 0x10_0000 ? WINDOW : high <= -0x10_0000 ? BEFORE_BASE : high * TWO_32 + (key.readUInt32BE(key.length - 4) - base.low);
+      this.firstRelative[block] = first;
+      this.lastRelative[block] = first === WINDOW ? WINDOW : first + blockLastOffset(values[block]);
+    }
+    if (this.doc !== EXHAUSTED) this.doc = this.decoded === this.block ? this.relative(this.position) : BEFORE_BASE;
+  }
+
+  private relative(position: number): number {
+    const doc = this.firstRelative[this.block] + this.offsets[position];
+    return doc >= WINDOW ? WINDOW : doc;
+  }
+
+  /** Moves to the first document at or after `target` (< WINDOW). */
+  advance(target: number): void {
+    if (this.doc >= target) return;
+    this.shallow(target);
+    if (this.block === this.firstRelative.length) {
+      this.doc = EXHAUSTED;
+      return;
+    }
+    if (this.decoded !== this.block) this.decode();
+    let position = this.position;
+    const first = this.firstRelative[this.block];
+    while (first + this.offsets[position] < target) position += 1;
+    this.position = position;
+    this.doc = this.relative(position);
+  }
+
+  /** Moves to the next document. */
+  next(): void {
+    this.position += 1;
+    if (this.position < this.size) {
+      this.doc = this.relative(this.position);
+      return;
+    }
+    this.block += 1;
+    if (this.block === this.firstRelative.length) {
+      this.doc = EXHAUSTED;
+      return;
+    }
+    this.decode();
+    this.doc = this.relative(0);
+  }
+
+  /** The best score of the block that may hold `target`, moving to that block without decoding it (0: none left). */
+  blockBound(target: number): number {
+    if (this.doc === target) return this.blockBounds[this.block];
+    if (this.doc > target) return 0;
+    this.shallow(target);
+    return this.block === this.firstRelative.length ? 0 : this.blockBounds[this.block];
+  }
+
+  private shallow(target: number): void {
+    const count = this.firstRelative.length;
+    let block = this.block;
+    while (block < count && this.lastRelative[block] < target) block += 1;
+    if (block !== this.block) {
+      this.block = block;
+      this.position = 0;
+    }
+  }
+
+  private decode(): void {
+    const value = this.postings.values[this.block];
+    const count = blockCount(value);
+    const reader = { at: bodyStart(value) };
+    let offset = 0;
+    for (let at = 0; at < count; at += 1) {
+      offset += readVarint(value, reader);
+      this.offsets[at] = offset;
+      this.frequencies[at] = readVarint(value, reader);
+      this.lengths[at] = readVarint(value, reader);
+    }
+    this.size = count;
+    this.position = 0;
+    this.decoded = this.block;
+  }
+
+  /** The current document's score for this term (the expression of an exhaustive scoring, bit for bit). */
+  score(): number {
+    const { k1, b, averageLength } = this.parameters;
+    const tf = this.frequencies[this.position];
+    return this.postings.weight * (tf / (tf + k1 * (1 - b + (b * this.lengths[this.position]) / averageLength)));
+  }
+}
+
+interface Ranked {
+  readonly id: bigint;
+  readonly score: number;
+}
+
+/** Whether `left` ranks before `right`: a higher score, then a lower ID. */
+function ranksBefore(left: Ranked, right: Ranked): boolean {
+  return left.score > right.score || (left.score === right.score && left.id < right.id);
+}
+
+/** The k best so far: a binary heap whose root is the worst of them. */
+class TopK {
+  private readonly heap: Ranked[] = [];
+
+  constructor(private readonly k: number) {}
+
+  /** The score a new document (of a higher ID than every one offered) must exceed; 0 until k are held. */
+  get threshold(): number {
+    return this.heap.length < this.k ? 0 : this.heap[0].score;
+  }
+
+  offer(hit: Ranked): void {
+    const heap = this.heap;
+    if (heap.length < this.k) {
+      let at = heap.push(hit) - 1;
+      for (let parent = (at - 1) >> 1; at > 0 && ranksBefore(heap[parent], heap[at]); at = parent, parent = (at - 1) >> 1) {
+        [heap[at], heap[parent]] = [heap[parent], heap[at]];
+      }
+      return;
+    }
+    if (!ranksBefore(hit, heap[0])) return;
+    heap[0] = hit;
+    for (let at = 0; ; ) {
+      let worst = at;
+      for (const child of [2 * at + 1, 2 * at + 2]) if (child < heap.length && ranksBefore(heap[worst], heap[child])) worst = child;
+      if (worst === at) break;
+      [heap[at], heap[worst]] = [heap[worst], heap[at]];
+      at = worst;
+    }
+  }
+
+  sorted(): SearchHit[] {
+    return this.heap.sort((left, right) => (ranksBefore(left, right) ? -1 : 1)).map((hit) => ({ id: hit.id, score: hit.score }));
+  }
+}
+
+/**
+ * The k best documents for these terms (in the query's term order, each with at least one block), descending
+ * score, ties by ascending ID; `accept` (when given) chooses which documents may be ranked.
+ */
+export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Parameters, k: number, accept?: (id: bigint) => boolean): SearchHit[] {
+  const cursors = terms.map((postings, term) => new TermCursor(term, postings, parameters));
+  const top = new TopK(k);
+  if (cursors.length === 0) return [];
+  let base = cursors[0].firstWords();
+  for (const cursor of cursors) {
+    const words = cursor.firstWords();
+    if (words.high < base.high || (words.high === base.high && words.low < base.low)) base = words;
+  }
+  let baseId = BigInt(base.high) * BigInt(TWO_32) + BigInt(base.low);
+  for (const cursor of cursors) cursor.rebase(base);
+  for (const cursor of cursors) cursor.advance(0);
+
+  // Terms by ascending best score; bests[i] the sum of the best scores of the first i + 1.
+  const order = [...cursors].sort((left, right) => left.best - right.best);
+  const count = order.length;
+  const sums = new Float64Array(count);
+  order.reduce((sum, cursor, at) => (sums[at] = sum + cursor.best), 0);
+  const scores = new Float64Array(count);
+  const blockSums = new Float64Array(count);
+  let essential = 0;
+  let threshold = 0;
+
+  for (;;) {
+    let doc = EXHAUSTED;
+    for (let at = essential; at < count; at += 1) if (order[at].doc < doc) doc = order[at].doc;
+    if (doc === EXHAUSTED) break;
+    if (doc === WINDOW) {
+      baseId = smallestCurrent(order.slice(essential));
+      base = { high: Number(baseId / BigInt(TWO_32)), low: Number(baseId % BigInt(TWO_32)) };
+      for (const cursor of cursors) cursor.rebase(base);
+      continue;
+    }
+    let sum = 0;
+    for (let at = essential; at < count; at += 1) {
+      const cursor = order[at];
+      if (cursor.doc !== doc) continue;
+      const score = cursor.score();
+      scores[cursor.term] = score;
+      sum += score;
+      cursor.next();
+    }
+    let pruned = false;
+    if (essential > 0) {
+      let bound = 0;
+      for (let at = 0; at < essential; at += 1) blockSums[at] = bound += order[at].blockBound(doc);
+      for (let at = essential - 1; at >= 0; at -= 1) {
+        if ((sum + blockSums[at]) * BOUND_SLACK <= threshold) {
+          pruned = true;
+          break;
+        }
+        const cursor = order[at];
+        cursor.advance(doc);
+        if (cursor.doc !== doc) continue;
+        const score = cursor.score();
+        scores[cursor.term] = score;
+        sum += score;
+      }
+    }
+    if (!pruned && sum * BOUND_SLACK > threshold) {
+      let total = 0;
+      for (let term = 0; term < count; term += 1) total += scores[term];
+      const id = baseId + BigInt(doc);
+      if (total > threshold && (accept === undefined || accept(id))) {
+        top.offer({ id, score: total });
+        if (top.threshold > threshold) {
+          threshold = top.threshold;
+          while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
+        }
+      }
+    }
+    scores.fill(0);
+  }
+  return top.sorted();
+}
+
+/** The smallest current ID of the cursors (each on a document beyond the window or exhausted): the next base. */
+function smallestCurrent(candidates: readonly TermCursor[]): bigint {
+  let smallest: bigint | undefined;
+  for (const cursor of candidates) {
+    if (cursor.doc === EXHAUSTED) continue;
+    const id = cursor.currentId();
+    if (smallest === undefined || id < smallest) smallest = id;
+  }
+  return smallest!;
+}
