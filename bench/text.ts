@@ -1,18 +1,20 @@
 /**
  * Text-index benchmark (`make bench-text`): BEIR SciFact (../shared/datasets/beir-scifact: 5,183 abstracts, the 300
  * test queries of qrels/test.tsv) through Silk's BM25 family (node/text-index.ts) on a fresh LMDB environment, side
- * by side in the same run with a plain in-memory BM25 over the same analyzer (bench/text-memory.ts):
+ * by side in the same run with the leanest in-memory BM25 over the same analyzer and the same scoring
+ * (bench/text-memory.ts: typed-array postings, one accumulator array):
  *
  * - build: every document written through `TextIndexes.build`, BUILD_CHUNK_DOCUMENTS per write transaction (docs/s);
  *   the in-memory side analyses and adds the same documents; an untimed analysis pass runs first so that both find
  *   the analyzer's stem memo equally warm (its cold rate is printed too);
- * - queries: the 300 test queries, k = 10, repeated for at least QUERY_SECONDS_MIN (queries/s);
+ * - queries: the 300 test queries, k = 10, repeated for at least QUERY_SECONDS_MIN (queries/s); target (issue 22)
+ *   Silk at QPS_RATIO_TARGET of the in-memory side's queries/s or more;
  * - quality: nDCG@10 against qrels/test.tsv (binary judgments; gain rel / log2(rank + 1), as pytrec_eval), target
- *   NDCG_TARGET (BEIR's published BM25: 0.665).
+ *   NDCG_TARGET (issue 22: what an exact BM25 scores here; BEIR's published BM25: 0.665).
  *
  * A document is indexed as the [String] value [title, text]: both analysed, positions continuing, one field (the
  * same terms as "title text"). The analyzer is standard_stem_en unless `--analyzer <name>` says otherwise. Runs the
- * TypeScript sources through tsx (both sides alike). Exits 1 when the dataset is missing or the target is missed.
+ * TypeScript sources through tsx (both sides alike). Exits 1 when the dataset is missing or a target is missed.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +35,8 @@ const TEST_QUERIES_EXPECTED = 300;
 const BUILD_CHUNK_DOCUMENTS = 500;
 const K = 10;
 const QUERY_SECONDS_MIN = 2;
-const NDCG_TARGET = 0.66;
+const NDCG_TARGET = 0.686;
+const QPS_RATIO_TARGET = 0.5;
 
 interface Corpus {
   readonly ids: string[];
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
     started = performance.now();
     const memory = new MemoryBm25();
     for (const texts of corpus.texts) memory.add(analyzeAll(analyzer, texts));
+    memory.seal();
     const memoryBuildSeconds = (performance.now() - started) / 1000;
 
     const queryTexts = [...tests.values()].map((query) => query.text);
@@ -154,7 +158,7 @@ async function main(): Promise<void> {
     const silkDocs = corpus.texts.length / silkBuildSeconds;
     const plainDocs = corpus.texts.length / memoryBuildSeconds;
     const rows = [
-      ["", "Silk (LMDB)", "in-memory BM25", "Silk/plain"],
+      ["", "Silk (LMDB)", "in-memory BM25 (typed arrays)", "Silk/in-memory"],
       ["build docs/s", silkDocs.toFixed(0), plainDocs.toFixed(0), (silkDocs / plainDocs).toFixed(2)],
       ["queries/s", silk.perSecond.toFixed(0), plain.perSecond.toFixed(0), (silk.perSecond / plain.perSecond).toFixed(2)],
       ["nDCG@10", silkNdcg.toFixed(4), plainNdcg.toFixed(4), (silkNdcg / plainNdcg).toFixed(3)],
@@ -163,9 +167,11 @@ async function main(): Promise<void> {
     for (const row of rows) console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  "));
     console.log(`\nanalysis alone (first pass, cold stem memo): ${(corpus.texts.length / analysisSeconds).toFixed(0)} docs/s`);
     console.log(`postings written: ${postings}; identical top-${K} rankings: ${sameRankings}/${tests.size}`);
-    const pass = silkNdcg >= NDCG_TARGET;
-    console.log(`nDCG@10 target >= ${NDCG_TARGET} (BEIR BM25 0.665): ${pass ? "PASS" : "FAIL"}`);
-    if (!pass) process.exitCode = 1;
+    const ndcgPass = silkNdcg >= NDCG_TARGET;
+    const ratioPass = silk.perSecond / plain.perSecond >= QPS_RATIO_TARGET;
+    console.log(`nDCG@10 target >= ${NDCG_TARGET} (BEIR BM25 0.665): ${ndcgPass ? "PASS" : "FAIL"}`);
+    console.log(`queries/s target >= ${QPS_RATIO_TARGET} of the in-memory BM25's: ${ratioPass ? "PASS" : "FAIL"}`);
+    if (!ndcgPass || !ratioPass) process.exitCode = 1;
   } finally {
     await env.close();
     rmSync(directory, { recursive: true, force: true });

@@ -44,6 +44,7 @@ import type { IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index
 import { indexKey, META_END, META_PREFIX } from "./index-keys.js";
 import { SecondaryIndexes } from "./secondary-index.js";
 import { TextIndexes } from "./text-index.js";
+import { TEXT_LAYOUT, textLayout } from "./text-upgrade.js";
 import { VectorIndexes } from "./vector-index.js";
 import { distance, indexVector } from "./vector-math.js";
 
@@ -63,6 +64,20 @@ export interface IndexDatabases {
 }
 
 export { indexKey };
+
+/**
+ * A read-only handle's view of the text layout: read in each snapshot until it is current (a writer, in this process
+ * or another, may upgrade the directory while the handle is open), then known for good (a layout never goes back).
+ */
+function readOnlyTextLayout(databases: IndexDatabases): (transaction: Transaction | undefined) => number {
+  let current = false;
+  return (transaction) => {
+    if (current) return TEXT_LAYOUT;
+    const layout = textLayout(databases.meta, databases.text, transaction);
+    current = layout === TEXT_LAYOUT;
+    return layout;
+  };
+}
 
 function maintainedMaps(): Record<RecordKind, Map<string, IndexDefinition[]>> {
   return { node: new Map(), edge: new Map(), vector: new Map() };
@@ -110,11 +125,11 @@ export class IndexCatalog {
     private readonly databases: IndexDatabases,
     private readonly source: IndexRecordSource,
     definitions: readonly IndexDefinition[],
-    private readonly options: { readonly uniqueAcrossPartitions?: boolean } = {},
+    private readonly options: { readonly uniqueAcrossPartitions?: boolean; readonly readOnly?: boolean } = {},
   ) {
     this.secondary = new SecondaryIndexes(databases.secondary, databases.meta);
     this.vector = new VectorIndexes(databases.meta, source);
-    this.text = new TextIndexes(databases.text);
+    this.text = new TextIndexes(databases.text, options.readOnly === true ? readOnlyTextLayout(databases) : undefined);
     this.definitions = new Map(definitions.map((definition) => [metaKey(definition), definitionOf(definition)]));
     this.declared = new Set(this.definitions.keys());
     for (const { key, value } of this.meta.getRange({ start: META_PREFIX, end: META_END })) {

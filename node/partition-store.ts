@@ -37,6 +37,7 @@ import { Snapshot } from "./snapshot.js";
 import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
 import { uniqueEdgeViolation } from "./unique-edges.js";
+import { upgradeTextLayout } from "./text-upgrade.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
 export { Snapshot } from "./snapshot.js";
@@ -191,12 +192,15 @@ export class PartitionStore {
     this.reservedTo = reserved === undefined ? undefined : BigInt(reserved);
     const owned = this.meta.get(META_OWNED_RANGES) as { first: bigint | number; last: bigint | number }[] | undefined;
     this.setOwnedInMemory(owned === undefined ? [{ first: this.idFirst, last: this.idLast }] : owned.map((range) => ({ first: BigInt(range.first), last: BigInt(range.last) })));
-    this.indexes = new IndexCatalog({ meta: this.meta, secondary: binary("index"), text: binary("text") }, {
+    const text = binary("text");
+    this.indexes = new IndexCatalog({ meta: this.meta, secondary: binary("index"), text }, {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
       hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
-    }, options.indexes ?? [], { uniqueAcrossPartitions: options.uniqueAcrossPartitions });
+    }, options.indexes ?? [], { uniqueAcrossPartitions: options.uniqueAcrossPartitions, readOnly: options.readOnly });
     if (!options.readOnly) {
+      // Before the catalog reconciles (and may build) text indexes: they write layout 2 only.
+      this.transact(() => upgradeTextLayout(this.meta, text));
       const indexes = this.indexes;
       indexes.adopt(this.transact(() => indexes.reconcile()));
     }

@@ -8,7 +8,7 @@
  *
  *   part | 'S'                       → documents(f64) | total length in terms(f64)
  *   part | 'D' | id(8)               → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
- *   part | 'B' | term                → the term's document frequency df (u32) | its last block's first ID(8)
+ *   part | 'B' | term                → df (u32) | the term's blocks (u32) | its last block's first ID(8)
  *   part | 'B' | term | first id(8)  → one block of the term's postings (below), keyed by its first document's ID
  *   part | 'Q' | term | id(8)        → the term's positions in the document, LEB128 deltas (indexes with positions)
  *
@@ -122,22 +122,27 @@ export function blockFirst(key: Buffer): bigint {
   return key.readBigUInt64BE(key.length - ID_BYTES);
 }
 
-/** A term's entry: its df and where its last block starts (so that a new document's posting needs no seek). */
-export function encodeTermEntry(frequency: number, lastFirst8: Uint8Array): Buffer {
-  const value = Buffer.allocUnsafe(4 + ID_BYTES);
-  value.writeUInt32BE(frequency, 0);
-  value.set(lastFirst8, 4);
+/**
+ * A term's entry: its df, how many blocks it has and where the last one starts (so that a new document's posting,
+ * and a search of a term of one block, read the block by its key without a range seek).
+ */
+export interface TermEntry {
+  readonly frequency: number;
+  readonly blocks: number;
+  readonly lastFirst: Buffer;
+}
+
+export function encodeTermEntry(entry: TermEntry): Buffer {
+  const value = Buffer.allocUnsafe(8 + ID_BYTES);
+  value.writeUInt32BE(entry.frequency, 0);
+  value.writeUInt32BE(entry.blocks, 4);
+  entry.lastFirst.copy(value, 8);
   return value;
 }
 
-/** A term entry's df. */
-export function termFrequency(value: Buffer): number {
-  return value.readUInt32BE(0);
-}
-
-/** A term entry's last block's first ID, as its 8 key bytes. */
-export function termLastFirst(value: Buffer): Buffer {
-  return value.subarray(4, 4 + ID_BYTES);
+/** A term's entry; its last first ID is a copy (the value may be lmdb-js's reused read buffer). */
+export function decodeTermEntry(value: Buffer): TermEntry {
+  return { frequency: value.readUInt32BE(0), blocks: value.readUInt32BE(4), lastFirst: Buffer.from(value.subarray(8, 8 + ID_BYTES)) };
 }
 
 /** Positions as LEB128 deltas. */

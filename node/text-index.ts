@@ -45,15 +45,15 @@ import {
   statisticsKey,
   termEnd,
   termKey,
-  termFrequency,
+  decodeTermEntry,
   termKeyOf,
-  termLastFirst,
   appendToBlock,
   blockCount,
   blockLastOffset,
   BLOCK_SPAN_MAX,
 } from "./text-encoding.js";
 import { topDocuments, type TermBlocks } from "./text-search.js";
+import { TEXT_LAYOUT } from "./text-upgrade.js";
 
 /** BM25's term-frequency saturation. */
 export const BM25_K1 = 1.2;
@@ -81,9 +81,24 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
 
   /**
    * `entries` is the partition's `text` sub-database (binary keys and values). The family keeps nothing in the
-   * catalog's `meta` and never reads records itself (it is handed every record).
+   * catalog's `meta` and never reads records itself (it is handed every record). `layoutOf` tells the layout of the
+   * entries a read sees (node/text-upgrade.ts): a writer's are current (its open upgraded them); a read-only handle
+   * asks its snapshot until a writer has upgraded them.
    */
-  constructor(private readonly entries: Database<Buffer, Buffer>) {}
+  constructor(
+    private readonly entries: Database<Buffer, Buffer>,
+    private readonly layoutOf: (transaction: Transaction | undefined) => number = () => TEXT_LAYOUT,
+  ) {}
+
+  /** Refuses a read of entries an older Silk wrote (a read-only handle on a directory no writer has opened since). */
+  private checkLayout(transaction: Transaction | undefined): void {
+    if (this.layoutOf(transaction) !== TEXT_LAYOUT) {
+      throw new SilkError(
+        "invalid_option",
+        "this database's text indexes are in the layout of an older Silk (one entry per posting): open it once as a writer, which upgrades them, before searching them read-only",
+      );
+    }
+  }
 
   load(): void {}
 
@@ -143,6 +158,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (definition.tenant !== undefined && options.tenant === undefined) {
       throw new SilkError("tenant_required", `text index ${definition.name} is partitioned by ${definition.tenant}: pass the tenant to search it`);
     }
+    this.checkLayout(transaction);
     const tenant = definition.tenant === undefined ? "" : options.tenant!;
     if (Buffer.byteLength(tenant, "utf8") > TENANT_BYTES_MAX) return [];
     const part = partitionPrefix(this.prefixOf(definition), tenant);
@@ -168,25 +184,37 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
 
   /**
    * A term's blocks and weight idf·(k1 + 1) (df counts every posting of the partition, whatever the candidates), or
-   * undefined when no document holds it. One range read: the term's df, then its blocks.
+   * undefined when no document holds it. The term's entry, then its block by key when it has one, else a range read.
    */
   private blocksOf(transaction: Transaction | undefined, start: Buffer, documents: number): TermBlocks | undefined {
+    const stored = this.readCopy(transaction, start);
+    if (stored === undefined) return undefined;
+    const entry = decodeTermEntry(stored);
+    const weight = Math.log(1 + (documents - entry.frequency + 0.5) / (entry.frequency + 0.5)) * (BM25_K1 + 1);
+    if (entry.blocks === 1) {
+      const key = blockKey(start, entry.lastFirst);
+      return { weight, keys: [key], values: [this.readCopy(transaction, key)!] };
+    }
     const keys: Buffer[] = [];
     const values: Buffer[] = [];
-    let frequency = 0;
-    for (const { key, value } of this.entries.getRange({ start, end: termEnd(start), transaction })) {
-      if (key.length === start.length) frequency = termFrequency(value);
-      else {
-        keys.push(key);
-        values.push(value);
-      }
+    for (const { key, value } of this.entries.getRange({ start: blockKey(start, FIRST_ID), end: termEnd(start), transaction })) {
+      keys.push(key);
+      values.push(value);
     }
-    if (keys.length === 0) return undefined;
-    return { weight: Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1), keys, values };
+    return { weight, keys, values };
+  }
+
+  /** A value read by key, copied out of lmdb-js's reused read buffer. */
+  private readCopy(transaction: Transaction | undefined, key: Buffer): Buffer | undefined {
+    // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them; its value is
+    // lmdb-js's reused read buffer, whose `length` is the value's.
+    const bytes = (this.entries.getBinaryFast as (key: Buffer, options: { transaction?: Transaction }) => Uint8Array | undefined).call(this.entries, key, { transaction });
+    return bytes === undefined ? undefined : Buffer.from(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
   }
 
   /** The positions of `term` in record `id` (an index with positions; [] otherwise or when absent), for tests and phrases. */
   positions(transaction: Transaction | undefined, definition: TextIndexDefinition, term: string, id: bigint, tenant?: string): number[] {
+    this.checkLayout(transaction);
     const bytes = Buffer.from(term, "utf8");
     if (bytes.length > TERM_BYTES_MAX) return [];
     const value = this.entries.get(positionsKey(partitionPrefix(this.prefixOf(definition), tenant ?? ""), bytes, idKey(id)), { transaction });
@@ -279,35 +307,40 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
    * block's first ID (the common case: a new record) goes to the last block, found through the term's entry.
    */
   private addPosting(term: Buffer, id: bigint, id8: Buffer, frequency: number, length: number): void {
-    const entry = this.entries.get(term);
-    if (entry === undefined) {
+    const stored = this.entries.get(term);
+    if (stored === undefined) {
       this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
-      this.entries.putSync(term, encodeTermEntry(1, id8));
+      this.entries.putSync(term, encodeTermEntry({ frequency: 1, blocks: 1, lastFirst: id8 }));
       return;
     }
-    const lastFirst = termLastFirst(entry);
+    const entry = decodeTermEntry(stored);
     let found: { key: Buffer; value: Buffer } | undefined;
-    if (Buffer.compare(id8, lastFirst) > 0) {
-      const key = blockKey(term, lastFirst);
+    if (Buffer.compare(id8, entry.lastFirst) > 0) {
+      const key = blockKey(term, entry.lastFirst);
       const value = this.entries.get(key)!;
       const offset = id - blockFirst(key);
       if (blockCount(value) < BLOCK_POSTINGS_MAX && offset < BLOCK_SPAN_MAX && Number(offset) > blockLastOffset(value)) {
         this.entries.putSync(key, appendToBlock(value, Number(offset), frequency, length));
-        this.entries.putSync(term, encodeTermEntry(termFrequency(entry) + 1, lastFirst));
+        this.entries.putSync(term, encodeTermEntry({ ...entry, frequency: entry.frequency + 1 }));
         return;
       }
       found = { key, value };
     } else found = this.blockAtOrBefore(term, id8) ?? this.firstBlock(term)!;
     const block = PostingBlock.decode(found.key, found.value);
+    let blocks = entry.blocks;
     if (!block.insert(id, frequency, length)) {
       this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
+      blocks += 1;
     } else {
       if (block.first !== blockFirst(found.key)) this.entries.removeSync(found.key);
       const second = block.size > BLOCK_POSTINGS_MAX ? block.splitOff() : undefined;
       this.putBlock(term, block);
-      if (second !== undefined) this.putBlock(term, second);
+      if (second !== undefined) {
+        this.putBlock(term, second);
+        blocks += 1;
+      }
     }
-    this.entries.putSync(term, encodeTermEntry(termFrequency(entry) + 1, this.lastBlock(term)));
+    this.entries.putSync(term, encodeTermEntry({ frequency: entry.frequency + 1, blocks, lastFirst: this.lastBlock(term) }));
   }
 
   /** Removes a document's posting from its block (the block goes when empty, and moves when its first ID goes). */
@@ -319,10 +352,12 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const moved = block.size === 0 || block.first !== blockFirst(found.key);
     if (moved) this.entries.removeSync(found.key);
     if (block.size > 0) this.putBlock(term, block);
-    const entry = this.entries.get(term)!;
-    const frequency = termFrequency(entry) - 1;
-    if (frequency === 0) this.entries.removeSync(term);
-    else this.entries.putSync(term, encodeTermEntry(frequency, moved ? this.lastBlock(term) : termLastFirst(entry)));
+    const entry = decodeTermEntry(this.entries.get(term)!);
+    if (entry.frequency === 1) this.entries.removeSync(term);
+    else {
+      const blocks = block.size === 0 ? entry.blocks - 1 : entry.blocks;
+      this.entries.putSync(term, encodeTermEntry({ frequency: entry.frequency - 1, blocks, lastFirst: moved ? this.lastBlock(term) : entry.lastFirst }));
+    }
   }
 
   /** The first ID (8 key bytes) of the term's last block (the term has one). */

@@ -41,6 +41,9 @@ const TWO_32 = 4_294_967_296;
 /** A bound is multiplied by this before it is compared with the threshold, against rounding in the sums. */
 const BOUND_SLACK = 1 + 1e-9;
 
+/** Every cursor's decoded block, grown to the largest query so far (searches run one at a time, synchronously). */
+let scratch = new Float64Array(0);
+
 /** An ID as two 32-bit words. */
 interface Base {
   high: number;
@@ -53,9 +56,10 @@ class TermCursor {
   private readonly lastRelative: Float64Array;
   readonly blockBounds: Float64Array;
   readonly best: number;
-  private readonly offsets = new Float64Array(BLOCK_POSTINGS_MAX);
-  private readonly frequencies = new Float64Array(BLOCK_POSTINGS_MAX);
-  private readonly lengths = new Float64Array(BLOCK_POSTINGS_MAX);
+  /** The decoded block: offsets, tfs and lengths, views into the shared scratch (a search runs synchronously). */
+  private readonly offsets: Float64Array;
+  private readonly frequencies: Float64Array;
+  private readonly lengths: Float64Array;
   private block = 0;
   private decoded = -1;
   private size = 0;
@@ -71,6 +75,10 @@ class TermCursor {
     private readonly postings: TermBlocks,
     private readonly parameters: Bm25Parameters,
   ) {
+    const at = term * 3 * BLOCK_POSTINGS_MAX;
+    this.offsets = scratch.subarray(at, at + BLOCK_POSTINGS_MAX);
+    this.frequencies = scratch.subarray(at + BLOCK_POSTINGS_MAX, at + 2 * BLOCK_POSTINGS_MAX);
+    this.lengths = scratch.subarray(at + 2 * BLOCK_POSTINGS_MAX, at + 3 * BLOCK_POSTINGS_MAX);
     const count = postings.keys.length;
     this.firstRelative = new Float64Array(count);
     this.lastRelative = new Float64Array(count);
@@ -239,6 +247,7 @@ class TopK {
  * score, ties by ascending ID; `accept` (when given) chooses which documents may be ranked.
  */
 export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Parameters, k: number, accept?: (id: bigint) => boolean): SearchHit[] {
+  if (scratch.length < terms.length * 3 * BLOCK_POSTINGS_MAX) scratch = new Float64Array(terms.length * 3 * BLOCK_POSTINGS_MAX);
   const cursors = terms.map((postings, term) => new TermCursor(term, postings, parameters));
   const top = new TopK(k);
   if (cursors.length === 0) return [];
@@ -300,16 +309,18 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
     if (!pruned && sum * BOUND_SLACK > threshold) {
       let total = 0;
       for (let term = 0; term < count; term += 1) total += scores[term];
-      const id = baseId + BigInt(doc);
-      if (total > threshold && (accept === undefined || accept(id))) {
-        top.offer({ id, score: total });
-        if (top.threshold > threshold) {
-          threshold = top.threshold;
-          while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
+      if (total > threshold) {
+        const id = baseId + BigInt(doc);
+        if (accept === undefined || accept(id)) {
+          top.offer({ id, score: total });
+          if (top.threshold > threshold) {
+            threshold = top.threshold;
+            while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
+          }
         }
       }
     }
-    scores.fill(0);
+    for (let term = 0; term < count; term += 1) scores[term] = 0;
   }
   return top.sorted();
 }
