@@ -3,9 +3,11 @@
  * top-level String or [String] property, kept in its own binary LMDB sub-database and changed only inside the
  * caller's write transaction, so a failed transaction leaves nothing behind and a reader sees one snapshot.
  *
- * Storage: per index and tenant partition, postings term → (id → tf, document length [, positions]), one entry per
- * document (its length and distinct terms) and the partition's statistics (documents, total length), all under the
- * index's key prefix so `remove` deletes one key range. The key and value layout is node/text-encoding.ts's.
+ * Storage: per index and tenant partition, per term its df and its postings (id → tf, document length) in blocks of
+ * up to BLOCK_POSTINGS_MAX with block-max bounds, positions apart when kept, one entry per document (its length and
+ * distinct terms) and the partition's statistics (documents, total length), all under the index's key prefix so
+ * `remove` deletes one key range. The key and value layout is node/text-encoding.ts's; a write changes one or two
+ * blocks per term; the top-k search is node/text-search.ts's (block-max MaxScore, exact).
  *
  * Rules: a record whose field is absent, or (tenant index) whose tenant property is absent, is not indexed; null or
  * any non-string value (number, boolean, array holding a non-string, object, bytes) is `invalid_type` naming the
