@@ -2,7 +2,7 @@
 export { open, Database, type IndexInfo, type OpenOptions, type PreparedQuery, type Storage } from "./cluster/embedded.js";
 export { SilkError, ERROR_CODES, type ErrorCode } from "./protocol/errors.js";
 export type { Embedder } from "./protocol/embedding.js";
-export { embedderFromEnvironment, FeatureHashingEmbedder, LocalModelEmbedder, OpenAiCompatibleEmbedder } from "./cluster/embedders.js";
+export { embedderFromEnvironment, FeatureHashingEmbedder, LocalModelEmbedder, OpenAiCompatibleEmbedder } from "./embedders/index.js";
 export type { QueryResult } from "./node/executor.js";
 export type { ExplainStep } from "./node/planner.js";
 export type { ImportBatch, ImportEdge, ImportEndpoint, ImportNode, ImportResult } from "./cluster/bulk-import.js";

@@ -14,7 +14,7 @@ import { mkdirSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cluster-manifest.js";
-import { embedderFromEnvironment } from "../cluster/embedders.js";
+import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/map-store.js";
 import { PartitionReplica } from "../cluster/replica.js";
 import { acquireWriterLock } from "../cluster/writer-lock.js";

@@ -19,7 +19,7 @@ import { Database } from "../cluster/embedded.js";
 import { readClusterManifest } from "../cluster/cluster-manifest.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../cluster/remote.js";
-import { embedderFromEnvironment, embedderStartMessage } from "../cluster/embedders.js";
+import { embedderFromEnvironment, embedderStartMessage } from "../embedders/index.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
@@ -71,7 +71,7 @@ export interface ServeSettings {
   /** The deadline of every request that sets no `timeout_ms` (the per-query routes included). */
   readonly timeoutMs: number;
   readonly logger: Logger;
-  /** Embed's provider from SILK_EMBED_* (cluster/embedders.ts); undefined when none is configured. */
+  /** Embed's provider from SILK_EMBED_* (embedders/index.ts); undefined when none is configured. */
   readonly embedder: Embedder | undefined;
 }
 

@@ -34,7 +34,7 @@ import type { ImportBatch, ImportResult } from "./bulk-import.js";
 import { Coordinator, type CommitPhase } from "./coordinator.js";
 import type { ValidationPhase } from "./unique-builds.js";
 import { LmdbDecisionLog } from "./decision-log.js";
-import { embedderFromEnvironment } from "./embedders.js";
+import { embedderFromEnvironment } from "../embedders/index.js";
 import { writeFileAtomic } from "./durable-files.js";
 import { PartitionMap } from "./partition-map.js";
 import { InProcessTransport } from "./transport.js";
@@ -124,7 +124,7 @@ function checkOptions(options: OpenOptions): void {
   }
   if (mode !== undefined && mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
   if (options.embedder !== undefined && typeof (options.embedder as Partial<Embedder> | null)?.embed !== "function") {
-    throw new SilkError("invalid_option", "embedder must be an object with an embed(texts) method (see cluster/embedders.ts)");
+    throw new SilkError("invalid_option", "embedder must be an object with an embed(texts) method (see embedders/index.ts)");
   }
   if (options.schema !== undefined && !validSchemaOption(options.schema)) {
     throw new SilkError("invalid_option", "schema must be HelixQL text, a { file, text } source (both strings) or a list of them");

@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/serve.js";
-import { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "../cluster/embedders.js";
+import { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "../embedders/index.js";
 import { PARTITIONS_MAX } from "../cluster/partition-map.js";
 import { KEYS_PER_DATABASE_MAX } from "../gateway/hosted/key-store.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS } from "../gateway/http-limits.js";
@@ -61,8 +61,8 @@ export const LIMITS: readonly Limit[] = [
   { name: "QUERY_TERMS_MAX (node/text-index.ts)", value: count(QUERY_TERMS_MAX), code: "limit_exceeded", meaning: "Distinct terms of one text search." },
   { name: "TENANT_BYTES_MAX (node/text-index.ts)", value: bytes(TENANT_BYTES_MAX), code: "limit_exceeded", meaning: "A text index's tenant value." },
   { name: "VECTOR_DIMENSIONS_MAX (node/validation.ts)", value: count(VECTOR_DIMENSIONS_MAX), code: "invalid_value", meaning: "Dimensions of a stored vector (an index's own dimension must then match it exactly: `vector_dimension_mismatch`)." },
-  { name: "EMBED_TEXT_BYTES_MAX (cluster/embedders-input.ts)", value: bytes(EMBED_TEXT_BYTES_MAX), code: "invalid_value", meaning: "A text given to `Embed`." },
-  { name: "EMBED_DIMENSIONS_MAX (cluster/embedders-input.ts)", value: count(EMBED_DIMENSIONS_MAX), code: "invalid_option / invalid_value", meaning: "Dimensions an embedding provider may be configured with, or answer." },
+  { name: "EMBED_TEXT_BYTES_MAX (embedders/input.ts)", value: bytes(EMBED_TEXT_BYTES_MAX), code: "invalid_value", meaning: "A text given to `Embed`." },
+  { name: "EMBED_DIMENSIONS_MAX (embedders/input.ts)", value: count(EMBED_DIMENSIONS_MAX), code: "invalid_option / invalid_value", meaning: "Dimensions an embedding provider may be configured with, or answer." },
   { name: "KEY_BYTES_MAX (node/keys.ts)", value: `${count(KEY_BYTES_MAX)} bytes`, code: "none: long strings are indexed", meaning: `LMDB's longest key. A string whose secondary-index key would be longer is keyed by its first ${INDEX_STRING_PREFIX_BYTES_MAX} bytes (INDEX_STRING_PREFIX_BYTES_MAX, node/index-encoding.ts) and its SHA-256; UNIQUE stays exact (docs/INDEXES.md).` },
   { name: "READER_CHECK_INTERVAL_MS (node/partition-store.ts)", value: `${count(READER_CHECK_INTERVAL_MS)} ms`, code: "none", meaning: "How long a reader that died with a read open can pin old pages: a writer clears dead readers' slots at most this often (docs/SERVER.md, `silk status`)." },
   { name: "PREPARED_PLANS_MAX (node/partition-actor.ts)", value: count(PREPARED_PLANS_MAX), code: "limit_exceeded", meaning: "Prepared query plans one partition (or coordinator) keeps." },

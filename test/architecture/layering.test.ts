@@ -12,7 +12,9 @@ const root = resolve(import.meta.dirname, "../..");
 const allowed: Record<string, string[]> = {
   protocol: ["protocol"],
   node: ["protocol", "node"],
-  cluster: ["protocol", "node", "cluster"],
+  embedders: ["protocol", "embedders"],
+  // cluster/embedded.ts (the embedded runtime) reads SILK_EMBED_* through embedders/ until it moves to runtime/.
+  cluster: ["protocol", "node", "embedders", "cluster"],
   gateway: ["protocol", "node", "cluster", "gateway"],
   sdk: ["protocol", "sdk"],
 };

@@ -17,7 +17,7 @@ import {
   OpenAiCompatibleEmbedder,
   stableHash32,
   type OpenAiCompatibleOptions,
-} from "../../cluster/embedders.js";
+} from "../../embedders/index.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
 import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
 import { startServer } from "../gateway/serve-process.js";

@@ -6,7 +6,7 @@
  * survive a reopen and builds over existing data, the rerankers, and Embed with and without a provider.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FeatureHashingEmbedder } from "../../cluster/embedders.js";
+import { FeatureHashingEmbedder } from "../../embedders/index.js";
 import { distance } from "../../node/vector-math.js";
 import { BACKENDS, TestDatabase, expectCode, removeTempDirs, snapshot } from "../helpers/engine.js";
 

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ErrorCode as McpErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../cluster/embedded.js";
-import { FeatureHashingEmbedder } from "../../cluster/embedders.js";
+import { FeatureHashingEmbedder } from "../../embedders/index.js";
 import type { Embedder } from "../../protocol/embedding.js";
 import { listeningGateway } from "../helpers/gateway.js";
 

@@ -1,5 +1,5 @@
 /**
- * What every embedding provider checks before it does any work (cluster/embedders.ts): the texts are strings, not
+ * What every embedding provider checks before it does any work (embedders/index.ts): the texts are strings, not
  * empty, and within a size bound; a model a query names is a well-formed name; a configured dimension is a whole number within bounds. Bad input is the caller's
  * fault (`invalid_value`), never the provider's (`embedding_failed`), and nothing is sent anywhere.
  */

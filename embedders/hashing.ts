@@ -17,7 +17,7 @@
  * length `dimension` and unit L2 norm.
  */
 import type { Embedder } from "../protocol/embedding.js";
-import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./embedders-input.js";
+import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./input.js";
 
 export const HASHING_DIMENSIONS_DEFAULT = 256;
 /** The weight of a pair of neighbouring words, relative to a single word's 1: word order counts, but less. */

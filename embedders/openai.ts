@@ -20,7 +20,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { Embedder } from "../protocol/embedding.js";
-import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./embedders-input.js";
+import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./input.js";
 
 export const OPENAI_BASE_URL_DEFAULT = "https://api.openai.com/v1";
 export const OPENAI_MODEL_DEFAULT = "text-embedding-3-small";

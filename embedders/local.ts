@@ -16,7 +16,7 @@ import { existsSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { SilkError } from "../protocol/errors.js";
 import type { Embedder } from "../protocol/embedding.js";
-import { checkEmbedModel, checkEmbedTexts } from "./embedders-input.js";
+import { checkEmbedModel, checkEmbedTexts } from "./input.js";
 
 export const TRANSFORMERS_PACKAGE = "@huggingface/transformers";
 

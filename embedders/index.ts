@@ -1,9 +1,9 @@
 /**
  * The embedding providers behind `Embed(text)` (protocol/embedding.ts), and the one place the servers read their
  * choice from the environment. Three providers, each in its own module:
- * - OpenAiCompatibleEmbedder (embedders-openai.ts): any `/v1/embeddings` HTTP endpoint, key from the environment;
- * - LocalModelEmbedder (embedders-local.ts): a model directory run by the optional `@huggingface/transformers`;
- * - FeatureHashingEmbedder (embedders-hashing.ts): deterministic and offline, for tests; not a semantic model.
+ * - OpenAiCompatibleEmbedder (openai.ts): any `/v1/embeddings` HTTP endpoint, key from the environment;
+ * - LocalModelEmbedder (local.ts): a model directory run by the optional `@huggingface/transformers`;
+ * - FeatureHashingEmbedder (hashing.ts): deterministic and offline, for tests; not a semantic model.
  *
  * Invariant: a server either starts with a working configuration or refuses to start (`invalid_option` naming the
  * variable at fault); no variable set means no provider, and Embed is then `embedding_not_configured`.
@@ -12,14 +12,14 @@
 import { existsSync, statSync } from "node:fs";
 import { SilkError } from "../protocol/errors.js";
 import type { Embedder } from "../protocol/embedding.js";
-import { EMBED_DIMENSIONS_MAX } from "./embedders-input.js";
-import { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT } from "./embedders-hashing.js";
-import { LocalModelEmbedder } from "./embedders-local.js";
-import { OPENAI_MODEL_DEFAULT, OpenAiCompatibleEmbedder } from "./embedders-openai.js";
+import { EMBED_DIMENSIONS_MAX } from "./input.js";
+import { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT } from "./hashing.js";
+import { LocalModelEmbedder } from "./local.js";
+import { OPENAI_MODEL_DEFAULT, OpenAiCompatibleEmbedder } from "./openai.js";
 
-export { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "./embedders-input.js";
-export { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT, hashingTokens, stableHash32 } from "./embedders-hashing.js";
-export { LocalModelEmbedder, TRANSFORMERS_PACKAGE, type LocalModelOptions, type TransformersModule } from "./embedders-local.js";
+export { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "./input.js";
+export { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT, hashingTokens, stableHash32 } from "./hashing.js";
+export { LocalModelEmbedder, TRANSFORMERS_PACKAGE, type LocalModelOptions, type TransformersModule } from "./local.js";
 export {
   batchesOf,
   EMBED_BATCH_BYTES_MAX,
@@ -30,7 +30,7 @@ export {
   OPENAI_MODEL_DEFAULT,
   OpenAiCompatibleEmbedder,
   type OpenAiCompatibleOptions,
-} from "./embedders-openai.js";
+} from "./openai.js";
 
 export const EMBED_PROVIDERS = ["openai", "local", "hashing"] as const;
 export type EmbedProvider = (typeof EMBED_PROVIDERS)[number];
