@@ -1,5 +1,5 @@
 /** Silk's package entry: the embedded runtime and the types a caller needs. */
-export { open, Database, type IndexInfo, type OpenOptions, type PreparedQuery, type Storage } from "./cluster/embedded.js";
+export { open, Database, type IndexInfo, type OpenOptions, type PreparedQuery, type Storage } from "./runtime/embedded.js";
 export { SilkError, ERROR_CODES, type ErrorCode } from "./protocol/errors.js";
 export type { Embedder } from "./protocol/embedding.js";
 export { embedderFromEnvironment, FeatureHashingEmbedder, LocalModelEmbedder, OpenAiCompatibleEmbedder } from "./embedders/index.js";

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { Database } from "../cluster/embedded.js";
+import { Database } from "../runtime/embedded.js";
 import { presentedKey } from "../gateway/hosted/access.js";
 import { createKey, KeyStore } from "../gateway/hosted/key-store.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";

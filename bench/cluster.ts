@@ -22,7 +22,7 @@ import { parseArgs } from "node:util";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import type * as SilkIndex from "../index.js";
-import type * as Remote from "../cluster/remote.js";
+import type * as Remote from "../runtime/remote.js";
 import type * as NatsServers from "../cluster/nats-servers.js";
 import type * as Manifest from "../cluster/cluster-manifest.js";
 import type * as PartitionMaps from "../cluster/partition-map.js";
@@ -70,7 +70,7 @@ async function loadModules(source: boolean): Promise<Modules> {
   const load = async <T>(path: string): Promise<T> => (await import(new URL(`${base}${path}`, import.meta.url).href)) as T;
   return {
     index: await load<typeof SilkIndex>("index.js"),
-    remote: await load<typeof Remote>("cluster/remote.js"),
+    remote: await load<typeof Remote>("runtime/remote.js"),
     nats: await load<typeof NatsServers>("cluster/nats-servers.js"),
     manifest: await load<typeof Manifest>("cluster/cluster-manifest.js"),
     partitionMap: await load<typeof PartitionMaps>("cluster/partition-map.js"),

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import Fastify, { type FastifyRequest } from "fastify";
-import { open } from "../cluster/embedded.js";
+import { open } from "../runtime/embedded.js";
 import { stringifyJson } from "../gateway/json.js";
 import { mayHoldUnsafeInteger, parseLossless } from "../gateway/request-json.js";
 import { buildTree } from "./silk-side.js";

@@ -23,7 +23,7 @@ export interface SilkModules {
 }
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
-const SOURCE_FOLDERS = ["protocol", "node", "cluster", "embedders"];
+const SOURCE_FOLDERS = ["protocol", "platform", "node", "embedders", "cluster", "runtime"];
 
 function sourceFiles(folder: string): string[] {
   const files: string[] = [];

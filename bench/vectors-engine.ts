@@ -1,6 +1,6 @@
 /**
  * The end-to-end side of bench/vectors.ts: the MNIST base rows in a whole Silk database (`Database.open` on memory
- * storage, the embedded API of cluster/embedded.ts) under a `V::Digit` type of dimension 784 and the metric measured,
+ * storage, the embedded API of runtime/embedded.ts) under a `V::Digit` type of dimension 784 and the metric measured,
  * added by a HelixQL QUERY that runs AddV in a FOR over a batch of rows (import batches carry nodes and edges only),
  * then searched by a QUERY with SearchV. `db.query` prepares each QUERY's tree once, on its first call, and reuses it,
  * so a search pays what an application's call pays: parameter checks, the partition actor, the vector_search step at

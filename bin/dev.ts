@@ -10,7 +10,7 @@
  */
 import { statSync, watch, type FSWatcher } from "node:fs";
 import type { Logger } from "pino";
-import { Database, type IndexInfo } from "../cluster/embedded.js";
+import { Database, type IndexInfo } from "../runtime/embedded.js";
 import type { GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError } from "../protocol/errors.js";

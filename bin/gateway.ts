@@ -8,7 +8,7 @@
  */
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { Database } from "../cluster/embedded.js";
+import { Database } from "../runtime/embedded.js";
 import { KeyStore, readKeys } from "../gateway/hosted/key-store.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
 import { databaseId, isDisabled, readLimitsOverride } from "../gateway/hosted/tenant-files.js";

@@ -16,7 +16,7 @@
  * line of the counters on stderr until every build is active or blocked, then one JSON line per index on stdout.
  */
 import type { Command } from "commander";
-import { Database } from "../cluster/embedded.js";
+import { Database } from "../runtime/embedded.js";
 import { answerOf, type IndexAnswer } from "../cluster/index-operations.js";
 import { SilkError } from "../protocol/errors.js";
 import { TEXT_ANALYZERS, VECTOR_FIELD, VECTOR_METRICS, type IndexStatus } from "../protocol/indexes.js";

@@ -17,7 +17,7 @@ import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cl
 import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/map-store.js";
 import { PartitionReplica } from "../cluster/replica.js";
-import { acquireWriterLock } from "../cluster/writer-lock.js";
+import { acquireWriterLock } from "../runtime/writer-lock.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";

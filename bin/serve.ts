@@ -6,7 +6,7 @@
  * SIGINT and SIGTERM stop accepting requests, let the ones in flight finish, and close the database cleanly
  * (its writer lock is released, so the next start does not have to take over a stale one). `silk dev`
  * (bin/dev.ts) serves the same way through `listenGateway` and `closeOnSignals`. `silk serve --cluster DIR` serves
- * the same gateway over a cluster's partitions (cluster/remote.ts; docs/CLUSTER.md) instead of a local database.
+ * the same gateway over a cluster's partitions (runtime/remote.ts; docs/CLUSTER.md) instead of a local database.
  *
  * Test hook (an environment variable, not a CLI flag): `SILK_TEST_CRASH_AT=<phase>` makes `silk serve --cluster`
  * SIGKILL itself the first time a two-phase commit reaches that phase (one of the coordinator's CommitPhase values:
@@ -15,10 +15,10 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
-import { Database } from "../cluster/embedded.js";
+import { Database } from "../runtime/embedded.js";
 import { readClusterManifest } from "../cluster/cluster-manifest.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
-import { connectClusterDirectory } from "../cluster/remote.js";
+import { connectClusterDirectory } from "../runtime/remote.js";
 import { embedderFromEnvironment, embedderStartMessage } from "../embedders/index.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";

@@ -5,7 +5,7 @@
  * opening clears the slots of readers whose process died (they would keep the file growing), so every reader it
  * lists is alive (its own slot left out). `--json` prints the same as one JSON object.
  */
-import { storageStatus } from "../cluster/embedded.js";
+import { storageStatus } from "../runtime/embedded.js";
 import type { StorageStatus } from "../node/partition-store.js";
 
 export interface StatusIo {

@@ -11,7 +11,7 @@ import { REQUEST_BODY_BYTES_MAX } from "./query-v2.js";
 /** What the routes need from the database: running a query by name. */
 export interface NamedQueryRunner {
   /**
-   * The query's answer as JSON text (embedded.ts `queryJson`). Throws query_not_found for an unknown name, and the
+   * The query's answer as JSON text (runtime/embedded.ts `queryJson`). Throws query_not_found for an unknown name, and the
    * parameter errors of bindParameters.
    */
   queryJson(name: string, parameters: Readonly<Record<string, unknown>>): Promise<string>;

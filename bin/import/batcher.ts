@@ -5,7 +5,7 @@
  * batch, a node of an earlier, committed batch by its ID. A batch is never split, so a row that fails leaves
  * nothing of its batch in the database, while the batches before it stay committed.
  */
-import type { Database } from "../../cluster/embedded.js";
+import type { Database } from "../../runtime/embedded.js";
 import { ImportRowError, type ImportEdge, type ImportEndpoint, type ImportNode } from "../../cluster/bulk-import.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { Schema } from "../../protocol/schema.js";

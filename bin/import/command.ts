@@ -5,7 +5,7 @@
  * The formats are described in docs/IMPORT.md.
  */
 import { statSync } from "node:fs";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { asSilkError, SilkError } from "../../protocol/errors.js";
 import { loadSchemaSources } from "../schema-files.js";
 import { ImportBatcher } from "./batcher.js";

@@ -15,7 +15,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { SilkError } from "../../protocol/errors.js";
-import { withFileLock, writeFileAtomic } from "../../cluster/durable-files.js";
+import { withFileLock, writeFileAtomic } from "../../platform/durable-files.js";
 import { keysLockPath, keysPath } from "./tenant-files.js";
 
 const KEY_ID_BYTES = 6;

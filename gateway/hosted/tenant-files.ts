@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { flushDirectory, writeFileAtomic, writeFlushed } from "../../cluster/durable-files.js";
+import { flushDirectory, writeFileAtomic, writeFlushed } from "../../platform/durable-files.js";
 import { SilkError } from "../../protocol/errors.js";
 import { checkRateLimit, type RateLimit } from "./token-bucket.js";
 

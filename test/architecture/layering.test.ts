@@ -11,11 +11,12 @@ import { describe, expect, it } from "vitest";
 const root = resolve(import.meta.dirname, "../..");
 const allowed: Record<string, string[]> = {
   protocol: ["protocol"],
-  node: ["protocol", "node"],
-  embedders: ["protocol", "embedders"],
-  // cluster/embedded.ts (the embedded runtime) reads SILK_EMBED_* through embedders/ until it moves to runtime/.
-  cluster: ["protocol", "node", "embedders", "cluster"],
-  gateway: ["protocol", "node", "cluster", "gateway"],
+  platform: ["protocol", "platform"],
+  node: ["protocol", "platform", "node"],
+  embedders: ["protocol", "platform", "embedders"],
+  cluster: ["protocol", "platform", "node", "cluster"],
+  runtime: ["protocol", "platform", "node", "embedders", "cluster", "runtime"],
+  gateway: ["protocol", "platform", "node", "cluster", "runtime", "gateway"],
   sdk: ["protocol", "sdk"],
 };
 /** The SDK files an application bundles: they may import only each other (and no node: module). */

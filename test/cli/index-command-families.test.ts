@@ -11,7 +11,7 @@ import { PassThrough } from "node:stream";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIndexCommand, addIndexOptions, type IndexAction, type IndexCommandOptions } from "../../bin/index-command.js";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { asSilkError } from "../../protocol/errors.js";
 import { removeTemporaryDirectories, temporaryDirectory } from "./helpers.js";
 

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "./helpers.js";
 
 afterAll(removeTemporaryDirectories);

@@ -17,7 +17,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { loadSchemaSources } from "../../bin/schema-files.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { connectClusterDirectory } from "../../cluster/remote.js";
+import { connectClusterDirectory } from "../../runtime/remote.js";
 import { subjects } from "../../cluster/subjects.js";
 import { asSilkError } from "../../protocol/errors.js";
 import { removeTemporaryDirectories, runSilk } from "../cli/helpers.js";

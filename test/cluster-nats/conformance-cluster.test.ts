@@ -21,7 +21,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { parseCaseFile, type Case } from "../conformance/case-file.js";
 import { answersOf, CASES_DIRECTORY, caseFiles, checkWarnings, embeddedSession, httpSession, runCalls, runLoad, type Session } from "../conformance/runner.js";
 import { leftovers, startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";

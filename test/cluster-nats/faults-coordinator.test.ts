@@ -14,7 +14,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { loadSchemaSources } from "../../bin/schema-files.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { connectClusterDirectory } from "../../cluster/remote.js";
+import { connectClusterDirectory } from "../../runtime/remote.js";
 import { removeTemporaryDirectories, runSilk } from "../cli/helpers.js";
 import { BANK_PROJECT, cleanUp, clusterUp, killPid, pendingIntents, post, startServe, waitUntilNoIntents, type RunningCluster } from "./fixtures/cluster-processes.js";
 

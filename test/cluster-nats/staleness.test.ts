@@ -13,7 +13,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { LocalNatsCluster } from "../../cluster/nats-servers.js";
 import { NatsTransport, staleReadsOption } from "../../cluster/nats-transport.js";
 import { DEFAULT_MAX_STALENESS_MS, decodeReply, decodeRequest, encodeRequest } from "../../cluster/nats-wire.js";
-import { connectCluster } from "../../cluster/remote.js";
+import { connectCluster } from "../../runtime/remote.js";
 import { subjects } from "../../cluster/subjects.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../../protocol/messages.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";

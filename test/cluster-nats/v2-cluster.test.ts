@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
 import { addUser, allNodes, countRequest, nodesLabeled, REPO, str, write } from "../cli/helpers.js";
 import { leftovers, startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";

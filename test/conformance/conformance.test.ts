@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
-import { open } from "../../cluster/embedded.js";
+import { open } from "../../runtime/embedded.js";
 import { type Answer, type CheckedCall, parseCaseFile, rewriteCaseFile } from "./case-file.js";
 import { CASES_DIRECTORY, caseFiles, checkWarnings, embeddedSession, httpSession, recorded, runCalls, runLoad, UPDATE } from "./runner.js";
 

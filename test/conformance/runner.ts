@@ -8,7 +8,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { stringify } from "lossless-json";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { stringifyJson } from "../../gateway/json.js";
 import { SilkError } from "../../protocol/errors.js";
 import { listeningGateway } from "../helpers/gateway.js";

@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, openSync, closeSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { storageFailure } from "../../node/storage-errors.js";
 import { SilkError } from "../../protocol/errors.js";
 import { listeningGateway } from "../helpers/gateway.js";

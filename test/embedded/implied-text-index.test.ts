@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { nodesById, update, writeOne } from "../helpers/tree.js";
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database, open } from "../../cluster/embedded.js";
+import { Database, open } from "../../runtime/embedded.js";
 import { SilkError } from "../../protocol/errors.js";
 import { SOCIAL_QUERY_NAMES, SOCIAL_SCHEMA, SOCIAL_SOURCES } from "../gateway/social-project.js";
 

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { READER_CHECK_INTERVAL_MS, type StorageStatus } from "../../node/partition-store.js";
 import { runSilk } from "../cli/helpers.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";

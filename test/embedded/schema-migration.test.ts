@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const CHILD = fileURLToPath(new URL("./fixtures/migrating-child.ts", import.meta.url));

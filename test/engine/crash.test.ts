@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CommitPhase } from "../../cluster/coordinator.js";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import type { Direction, RecordKind } from "../../protocol/records.js";

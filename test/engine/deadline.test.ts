@@ -5,7 +5,7 @@
  * its writes are visible, on memory and on three partitions.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS, EXECUTION_SLICE_MS, monotonicClockMs } from "../../node/deadline.js";
 import { decodeRequest, QUERY_TIMEOUT_MS_MAX } from "../../protocol/tree.js";
 import { SOCIAL_SOURCES } from "../gateway/social-project.js";

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Database, open } from "../../cluster/embedded.js";
+import { Database, open } from "../../runtime/embedded.js";
 import { ImportRowError } from "../../cluster/bulk-import.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { PartitionStore } from "../../node/partition-store.js";

@@ -4,7 +4,7 @@
  * is `invalid_id` naming the row and field, with nothing of the batch written.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { ImportRowError } from "../../cluster/bulk-import.js";
 import { expectCode } from "../helpers/engine.js";
 

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import type { IndexDefinition } from "../../protocol/indexes.js";
 import { SilkError } from "../../protocol/errors.js";

@@ -8,7 +8,7 @@
  */
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { removeTempDirs } from "../helpers/engine.js";
 import {
   addN,

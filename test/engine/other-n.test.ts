@@ -1,6 +1,6 @@
 /** `other_n`: from a node's edges in both directions, the far end of each edge, whichever way the edge points. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 
 let db: Database;
 

@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { analyze } from "../../node/text-analyzers.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { entry, nodesOf, read, readOne, write, type Json, type TreeNode } from "../helpers/tree.js";

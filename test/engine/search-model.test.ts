@@ -17,7 +17,7 @@
  */
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { analyze } from "../../node/text-analyzers.js";
 import { distance } from "../../node/vector-math.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";

@@ -5,7 +5,7 @@
  * names a field to remove rather than giving it a value, working.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { expectCode } from "../helpers/engine.js";
 import { addN, nodesById, removeProperty, setProperty, update, writeOne } from "../helpers/tree.js";
 

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import type { ValidationPhase } from "../../cluster/unique-builds.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { PartitionStore } from "../../node/partition-store.js";

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import { VECTOR_NOT_LOADED } from "../../node/record-codec.js";

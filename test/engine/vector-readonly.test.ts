@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 
 afterAll(removeTempDirs);
@@ -122,7 +122,7 @@ describe("vector search on a read-only handle", () => {
     expect(await titles(reader, [0, 0])).toEqual(["local"]);
 
     const script = `
-      const { Database } = await import(${JSON.stringify(`${REPO}cluster/embedded.ts`)});
+      const { Database } = await import(${JSON.stringify(`${REPO}runtime/embedded.ts`)});
       const db = await Database.open({ storage: { disk: ${JSON.stringify(directory)} }, schema: ${JSON.stringify(SCHEMA)} });
       const far = await db.query("AddDoc", { title: "far", embedding: [9, 9] });
       await db.query("AddDoc", { title: "near", embedding: [0.5, 0] });

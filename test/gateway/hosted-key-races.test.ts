@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { withFileLock } from "../../cluster/durable-files.js";
+import { withFileLock } from "../../platform/durable-files.js";
 import { createKey, KEYS_FILE_MODE, readKeys, revokeKey } from "../../gateway/hosted/key-store.js";
 import { keysLockPath, keysPath } from "../../gateway/hosted/tenant-files.js";
 import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";

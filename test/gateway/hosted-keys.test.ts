@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { presentedKey } from "../../gateway/hosted/access.js";
 import { createKey, KeyStore, KEYS_PER_DATABASE_MAX, revokeKey } from "../../gateway/hosted/key-store.js";
-import { writeFileAtomic } from "../../cluster/durable-files.js";
+import { writeFileAtomic } from "../../platform/durable-files.js";
 import { databaseId, isDisabled, keysPath } from "../../gateway/hosted/tenant-files.js";
 import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
 

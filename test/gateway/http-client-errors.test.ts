@@ -9,7 +9,7 @@
 import { connect, type Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_HEADERS_TIMEOUT_MS, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS, type HttpTimeouts } from "../../gateway/http-limits.js";
 import { buildGateway, type GatewayDatabase } from "../../gateway/server.js";
 import { countRequest, nodesLabeled } from "../cli/helpers.js";

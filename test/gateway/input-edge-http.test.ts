@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { listeningGateway } from "../helpers/gateway.js";
 import { addN, allNodes, count, readOne, writeOne } from "../helpers/tree.js";
 

@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { countRequest, nodesLabeled, removeTemporaryDirectories, temporaryDirectory } from "../cli/helpers.js";
 import { listeningGateway } from "../helpers/gateway.js";
 import { SOCIAL_QUERY_NAMES, SOCIAL_SOURCES } from "./social-project.js";

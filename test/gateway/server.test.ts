@@ -9,7 +9,7 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
 import { buildGateway } from "../../gateway/server.js";
 import { addUser, allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, str, temporaryDirectory, write } from "../cli/helpers.js";

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { expect } from "vitest";
-import { Database, type InternalOpenOptions, type OpenOptions } from "../../cluster/embedded.js";
+import { Database, type InternalOpenOptions, type OpenOptions } from "../../runtime/embedded.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
 import { allEdges, allNodes, entry, inE, outE, read, type Request } from "./tree.js";
 

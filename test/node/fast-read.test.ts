@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open } from "../../cluster/embedded.js";
+import { open } from "../../runtime/embedded.js";
 import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { Deadline, EXECUTION_SLICE_MS } from "../../node/deadline.js";

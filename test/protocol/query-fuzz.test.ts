@@ -7,7 +7,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { open } from "../../cluster/embedded.js";
+import { open } from "../../runtime/embedded.js";
 import { SilkError } from "../../protocol/errors.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 

@@ -5,7 +5,7 @@
  * mutations, FOR loops, conditions and `parameter_types`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import {
   add, addN, addV, and, between, call, cond, constant, contains, context, countOf, currentId, div, edges, endsWith, eq, exists,

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { buildGateway } from "../../gateway/server.js";
 import type { KeyRecord } from "../../gateway/hosted/key-store.js";
 import { addN, eq, gte, lit, nodes, param, prop, ptype, read, write } from "../../sdk/builder.js";

@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { SilkClient } from "../../sdk/client.js";
 import { generateClientModule, runCodegen } from "../../sdk/codegen.js";
 import { loadSchemaSources } from "../../bin/schema-files.js";

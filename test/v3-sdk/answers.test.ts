@@ -7,7 +7,7 @@
  * `aggregateBy(fn, property)` one row `{"<property>_<Function>": number}`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { stringifyJson } from "../../gateway/json.js";
 import type * as HelixSdk from "../../../shared/clients/helix-v3-sdk-ts/dist/index.js";
 

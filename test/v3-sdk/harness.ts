@@ -18,7 +18,7 @@
  */
 import { join } from "node:path";
 import { expect } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { createKey } from "../../gateway/hosted/key-store.js";
 import { temporaryDirectory } from "../cli/helpers.js";
 import { startServer, type StartedServer } from "../gateway/serve-process.js";

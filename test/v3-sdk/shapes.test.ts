@@ -11,7 +11,7 @@
  * operations take no IDs.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../cluster/embedded.js";
+import { open, type Database } from "../../runtime/embedded.js";
 import { mayHoldUnsafeInteger, parseLossless } from "../../gateway/request-json.js";
 import { removeTemporaryDirectories } from "../cli/helpers.js";
 import { loadSdk, remoteError, startSchemalessServe, type Sdk, type SdkServer } from "./harness.js";

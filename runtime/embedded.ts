@@ -30,14 +30,14 @@ import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { uniqueEdgeLabels } from "../node/unique-edges.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
-import type { ImportBatch, ImportResult } from "./bulk-import.js";
-import { Coordinator, type CommitPhase } from "./coordinator.js";
-import type { ValidationPhase } from "./unique-builds.js";
-import { LmdbDecisionLog } from "./decision-log.js";
+import type { ImportBatch, ImportResult } from "../cluster/bulk-import.js";
+import { Coordinator, type CommitPhase } from "../cluster/coordinator.js";
+import type { ValidationPhase } from "../cluster/unique-builds.js";
+import { LmdbDecisionLog } from "../cluster/decision-log.js";
 import { embedderFromEnvironment } from "../embedders/index.js";
-import { writeFileAtomic } from "./durable-files.js";
-import { PartitionMap } from "./partition-map.js";
-import { InProcessTransport } from "./transport.js";
+import { writeFileAtomic } from "../platform/durable-files.js";
+import { PartitionMap } from "../cluster/partition-map.js";
+import { InProcessTransport } from "../cluster/transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
 
 export type Storage = "memory" | { readonly disk: string };
@@ -217,7 +217,7 @@ function readManifest(directory: string, partitions: number | undefined, create:
 
 /**
  * What a Database runs on: the coordinator, the partitions' index statuses, and how to close the partitions. The
- * embedded runtime's engine holds the actors and stores in-process; a cluster's (cluster/remote.ts) holds a NATS
+ * embedded runtime's engine holds the actors and stores in-process; a cluster's (runtime/remote.ts) holds a NATS
  * connection. Closing the Database releases its prepared queries first, then the engine.
  */
 export interface DatabaseEngine {
@@ -265,7 +265,7 @@ export class Database {
   }
 
   /**
-   * A database over a coordinator whose partitions live elsewhere (cluster/remote.ts): the project is checked like
+   * A database over a coordinator whose partitions live elsewhere (runtime/remote.ts): the project is checked like
    * open() does, then `engineOf` builds the engine for its schema (recovered, its index catalog loaded).
    */
   static async fromEngine(

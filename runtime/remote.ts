@@ -1,5 +1,5 @@
 /**
- * A Database (cluster/embedded.ts's class: run, query, prepare, indexStatuses, close) whose partitions are remote:
+ * A Database (runtime/embedded.ts's class: run, query, prepare, indexStatuses, close) whose partitions are remote:
  * partition replica processes (bin/partition.ts, cluster/replica.ts) reached over NATS. The coordinator is the same
  * code as the embedded runtime's, with NatsTransport (cluster/nats-transport.ts) instead of the in-process transport
  * and the replicated KvDecisionLog (cluster/kv-decision-log.ts) instead of a local LMDB one.
@@ -18,15 +18,15 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { mergeIndexStatuses } from "../protocol/indexes.js";
-import { Coordinator, type CommitPhase } from "./coordinator.js";
-import { readClusterManifest, streamReplicas, type ClusterManifest } from "./cluster-manifest.js";
+import { Coordinator, type CommitPhase } from "../cluster/coordinator.js";
+import { readClusterManifest, streamReplicas, type ClusterManifest } from "../cluster/cluster-manifest.js";
 import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
-import { partitionIndexStatuses } from "./index-operations.js";
-import { KvDecisionLog } from "./kv-decision-log.js";
-import { MapStore } from "./map-store.js";
-import { Rebalancer, type RebalancerOptions } from "./rebalance.js";
-import { NatsTransport, staleReadsOption, type StaleReads } from "./nats-transport.js";
-import { checkClusterName } from "./subjects.js";
+import { partitionIndexStatuses } from "../cluster/index-operations.js";
+import { KvDecisionLog } from "../cluster/kv-decision-log.js";
+import { MapStore } from "../cluster/map-store.js";
+import { Rebalancer, type RebalancerOptions } from "../cluster/rebalance.js";
+import { NatsTransport, staleReadsOption, type StaleReads } from "../cluster/nats-transport.js";
+import { checkClusterName } from "../cluster/subjects.js";
 
 export interface ConnectClusterOptions {
   /** The cluster's name (its NATS subjects, streams and buckets derive from it). */

@@ -1,7 +1,7 @@
 /**
  * Small files replaced so that a crash leaves the old text or the new one, never half of one or nothing: written to
  * a uniquely named file beside the target, flushed, renamed over it, and the directory flushed (a rename is durable
- * only then). The database manifest (embedded.ts) and the hosted gateway's files (gateway/hosted/tenant-files.ts)
+ * only then). The database manifest (runtime/embedded.ts) and the hosted gateway's files (gateway/hosted/tenant-files.ts)
  * are written this way. A replacement alone does not make a read-modify-write safe: two processes that read the
  * same old text each rename their own new text over it, and one change is lost. withFileLock serializes them.
  */
