@@ -12,8 +12,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, openSync, closeSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type * as NatsServers from "../cluster/nats-servers.js";
-import type * as Manifest from "../cluster/cluster-manifest.js";
+import type * as NatsServers from "../cluster/nats/servers.js";
+import type * as Manifest from "../cluster/nats/manifest.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const STOP_GRACE_MS = 5_000;

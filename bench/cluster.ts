@@ -23,8 +23,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import type * as SilkIndex from "../index.js";
 import type * as Remote from "../runtime/remote.js";
-import type * as NatsServers from "../cluster/nats-servers.js";
-import type * as Manifest from "../cluster/cluster-manifest.js";
+import type * as NatsServers from "../cluster/nats/servers.js";
+import type * as Manifest from "../cluster/nats/manifest.js";
 import type * as PartitionMaps from "../cluster/partition-map.js";
 import { DATASETS, missingDatasetFiles, readEdgeList } from "./datasets.js";
 import { measureFailover, type FailoverRound, type LeaseHolder } from "./cluster-failover.js";
@@ -71,8 +71,8 @@ async function loadModules(source: boolean): Promise<Modules> {
   return {
     index: await load<typeof SilkIndex>("index.js"),
     remote: await load<typeof Remote>("runtime/remote.js"),
-    nats: await load<typeof NatsServers>("cluster/nats-servers.js"),
-    manifest: await load<typeof Manifest>("cluster/cluster-manifest.js"),
+    nats: await load<typeof NatsServers>("cluster/nats/servers.js"),
+    manifest: await load<typeof Manifest>("cluster/nats/manifest.js"),
     partitionMap: await load<typeof PartitionMaps>("cluster/partition-map.js"),
     origin: useSource ? "TypeScript sources through tsx (coordinator and replicas)" : "dist/ (compiled by tsc; coordinator and replicas)",
   };

@@ -1,15 +1,15 @@
 /**
  * `silk cluster up|down|status --dir DIR`: a development cluster on this machine (docs/CLUSTER.md).
  *
- * - up: writes DIR/cluster.json (cluster/cluster-manifest.ts), starts a three-server NATS JetStream cluster
- *   (cluster/nats-servers.ts, under DIR/nats), one `silk partition` process per replica of every partition, waits
+ * - up: writes DIR/cluster.json (cluster/nats/manifest.ts), starts a three-server NATS JetStream cluster
+ *   (cluster/nats/servers.ts, under DIR/nats), one `silk partition` process per replica of every partition, waits
  *   until every partition has a leader, then starts one `silk serve --cluster DIR` and waits until it answers
  *   /health. Every process is detached and outlives the command; their IDs go to DIR/processes.json at once, so
  *   `down` stops what `up` started even when `up` failed half-way (up then stops them itself).
  * - down: SIGTERM to the serve and replica processes, SIGKILL after a grace period, NATS servers last.
  * - status: each partition's leader (from its lease), the log's last sequence and each replica's applied sequence
  *   (read from its LMDB, read-only, as a second reader does), and the partition map's version and ranges.
- * - add-partition: asks the coordinator (admin subject, cluster/rebalance.ts) to carve partition N's allocation
+ * - add-partition: asks the coordinator (admin subject, cluster/nats/rebalance.ts) to carve partition N's allocation
  *   range, records N in cluster.json, starts N's replica processes, waits for N's leader, then asks the coordinator
  *   to make N serve. Run again after a failure, it reuses the partition already carved.
  * - move --from P --to Q [--ids N]: asks the coordinator to move the upper N (default half) of P's used IDs to Q,
@@ -34,11 +34,11 @@ import {
   writeClusterProcesses,
   type ClusterManifest,
   type ClusterProcesses,
-} from "../cluster/cluster-manifest.js";
-import { freePort, LocalNatsCluster } from "../cluster/nats-servers.js";
-import { MapStore } from "../cluster/map-store.js";
+} from "../cluster/nats/manifest.js";
+import { freePort, LocalNatsCluster } from "../cluster/nats/servers.js";
+import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
-import { subjects } from "../cluster/subjects.js";
+import { subjects } from "../cluster/nats/subjects.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./serve.js";

@@ -1,10 +1,10 @@
 /**
  * `silk partition --dir DIR --partition I --replica R`: one replica process of one partition of the cluster that
- * DIR/cluster.json describes (cluster/cluster-manifest.ts). It opens its own LMDB at DIR/partitions/p<I>/r<R> with
- * the partition's allocation range from the cluster's map in NATS KV (cluster/map-store.ts; created from the
+ * DIR/cluster.json describes (cluster/nats/manifest.ts). It opens its own LMDB at DIR/partitions/p<I>/r<R> with
+ * the partition's allocation range from the cluster's map in NATS KV (cluster/nats/map-store.ts; created from the
  * manifest's partition count if absent; a partition being added has one before it serves) and the schema's index
  * definitions; the ranges it owns come from its log (add_ranges, drop_range). It runs
- * cluster/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
+ * cluster/nats/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
  * DIR/logs/p<I>-r<R>.log.
  *
  * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
@@ -13,10 +13,10 @@
 import { mkdirSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
-import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/cluster-manifest.js";
+import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
 import { embedderFromEnvironment } from "../embedders/index.js";
-import { MapStore } from "../cluster/map-store.js";
-import { PartitionReplica } from "../cluster/replica.js";
+import { MapStore } from "../cluster/nats/map-store.js";
+import { PartitionReplica } from "../cluster/nats/replica.js";
 import { acquireWriterLock } from "../runtime/writer-lock.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { checkProject } from "../protocol/helixql/query-check.js";

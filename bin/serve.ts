@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { Database } from "../runtime/embedded.js";
-import { readClusterManifest } from "../cluster/cluster-manifest.js";
+import { readClusterManifest } from "../cluster/nats/manifest.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../runtime/remote.js";
 import { embedderFromEnvironment, embedderStartMessage } from "../embedders/index.js";

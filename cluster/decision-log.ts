@@ -6,7 +6,7 @@
  * forgotten only after every participant has applied it.
  *
  * Two stores: `LmdbDecisionLog` (the single server and the embedded runtime, a local LMDB) and the cluster's
- * replicated one on a NATS KV bucket (cluster/kv-decision-log.ts).
+ * replicated one on a NATS KV bucket (cluster/nats/kv-decision-log.ts).
  */
 import { open, type Database, type RootDatabase } from "lmdb";
 import { READER_CHECK_INTERVAL_MS } from "../node/partition-store.js";

@@ -4,20 +4,20 @@
  * - `entries`: ascending, contiguous {first, last, partition} ranges covering the whole u64 space; `partitionOf`
  *   finds an ID's owner by binary search. A new map (`new PartitionMap(n)`, what every embedded database and a new
  *   cluster use) cuts the space into n equal ranges, entry i owned by partition i, so embedded databases are
- *   unchanged. Rebalancing (cluster/rebalance.ts) reassigns ranges, so a partition may own several entries.
+ *   unchanged. Rebalancing (cluster/nats/rebalance.ts) reassigns ranges, so a partition may own several entries.
  * - `partitions`: the serving partitions, always 0..count-1. Code that must reach every partition iterates these,
  *   never `entries`.
  * - allocation ranges: each partition's idFirst..idLast (its store hands out IDs only there). A partition being added
  *   has an allocation range but no entry and is not among `partitions` yet (`pending`), so nothing routes to it
  *   before its replicas run.
- * - `version` grows by one with every change; the cluster stores the map in NATS KV (cluster/map-store.ts) and
+ * - `version` grows by one with every change; the cluster stores the map in NATS KV (cluster/nats/map-store.ts) and
  *   updates it only by compare-and-set. `toJSON`/`fromJSON` carry bigints as decimal strings.
  *
  * Invariants (checked by `PartitionMap.of`): entries cover 0..2^64-1 without gap or overlap, adjacent entries of one
  * partition are merged, every entry's partition serves, partitions are 0..count-1 (a pending one is `count`).
  * Allocation ranges may overlap: a donor keeps its idFirst..idLast when a new partition's range is carved from it
  * (its store never changes bounds under a running replica), because a store hands out IDs only inside the ranges it
- * owns, and the donor dropped the carved one (cluster/rebalance.ts).
+ * owns, and the donor dropped the carved one (cluster/nats/rebalance.ts).
  */
 import { SilkError } from "../protocol/errors.js";
 import type { IdRange } from "../protocol/records.js";

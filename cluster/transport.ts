@@ -1,6 +1,6 @@
 /**
  * How the coordinator reaches partition actors: in-process calls here, NATS messages in a cluster
- * (nats-transport.ts), both behind the same interface and carrying the same messages.
+ * (nats/transport.ts), both behind the same interface and carrying the same messages.
  */
 import { SilkError } from "../protocol/errors.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";

@@ -1,13 +1,13 @@
 /**
  * A Database (runtime/embedded.ts's class: run, query, prepare, indexStatuses, close) whose partitions are remote:
- * partition replica processes (bin/partition.ts, cluster/replica.ts) reached over NATS. The coordinator is the same
- * code as the embedded runtime's, with NatsTransport (cluster/nats-transport.ts) instead of the in-process transport
- * and the replicated KvDecisionLog (cluster/kv-decision-log.ts) instead of a local LMDB one.
+ * partition replica processes (bin/partition.ts, cluster/nats/replica.ts) reached over NATS. The coordinator is the same
+ * code as the embedded runtime's, with NatsTransport (cluster/nats/transport.ts) instead of the in-process transport
+ * and the replicated KvDecisionLog (cluster/nats/kv-decision-log.ts) instead of a local LMDB one.
  *
  * Invariants:
- * - The PartitionMap comes from the cluster's map bucket (cluster/map-store.ts; created there from the manifest's
+ * - The PartitionMap comes from the cluster's map bucket (cluster/nats/map-store.ts; created there from the manifest's
  *   partition count if absent), the same map the partitions read their allocation ranges from, so coordinator and
- *   partitions agree on every ID's owner. Rebalancing (cluster/rebalance.ts) changes it under the coordinator's
+ *   partitions agree on every ID's owner. Rebalancing (cluster/nats/rebalance.ts) changes it under the coordinator's
  *   write lock; a writer resumes a move a crash interrupted before it serves, and answers the admin subject.
  * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything.
  * - Isolation in this slice: one coordinator process per cluster. Its readers/writer lock keeps docs/ISOLATION.md's
@@ -19,14 +19,14 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { mergeIndexStatuses } from "../protocol/indexes.js";
 import { Coordinator, type CommitPhase } from "../cluster/coordinator.js";
-import { readClusterManifest, streamReplicas, type ClusterManifest } from "../cluster/cluster-manifest.js";
+import { readClusterManifest, streamReplicas, type ClusterManifest } from "../cluster/nats/manifest.js";
 import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
 import { partitionIndexStatuses } from "../cluster/index-operations.js";
-import { KvDecisionLog } from "../cluster/kv-decision-log.js";
-import { MapStore } from "../cluster/map-store.js";
-import { Rebalancer, type RebalancerOptions } from "../cluster/rebalance.js";
-import { NatsTransport, staleReadsOption, type StaleReads } from "../cluster/nats-transport.js";
-import { checkClusterName } from "../cluster/subjects.js";
+import { KvDecisionLog } from "../cluster/nats/kv-decision-log.js";
+import { MapStore } from "../cluster/nats/map-store.js";
+import { Rebalancer, type RebalancerOptions } from "../cluster/nats/rebalance.js";
+import { NatsTransport, staleReadsOption, type StaleReads } from "../cluster/nats/transport.js";
+import { checkClusterName } from "../cluster/nats/subjects.js";
 
 export interface ConnectClusterOptions {
   /** The cluster's name (its NATS subjects, streams and buckets derive from it). */
@@ -44,18 +44,18 @@ export interface ConnectClusterOptions {
   /**
    * Reads may be answered by any replica that is at most `maxStalenessMs` behind the log (positive integer ≤ 1 hour)
    * instead of the leader; `true` = 5,000 ms; `readYourWrites` sends a partition's reads to its leader for
-   * maxStalenessMs after a write through this connection. Default false (cluster/nats-transport.ts StaleReads).
+   * maxStalenessMs after a write through this connection. Default false (cluster/nats/transport.ts StaleReads).
    */
   readonly staleReads?: StaleReads;
   /** The deadline of a request that sets no timeout_ms. */
   readonly defaultTimeoutMs?: number;
-  /** Per attempt and overall transport deadlines (cluster/nats-transport.ts defaults). */
+  /** Per attempt and overall transport deadlines (cluster/nats/transport.ts defaults). */
   readonly attemptTimeoutMs?: number;
   readonly deadlineMs?: number;
   readonly now?: () => Date;
   /** Internal, for fault tests: called as a two-phase commit reaches each phase (see Coordinator). */
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
-  /** Internal, for fault tests: rebalancing's chunk size and step hook (cluster/rebalance.ts). */
+  /** Internal, for fault tests: rebalancing's chunk size and step hook (cluster/nats/rebalance.ts). */
   readonly rebalance?: Pick<RebalancerOptions, "chunkIds" | "onMoveStep">;
 }
 

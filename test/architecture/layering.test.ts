@@ -49,6 +49,18 @@ describe("layering", () => {
     });
   }
 
+  it("cluster/ outside cluster/nats/ imports nothing of cluster/nats/ (the coordinator is the same in process and over NATS)", () => {
+    const violations: string[] = [];
+    for (const file of sourceFiles(join(root, "cluster")).filter((path) => !relative(root, path).startsWith("cluster/nats/"))) {
+      const text = readFileSync(file, "utf8");
+      for (const match of text.matchAll(/from\s+"(\.{1,2}\/[^"]+)"/g)) {
+        const target = relative(root, resolve(dirname(file), match[1]));
+        if (target.startsWith("cluster/nats/")) violations.push(`${relative(root, file)} imports ${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
   it("the SDK's runtime files import only each other", () => {
     const violations: string[] = [];
     for (const file of SDK_RUNTIME_FILES) {

@@ -18,7 +18,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { loadSchemaSources } from "../../bin/schema-files.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { connectClusterDirectory } from "../../runtime/remote.js";
-import { subjects } from "../../cluster/subjects.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { asSilkError } from "../../protocol/errors.js";
 import { removeTemporaryDirectories, runSilk } from "../cli/helpers.js";
 import {

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, writeClusterManifest, type ClusterProcesses } from "../../cluster/cluster-manifest.js";
+import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, writeClusterManifest, type ClusterProcesses } from "../../cluster/nats/manifest.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { acquireWriterLock } from "../../runtime/writer-lock.js";
 import { connectClusterDirectory } from "../../runtime/remote.js";

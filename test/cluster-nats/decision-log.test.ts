@@ -1,14 +1,14 @@
 /**
- * The replicated decision log (cluster/kv-decision-log.ts) on a real three-server JetStream cluster: a decision is
+ * The replicated decision log (cluster/nats/kv-decision-log.ts) on a real three-server JetStream cluster: a decision is
  * written once and never changes, two coordinators deciding the same transaction at once get the same answer, a
  * forgotten decision is gone, decisions survive a server's crash and new ones are taken while it is down.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { KvDecisionLog } from "../../cluster/kv-decision-log.js";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { subjects } from "../../cluster/subjects.js";
+import { KvDecisionLog } from "../../cluster/nats/kv-decision-log.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 
 const CLUSTER = "decisions-test";

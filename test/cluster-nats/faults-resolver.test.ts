@@ -1,5 +1,5 @@
 /**
- * A participant in doubt asks the decision log (cluster/intent-resolver.ts). First the resolver on its own, over a
+ * A participant in doubt asks the decision log (cluster/nats/intent-resolver.ts). First the resolver on its own, over a
  * real PartitionStore and an LMDB decision log: an intent younger than the timeout is left alone, an older one is
  * aborted when no decision exists (and a coordinator's late commit then gets abort back), committed when a commit
  * decision exists, and a decision log that cannot be reached leaves the intent for the next sweep. Then partition
@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import pino from "pino";
 import { LmdbDecisionLog } from "../../cluster/decision-log.js";
-import { IntentResolver } from "../../cluster/intent-resolver.js";
-import { KvDecisionLog } from "../../cluster/kv-decision-log.js";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { PartitionReplica } from "../../cluster/replica.js";
+import { IntentResolver } from "../../cluster/nats/intent-resolver.js";
+import { KvDecisionLog } from "../../cluster/nats/kv-decision-log.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { PartitionReplica } from "../../cluster/nats/replica.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { LEASE_TTL_MS, askLeader, createUser, leaderOf, logger, openStore, users, waitFor, type TestReplica } from "./replica-helpers.js";
 

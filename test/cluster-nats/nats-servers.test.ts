@@ -1,11 +1,11 @@
 /**
- * The local NATS cluster launcher (cluster/nats-servers.ts): three real nats-server processes form a JetStream
+ * The local NATS cluster launcher (cluster/nats/servers.ts): three real nats-server processes form a JetStream
  * cluster on loopback; a replicated stream survives one server's crash and takes writes again after a restart.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, jetstream } from "@nats-io/jetstream";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 
 afterAll(removeTempDirs);

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { clusterPaths, readClusterManifest, type ClusterProcesses } from "../../cluster/cluster-manifest.js";
+import { clusterPaths, readClusterManifest, type ClusterProcesses } from "../../cluster/nats/manifest.js";
 import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
 import { alive, BANK_PROJECT, post } from "./fixtures/cluster-processes.js";
 

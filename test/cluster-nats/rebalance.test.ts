@@ -1,5 +1,5 @@
 /**
- * Online rebalancing on a real NATS server (cluster/rebalance.ts, cluster/map-store.ts): a 2-partition cluster
+ * Online rebalancing on a real NATS server (cluster/nats/rebalance.ts, cluster/nats/map-store.ts): a 2-partition cluster
  * (2 in-process replicas each) with people, cross-partition edges and a secondary index; a partition is added
  * (carved from the one with the most free IDs) and half of partition 0's IDs move to it while a writer loop and a
  * reader loop run. Afterwards every acknowledged record is readable exactly once (by ID, label scan, index lookup),
@@ -13,10 +13,10 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MapStore } from "../../cluster/map-store.js";
+import { MapStore } from "../../cluster/nats/map-store.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { openCluster, type OpenedCluster } from "../../runtime/remote.js";
-import { PartitionReplica } from "../../cluster/replica.js";
+import { PartitionReplica } from "../../cluster/nats/replica.js";
 import type { Database } from "../../runtime/embedded.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";

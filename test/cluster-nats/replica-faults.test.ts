@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { decodeLogEntry } from "../../cluster/nats-wire.js";
-import { subjects } from "../../cluster/subjects.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { decodeLogEntry } from "../../cluster/nats/wire.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { LEASE_TTL_MS, askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";
 

@@ -1,15 +1,15 @@
 /**
  * Test helpers for partition replicas on a real local NATS cluster: replicas with their own LMDB directories and
- * NATS connections, a tiny client speaking the cluster/nats-wire.ts envelope (retrying what the transport retries),
+ * NATS connections, a tiny client speaking the cluster/nats/wire.ts envelope (retrying what the transport retries),
  * and each replica's records read straight from its store.
  */
 import { randomUUID } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import pino from "pino";
-import { PartitionReplica } from "../../cluster/replica.js";
-import { decodeReply, encodeRequest } from "../../cluster/nats-wire.js";
-import { subjects } from "../../cluster/subjects.js";
+import { PartitionReplica } from "../../cluster/nats/replica.js";
+import { decodeReply, encodeRequest } from "../../cluster/nats/wire.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { PartitionReply, PartitionRequest } from "../../protocol/messages.js";

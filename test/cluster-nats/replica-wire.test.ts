@@ -1,9 +1,9 @@
 /**
- * The cluster's bytes on NATS (cluster/nats-wire.ts): request envelopes, replies and log entries round-trip exactly
+ * The cluster's bytes on NATS (cluster/nats/wire.ts): request envelopes, replies and log entries round-trip exactly
  * (bigints, byte arrays); what is not an envelope is refused with a stable code.
  */
 import { describe, expect, it } from "vitest";
-import { decodeLogEntry, decodeReply, decodeRequest, encodeLogEntry, encodeReply, encodeRequest } from "../../cluster/nats-wire.js";
+import { decodeLogEntry, decodeReply, decodeRequest, encodeLogEntry, encodeReply, encodeRequest } from "../../cluster/nats/wire.js";
 import { encodeMessage } from "../../protocol/messages.js";
 import { SilkError } from "../../protocol/errors.js";
 

@@ -1,15 +1,15 @@
 /**
- * Partition replication on a real three-server JetStream cluster (cluster/replica.ts): one leader, writes reaching
+ * Partition replication on a real three-server JetStream cluster (cluster/nats/replica.ts): one leader, writes reaching
  * every replica, retried writes applied once, stale reads, failover on stop(), a deposed leader's append refused,
  * IDs never handed out twice across a failover, and a restarted replica catching up.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { connect } from "@nats-io/transport-node";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { LeaderWriteLog, PartitionLog } from "../../cluster/partition-log.js";
-import { decodeReply } from "../../cluster/nats-wire.js";
-import { subjects } from "../../cluster/subjects.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { LeaderWriteLog, PartitionLog } from "../../cluster/nats/partition-log.js";
+import { decodeReply } from "../../cluster/nats/wire.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { ID_RESERVATION_BLOCK } from "../../node/partition-actor.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { LEASE_TTL_MS, ask, askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";

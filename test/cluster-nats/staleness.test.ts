@@ -1,5 +1,5 @@
 /**
- * Bounded staleness for follower reads (cluster/replica.ts, cluster/nats-transport.ts) on a real nats-server with
+ * Bounded staleness for follower reads (cluster/nats/replica.ts, cluster/nats/transport.ts) on a real nats-server with
  * in-process replicas: a follower held from following (the `holdFollowing` test hook) answers stale reads while
  * within the request's bound and refuses them (not_leader) after it; the transport then gets the leader's current
  * answer; a leader always answers; an idle follower proves itself current on demand for a tight bound; readYourWrites
@@ -10,11 +10,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { NatsTransport, staleReadsOption } from "../../cluster/nats-transport.js";
-import { DEFAULT_MAX_STALENESS_MS, decodeReply, decodeRequest, encodeRequest } from "../../cluster/nats-wire.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { NatsTransport, staleReadsOption } from "../../cluster/nats/transport.js";
+import { DEFAULT_MAX_STALENESS_MS, decodeReply, decodeRequest, encodeRequest } from "../../cluster/nats/wire.js";
 import { connectCluster } from "../../runtime/remote.js";
-import { subjects } from "../../cluster/subjects.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../../protocol/messages.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 import { askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";

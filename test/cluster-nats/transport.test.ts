@@ -1,5 +1,5 @@
 /**
- * The NATS transport (cluster/nats-transport.ts) against a real nats-server, with a tiny responder in the test: a
+ * The NATS transport (cluster/nats/transport.ts) against a real nats-server, with a tiny responder in the test: a
  * PartitionActor over a local PartitionStore (no log) subscribed on the partition's leader subject, whose behaviour
  * per message the test scripts (serve, stay silent, answer not_leader). Checks the retry rules: no responders and
  * not_leader are retried with the same request id, a write execute is never repeated after a timeout, safe
@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
-import { NatsTransport } from "../../cluster/nats-transport.js";
-import { decodeRequest, encodeReply } from "../../cluster/nats-wire.js";
-import { subjects } from "../../cluster/subjects.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
+import { NatsTransport } from "../../cluster/nats/transport.js";
+import { decodeRequest, encodeReply } from "../../cluster/nats/wire.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { PartitionActor } from "../../node/partition-actor.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import type { PartitionReply, PartitionRequest } from "../../protocol/messages.js";

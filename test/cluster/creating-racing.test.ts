@@ -1,11 +1,11 @@
 /**
- * creatingRacing (cluster/partition-log.ts): the replicas of a partition create its log stream and lease bucket at
+ * creatingRacing (cluster/nats/partition-log.ts): the replicas of a partition create its log stream and lease bucket at
  * the same moment, and JetStream can refuse the loser with an API error before the winner's stream is visible to it.
  * Such errors are tried again a few times; any other error ends the attempt at once.
  */
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
-import { creatingRacing } from "../../cluster/partition-log.js";
+import { creatingRacing } from "../../cluster/nats/partition-log.js";
 
 const overlap = (): JetStreamApiError => new JetStreamApiError({ code: 400, err_code: 10065, description: "subjects overlap with an existing stream" });
 

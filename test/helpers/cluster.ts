@@ -1,6 +1,6 @@
 /**
  * A reusable harness for suites that run against a cluster (issue 6): real `nats-server` processes
- * (cluster/nats-servers.ts: one server, whose streams have one replica, or three), in-process PartitionReplica
+ * (cluster/nats/servers.ts: one server, whose streams have one replica, or three), in-process PartitionReplica
  * instances for N partitions × R replicas, each with its own temporary LMDB directory and NATS connection, and
  * connectCluster as the coordinator: a Database like the embedded one, over NATS.
  *
@@ -20,11 +20,11 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import pino from "pino";
 import type { Database, OpenOptions } from "../../runtime/embedded.js";
-import { LocalNatsCluster } from "../../cluster/nats-servers.js";
+import { LocalNatsCluster } from "../../cluster/nats/servers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { connectCluster } from "../../runtime/remote.js";
-import { PartitionReplica } from "../../cluster/replica.js";
-import { subjects } from "../../cluster/subjects.js";
+import { PartitionReplica } from "../../cluster/nats/replica.js";
+import { subjects } from "../../cluster/nats/subjects.js";
 import { PartitionStore } from "../../node/partition-store.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import type { Schema, SchemaSource } from "../../protocol/schema.js";

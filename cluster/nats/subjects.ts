@@ -10,9 +10,9 @@
  * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease.
  * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
  * - KV bucket `SILK_<CLUSTER>_MAP`, keys `map` and `move`: the partition map and a range move in flight.
- * - `silk.<cluster>.admin`: rebalancing requests to the writer coordinator (JSON; cluster/rebalance.ts).
+ * - `silk.<cluster>.admin`: rebalancing requests to the writer coordinator (JSON; cluster/nats/rebalance.ts).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError } from "../../protocol/errors.js";
 
 const CLUSTER_NAME = /^[a-z0-9-]{1,32}$/;
 

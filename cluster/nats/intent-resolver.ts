@@ -18,7 +18,7 @@
  *   it did not finish, and the intent is tried again at the next sweep.
  */
 import type { Logger } from "pino";
-import type { DecisionStore, Outcome } from "./decision-log.js";
+import type { DecisionStore, Outcome } from "../decision-log.js";
 
 /** How long an intent stays prepared, as seen by its partition's leader, before the leader resolves it itself. */
 export const INTENT_TIMEOUT_MS_DEFAULT = 10_000;

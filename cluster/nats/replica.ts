@@ -2,20 +2,20 @@
  * One replica of one partition in a cluster (docs/REPLICATION.md): its own LMDB store kept equal to the
  * partition's JetStream log, as leader or follower.
  *
- * - Follower: follows the log from its applied sequence + 1, applying each entry in order (cluster/partition-log.ts
+ * - Follower: follows the log from its applied sequence + 1, applying each entry in order (cluster/nats/partition-log.ts
  *   `applyAt`); tries to take the lease every ttl/10.
  * - Becoming leader (lease taken): catches up to the stream's last sequence, stops following, fences its IDs
  *   (`store.fenceIds()`), then subscribes to `subjects.leader` and serves with a writable PartitionActor whose
  *   WriteLog is a guarded LeaderWriteLog; starts the index builds (their chunks go through the log too).
  * - Stepping down (lease lost, an append refused or of unknown outcome, `stop()`): unsubscribes first, then waits
  *   for the requests in flight, stops the actor, and follows the log again (from what it applied).
- * - A leader resolves two-phase-commit intents left prepared longer than `intentTimeoutMs` (cluster/intent-resolver.ts):
+ * - A leader resolves two-phase-commit intents left prepared longer than `intentTimeoutMs` (cluster/nats/intent-resolver.ts):
  *   it asks the replicated decision log (presumed abort) and applies the outcome through its log, so a crashed
  *   coordinator's transactions are resolved even if no coordinator comes back.
  * - Every replica answers stale reads on `subjects.stale` (queue group STALE_QUEUE) from its applied state with a
  *   read-only actor, within the request's bound `maxStalenessMs` (default DEFAULT_MAX_STALENESS_MS); anything but a
  *   read gets `not_leader`. Bounded staleness: the replica keeps `currentAsOf`, an instant (its own monotonic
- *   clock) such that it has applied every entry the log held then; the follower loop moves it (cluster/partition-log.ts
+ *   clock) such that it has applied every entry the log held then; the follower loop moves it (cluster/nats/partition-log.ts
  *   `onCurrent`). A leader is current. A follower answers only if now − currentAsOf ≤ maxStalenessMs; otherwise it
  *   asks the stream's last sequence (at instant Q), waits up to FRESHNESS_WAIT_MS to have applied it (currentAsOf
  *   becomes Q), and if it still is too far behind refuses with `not_leader` (the transport then asks the leader).
@@ -31,17 +31,17 @@
  */
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import type { Embedder } from "../protocol/embedding.js";
-import { SilkError, asSilkError } from "../protocol/errors.js";
-import { isReadRequest, type PartitionReply } from "../protocol/messages.js";
-import type { Schema } from "../protocol/schema.js";
-import { PartitionActor } from "../node/partition-actor.js";
-import type { PartitionStore } from "../node/partition-store.js";
-import type { DecisionStore } from "./decision-log.js";
+import type { Embedder } from "../../protocol/embedding.js";
+import { SilkError, asSilkError } from "../../protocol/errors.js";
+import { isReadRequest, type PartitionReply } from "../../protocol/messages.js";
+import type { Schema } from "../../protocol/schema.js";
+import { PartitionActor } from "../../node/partition-actor.js";
+import type { PartitionStore } from "../../node/partition-store.js";
+import type { DecisionStore } from "../decision-log.js";
 import { IntentResolver } from "./intent-resolver.js";
 import { KvDecisionLog } from "./kv-decision-log.js";
 import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
-import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./nats-wire.js";
+import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
 import { STALE_QUEUE, subjects } from "./subjects.js";
 
@@ -286,7 +286,7 @@ export class PartitionReplica {
     logger.info({ partition, replica, term: this.lease.currentTerm, applied: store.appliedLogSequence() }, "leading");
   }
 
-  /** Resolves intents left in doubt while this leadership lasts (cluster/intent-resolver.ts). */
+  /** Resolves intents left in doubt while this leadership lasts (cluster/nats/intent-resolver.ts). */
   private startResolver(leadership: Leadership): void {
     const { store, partition, nc, cluster, replicas } = this.options;
     const resolver = new IntentResolver({

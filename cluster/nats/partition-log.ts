@@ -1,6 +1,6 @@
 /**
  * A partition's replicated log on JetStream (docs/REPLICATION.md): the stream `subjects.logStream` holding
- * node/log-entry.ts entries (msgpack, cluster/nats-wire.ts) on the one subject `subjects.log`, replicated by the NATS
+ * node/log-entry.ts entries (msgpack, cluster/nats/wire.ts) on the one subject `subjects.log`, replicated by the NATS
  * servers' own Raft.
  *
  * - `PartitionLog`: creates the stream if absent (idempotent across replicas), reads its last sequence and single
@@ -31,11 +31,11 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import type { Logger } from "pino";
-import { SilkError } from "../protocol/errors.js";
-import { applyLogEntry, type LogEntry } from "../node/log-entry.js";
-import type { WriteLog } from "../node/partition-actor.js";
-import type { PartitionStore } from "../node/partition-store.js";
-import { decodeLogEntry, encodeLogEntry } from "./nats-wire.js";
+import { SilkError } from "../../protocol/errors.js";
+import { applyLogEntry, type LogEntry } from "../../node/log-entry.js";
+import type { WriteLog } from "../../node/partition-actor.js";
+import type { PartitionStore } from "../../node/partition-store.js";
+import { decodeLogEntry, encodeLogEntry } from "./wire.js";
 import { subjects } from "./subjects.js";
 
 /** How long JetStream remembers a message id (a retried request within it applies once). */

@@ -12,8 +12,8 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SilkError } from "../protocol/errors.js";
-import type { Decision, DecisionStore, Outcome } from "./decision-log.js";
+import { SilkError } from "../../protocol/errors.js";
+import type { Decision, DecisionStore, Outcome } from "../decision-log.js";
 import { subjects } from "./subjects.js";
 import { openBucket, retrying } from "./kv-buckets.js";
 

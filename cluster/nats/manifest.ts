@@ -13,8 +13,8 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { SilkError } from "../protocol/errors.js";
-import { PartitionMap } from "./partition-map.js";
+import { SilkError } from "../../protocol/errors.js";
+import { PartitionMap } from "../partition-map.js";
 import { checkClusterName } from "./subjects.js";
 
 export const CLUSTER_MANIFEST_FILE = "cluster.json";

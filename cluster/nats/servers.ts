@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { SilkError } from "../protocol/errors.js";
+import { SilkError } from "../../protocol/errors.js";
 
 /** Where the OS package installs the server; `NATS_SERVER` overrides it. */
 export const NATS_SERVER_BINARY = process.env.NATS_SERVER ?? "/usr/sbin/nats-server";

@@ -5,7 +5,7 @@
  * - key `map`: the map's JSON (bigints as strings). Created from the manifest's partition count by the first
  *   process that needs it (KV create: every process creates the same default map, one wins, the rest read it);
  *   afterwards changed only by compare-and-set on its revision (`replace`), so two writers cannot both move it.
- * - key `move`: the progress of a range move in flight (cluster/rebalance.ts): absent when none runs.
+ * - key `move`: the progress of a range move in flight (cluster/nats/rebalance.ts): absent when none runs.
  *
  * Invariant: a write whose acknowledgement was lost is recognised by reading the key back: if it holds what was
  * written, the write happened; if another value, it is a conflict (`transaction_conflict`); otherwise it is tried
@@ -13,9 +13,9 @@
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SilkError } from "../protocol/errors.js";
-import type { IdRange } from "../protocol/records.js";
-import { PartitionMap } from "./partition-map.js";
+import { SilkError } from "../../protocol/errors.js";
+import type { IdRange } from "../../protocol/records.js";
+import { PartitionMap } from "../partition-map.js";
 import { subjects } from "./subjects.js";
 import { openBucket, retrying } from "./kv-buckets.js";
 

@@ -21,16 +21,16 @@
  * - The admin requests arrive on NATS subject `silk.<cluster>.admin` (JSON), answered only by a writer coordinator.
  */
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { asSilkError, SilkError } from "../protocol/errors.js";
-import type { PartitionReplyBody } from "../protocol/messages.js";
-import { decodeMutations } from "../protocol/mutation-codec.js";
-import type { IdRange } from "../protocol/records.js";
-import type { IndexDefinition, IndexStatus } from "../protocol/indexes.js";
-import type { Coordinator } from "./coordinator.js";
-import { partitionIndexStatuses } from "./index-operations.js";
+import { asSilkError, SilkError } from "../../protocol/errors.js";
+import type { PartitionReplyBody } from "../../protocol/messages.js";
+import { decodeMutations } from "../../protocol/mutation-codec.js";
+import type { IdRange } from "../../protocol/records.js";
+import type { IndexDefinition, IndexStatus } from "../../protocol/indexes.js";
+import type { Coordinator } from "../coordinator.js";
+import { partitionIndexStatuses } from "../index-operations.js";
 import type { MapStore } from "./map-store.js";
-import type { PartitionMap } from "./partition-map.js";
-import type { Transport } from "./transport.js";
+import type { PartitionMap } from "../partition-map.js";
+import type { Transport } from "../transport.js";
 import { subjects } from "./subjects.js";
 
 /** IDs per chunk: each chunk is one pause of the coordinator's write lock. */

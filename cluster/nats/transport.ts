@@ -1,16 +1,16 @@
 /**
  * The coordinator's transport over NATS: a PartitionRequest goes to partition i's leader subject (or, for reads when
- * the caller allows bounded staleness, to the replicas' stale subject) as the cluster/nats-wire.ts envelope, and the
+ * the caller allows bounded staleness, to the replicas' stale subject) as the cluster/nats/wire.ts envelope, and the
  * PartitionReply comes back. Which leader holds the lease is NATS's business: only the lease holder subscribes.
  *
  * Bounded staleness (`staleReads: { maxStalenessMs }`, `true` = DEFAULT_MAX_STALENESS_MS): a read goes to the stale
  * subject carrying the bound; a replica too far behind answers `not_leader`, and the read goes to the leader subject
  * at once (no backoff, same request id). With `readYourWrites`, a read of a partition this transport sent a write to
- * less than maxStalenessMs ago goes to the leader, so it sees that write (cluster/replica.ts states the guarantee).
+ * less than maxStalenessMs ago goes to the leader, so it sees that write (cluster/nats/replica.ts states the guarantee).
  * A read sent with `{ leader: true }` (one that must be current: a read inside a write invocation) always goes to
  * the leader.
  *
- * Retry rules (docs/CLUSTER.md; the leader's side is cluster/replica.ts):
+ * Retry rules (docs/CLUSTER.md; the leader's side is cluster/nats/replica.ts):
  * - A request that provably reached no leader is retried until the overall deadline, with jittered exponential
  *   backoff: "no responders" (no leader subscribed yet, e.g. during a failover) and a `not_leader` reply (the
  *   replica knows nothing was appended).
@@ -30,13 +30,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
-import { SilkError } from "../protocol/errors.js";
-import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../protocol/messages.js";
-import type { Plan } from "../protocol/tree.js";
-import { PREPARED_PLANS_MAX } from "../node/partition-actor.js";
-import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./nats-wire.js";
+import { SilkError } from "../../protocol/errors.js";
+import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../../protocol/messages.js";
+import type { Plan } from "../../protocol/tree.js";
+import { PREPARED_PLANS_MAX } from "../../node/partition-actor.js";
+import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./wire.js";
 import { subjects } from "./subjects.js";
-import { unwrap, type Transport } from "./transport.js";
+import { unwrap, type Transport } from "../transport.js";
 
 export const TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT = 5_000;
 export const TRANSPORT_DEADLINE_MS_DEFAULT = 15_000;

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SilkError } from "../protocol/errors.js";
+import { SilkError } from "../../protocol/errors.js";
 
 const RETRY_MS = 200;
 
