@@ -3,8 +3,7 @@
  * (nats/transport.ts), both behind the same interface and carrying the same messages.
  */
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
-import type { QueryResult } from "../node/executor.js";
+import type { PartitionReply, PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
 import type { PartitionActor } from "../node/partition-actor.js";
 
 /** How one request may be answered. */

@@ -5,7 +5,7 @@
  * body it accepted that holds an integer beyond 2^53 is read again losslessly (request-json.ts).
  */
 import type { FastifyPluginAsync } from "fastify";
-import type { QueryResult } from "../node/executor.js";
+import type { QueryResult } from "../protocol/messages.js";
 import { SilkError } from "../protocol/errors.js";
 import { stringifyJson } from "./json.js";
 import { mayHoldUnsafeInteger, parseLossless } from "./request-json.js";

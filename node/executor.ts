@@ -8,6 +8,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString } from "../protocol/ids.js";
+import type { QueryResult } from "../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { aggregate, group } from "./aggregates.js";
@@ -30,9 +31,6 @@ import { checkUniqueEdges } from "./unique-edges.js";
 import { upsert } from "./upsert.js";
 
 export type { Element, ExecutionContext, Stream } from "./streams.js";
-
-/** Result rows per returned name, already in JSON form (IDs as decimal strings). */
-export type QueryResult = Record<string, unknown>;
 
 /**
  * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits

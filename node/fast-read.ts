@@ -22,7 +22,7 @@ import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
-import type { QueryResult } from "./executor.js";
+import type { QueryResult } from "../protocol/messages.js";
 import { BASE_READ_CHUNK_IDS } from "./txn-view.js";
 import { elements, elementsOf, parameterIds, recordToJson, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";

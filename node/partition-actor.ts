@@ -14,7 +14,7 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { IndexStatus, RuntimeIndexLookup } from "../protocol/indexes.js";
-import type { PartitionReply, PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { PartitionReply, PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
 import type {
   AdjacencyEntry,
   Direction,
@@ -29,7 +29,7 @@ import type {
 import type { Schema } from "../protocol/schema.js";
 import type { Entry, Plan } from "../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "./deadline.js";
-import { checkReturns, executePlan, type QueryResult } from "./executor.js";
+import { checkReturns, executePlan } from "./executor.js";
 import { executeFastRead, fastReadable } from "./fast-read.js";
 import { applyLogEntry, type LogEntry } from "./log-entry.js";
 import type { PartitionStore, Snapshot } from "./partition-store.js";

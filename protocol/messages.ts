@@ -18,6 +18,12 @@ import type {
 } from "./records.js";
 import type { Plan } from "./tree.js";
 
+/**
+ * Result rows per returned name, already in JSON form (IDs as decimal strings): what running a plan answers, on a
+ * partition (the `result` reply), through the coordinator, and to the embedded API and the gateway.
+ */
+export type QueryResult = Record<string, unknown>;
+
 export type PartitionRequest =
   /** Runs a whole plan on this partition in one LMDB transaction (the single-partition fast path). */
   | { readonly type: "execute"; readonly plan: Plan }
@@ -75,7 +81,7 @@ export function isReadRequest(request: PartitionRequest): boolean {
 }
 
 export type PartitionReplyBody =
-  | { readonly type: "result"; readonly result: Record<string, unknown> }
+  | { readonly type: "result"; readonly result: QueryResult }
   | { readonly type: "records"; readonly records: (StoredRecord | undefined)[] }
   | { readonly type: "adjacency"; readonly lists: AdjacencyEntry[][] }
   | { readonly type: "ids"; readonly ids: bigint[] }

@@ -19,7 +19,7 @@ import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/he
 import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
 import type { ClockMs } from "../node/deadline.js";
-import type { QueryResult } from "../node/executor.js";
+import type { QueryResult } from "../protocol/messages.js";
 import type { ExplainStep } from "../node/planner.js";
 import { PartitionActor } from "../node/partition-actor.js";
 import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
