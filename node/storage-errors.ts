@@ -9,7 +9,7 @@
  * file system has left, and calls the disk full when that is almost nothing.
  */
 import { statfsSync } from "node:fs";
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 
 /** Below this much free space, an I/O error while writing is a full disk. */
 const DISK_FULL_FREE_BYTES_MAX = 1 << 20;
@@ -61,12 +61,8 @@ function describe(cause: Cause, path: string): string {
       return `an I/O error writing ${path} (EIO) with ${(free / (1 << 20)).toFixed(1)} MiB free on its file system: a transaction larger than that, or a failing disk; ${rolledBack}. Check the system log`;
     }
     default:
-      return unreachable(cause);
+      return unreachable(cause, "storage failure");
   }
-}
-
-function unreachable(cause: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unknown storage failure ${String(cause)}`);
 }
 
 /** Free space for unprivileged writers on the file system holding `path`; undefined when it cannot be read. */

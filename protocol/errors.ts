@@ -100,6 +100,25 @@ export class SilkError extends Error {
   }
 }
 
+/**
+ * The default of a switch over a closed union: \`tsc\` accepts the call only where \`x\` has type \`never\`, so a member
+ * added to the union and not handled is a compile error; a value the types say cannot arrive (a bug) throws
+ * \`internal\` naming it. \`what\` says what \`x\` is, for the message (\`unexpected field type {...}\`).
+ */
+export function unreachable(x: never, what = "value"): never {
+  throw new SilkError("internal", `internal error (a bug in Silk): unexpected ${what} ${describeUnexpected(x)}`);
+}
+
+function describeUnexpected(x: unknown): string {
+  try {
+    const json = JSON.stringify(x);
+    if (json !== undefined) return json;
+  } catch {
+    // A bigint or a cycle: String() below still names it.
+  }
+  return String(x);
+}
+
 /** Wraps anything thrown into a SilkError: our own pass through, anything else is a bug or an IO failure. */
 export function asSilkError(cause: unknown): SilkError {
   if (cause instanceof SilkError) return cause;

@@ -7,7 +7,7 @@
 import { createReadStream, type ReadStream } from "node:fs";
 import { basename, extname } from "node:path";
 import { createInterface } from "node:readline";
-import { SilkError } from "../../protocol/errors.js";
+import { SilkError, unreachable } from "../../protocol/errors.js";
 import type { FieldDecl, Schema } from "../../protocol/schema.js";
 import { CsvRecordParser } from "./csv.js";
 import { badRow, cellValue, checkLabelText, declaredFields, LABEL_PATTERN, parseJsonRow, RowError, type ImportRow } from "./rows.js";
@@ -65,7 +65,7 @@ export function readRows(path: string, format: FileFormat, options: ReaderOption
     case "edge_list":
       return edgeListRows(path, lines, options.edgeListLabel ?? "", options.nodeLabel ?? "");
     default:
-      return assertNever(format);
+      return unreachable(format, "file format");
   }
 }
 
@@ -230,8 +230,4 @@ function csvRow(
   const to = cells[layout.toColumn];
   if (from === "" || to === "") throw badRow(`the ${from === "" ? "from" : "to"} column is empty`);
   return { kind: "edge", label, from: { key: from }, to: { key: to }, props };
-}
-
-function assertNever(x: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unexpected file format ${JSON.stringify(x)}`);
 }

@@ -7,10 +7,10 @@
  * null means "absent" (on create) or "remove" (on update) there. A null inside an array is simply a wrong type.
  */
 
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import type { FieldDecl, FieldType, ScalarTypeName } from "../schema.js";
 import { RESERVED_LABEL_KEY, isPlainObject, type Properties, type Value } from "../values.js";
-import { coerceScalar, describeInput, F32_MAX, typeError } from "./scalars.js";
+import { coerceScalar, F32_MAX, typeError } from "./scalars.js";
 
 export { SCALAR_TYPE_NAMES, isScalarTypeName } from "./scalars.js";
 
@@ -30,7 +30,7 @@ export function coerceValue(type: FieldType, input: unknown, where: string): Val
     case "object":
       return coerceObject(type, input, where);
     default:
-      return assertNever(type);
+      return unreachable(type, "field type");
   }
 }
 
@@ -175,10 +175,6 @@ export function fieldTypeToString(t: FieldType): string {
       return `{ ${parts.join(", ")} }`;
     }
     default:
-      return assertNever(t);
+      return unreachable(t, "field type");
   }
-}
-
-function assertNever(x: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unexpected field type ${describeInput(x)}`);
 }

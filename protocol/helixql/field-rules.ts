@@ -4,7 +4,7 @@
  * value that a client could not have written.
  */
 
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import type { FieldDecl, FieldType } from "../schema.js";
 import { RESERVED_LABEL_KEY } from "../values.js";
 import type { LiteralAst, NameAst, SourceLocation } from "./ast.js";
@@ -95,12 +95,8 @@ function literalToInput(type: FieldType, literal: LiteralAst, where: string): un
     case "now":
       throw new LiteralMismatch(literal.loc, `${where}: NOW is only a DEFAULT for a Date field, as the whole value`);
     default:
-      return assertNever(literal);
+      return unreachable(literal, "literal");
   }
   const given = { boolean: "a boolean", string: "a string", number: "a number", array: "an array" }[literal.kind];
   throw new LiteralMismatch(literal.loc, `${where}: expected a ${fieldTypeToString(type)} literal, got ${given}`);
-}
-
-function assertNever(x: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unexpected literal ${JSON.stringify(x)}`);
 }

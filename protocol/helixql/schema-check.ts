@@ -6,7 +6,7 @@
  * schema_invalid diagnostic at the place it was written.
  */
 
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import type { Diagnostic, EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, SchemaSource, VectorTypeDecl, Warning } from "../schema.js";
 import type { WarningCode } from "../warnings.js";
 import type { EdgeDeclAst, FieldAst, ModifierAst, NameAst, SourceFileAst, SourceLocation, TypeAst, TypeDeclAst } from "./ast.js";
@@ -167,7 +167,7 @@ class SchemaChecker {
             break;
           }
           default:
-            assertNever(declaration);
+            unreachable(declaration, "syntax node");
         }
       }
     }
@@ -305,7 +305,7 @@ class SchemaChecker {
       case "required":
         return;
       default:
-        assertNever(modifier);
+        unreachable(modifier, "syntax node");
     }
   }
 
@@ -333,7 +333,7 @@ class SchemaChecker {
       case "object":
         return { kind: "object", fields: this.fields(ast.fields, report, depth + 1) };
       default:
-        return assertNever(ast);
+        return unreachable(ast, "syntax node");
     }
   }
 }
@@ -360,8 +360,4 @@ function resolveEndpoints(ast: EdgeDeclAst, report: Reporter, nodes: ReadonlyMap
       report(item.target.loc, `E::${ast.name.text}: ${role} names ${name}, which is not a declared node (N::) or vector (V::) type`);
     }
   }
-}
-
-function assertNever(x: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unexpected syntax node ${JSON.stringify(x)}`);
 }

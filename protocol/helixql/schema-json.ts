@@ -16,7 +16,7 @@
  * and Dates exactly.
  */
 
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
 import type { EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, TextIndexOptions, VectorIndexOptions, VectorTypeDecl } from "../schema.js";
 import { isPlainObject, RESERVED_LABEL_KEY, valueToJson } from "../values.js";
@@ -58,7 +58,7 @@ function typeToJson(t: FieldType): unknown {
     case "object":
       return { object: fieldsToJson(t.fields) };
     default:
-      return assertNever(t);
+      return unreachable(t, "field type");
   }
 }
 
@@ -237,8 +237,4 @@ function expectString(json: unknown, path: string): string {
 
 function fail(path: string, message: string): never {
   throw new SilkError("schema_invalid", `stored schema JSON at ${path}: ${message}`);
-}
-
-function assertNever(x: never): never {
-  throw new SilkError("internal", `internal error (a bug in Silk): unexpected field type ${JSON.stringify(x)}`);
 }
