@@ -118,7 +118,7 @@ export interface PartitionActorOptions {
   readonly log?: WriteLog;
 }
 
-/** The replicated log a leader appends to (cluster/replica.ts implements it over JetStream). */
+/** The replicated log a leader appends to (cluster/nats/replica.ts implements it over JetStream). */
 export interface WriteLog {
   /**
    * Durably appends the entry and returns its sequence, or "duplicate" when an entry of the same `requestId` is in the

@@ -1,6 +1,6 @@
 /**
  * The embedding provider interface behind HelixQL's `Embed(text)` (and the tree's `embed` expression). Providers
- * live in cluster/embedders.ts (OpenAI-compatible HTTP, a local model directory, deterministic feature hashing);
+ * live in embedders/ (OpenAI-compatible HTTP, a local model directory, deterministic feature hashing);
  * the executor sees only this interface. See docs/EMBEDDING.md.
  */
 export interface Embedder {

@@ -41,7 +41,7 @@ export type PartitionRequest =
   /** The partition's k best hits of an active vector or text index (the coordinator merges partitions). */
   | { readonly type: "vector_search"; readonly request: VectorSearchRequest }
   | { readonly type: "text_search"; readonly request: TextSearchRequest }
-  /** Rebalancing (cluster/rebalance.ts): the ranges a partition owns; a range's data as a `put` list; taking and giving ranges. */
+  /** Rebalancing (cluster/nats/rebalance.ts): the ranges a partition owns; a range's data as a `put` list; taking and giving ranges. */
   | { readonly type: "owned_ranges" }
   | { readonly type: "export_range"; readonly range: IdRange }
   | { readonly type: "add_ranges"; readonly ranges: readonly IdRange[] }

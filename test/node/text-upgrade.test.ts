@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, type Database as LmdbDatabase, type RootDatabase } from "lmdb";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
