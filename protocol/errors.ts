@@ -55,7 +55,7 @@ export const ERROR_CODES = {
   import_bad_row: { status: 400, kind: "user", doc: "An import row is malformed; the message gives file and line. Nothing of the failing batch was written." },
   // HTTP gateway.
   invalid_query_json: { status: 400, kind: "user", doc: "The request body is empty or not valid JSON; send the operation tree as a JSON object." },
-  payload_too_large: { status: 413, kind: "user", doc: "The request body exceeds the gateway's limit (16 MiB for /v2/query); split the batch." },
+  payload_too_large: { status: 413, kind: "user", doc: "The request body exceeds the gateway's limit (16 MiB for /v2/query), or in a cluster a request or write does not fit in one NATS message; split the batch." },
   unsupported_media_type: { status: 415, kind: "user", doc: "The request's Content-Type is not application/json; send the body as JSON with that header." },
   bad_request: { status: 400, kind: "user", doc: "The HTTP request is malformed (a bad URL, a body whose length does not match Content-Length, or framing that is not HTTP/1.1; after a framing error the connection is closed)." },
   header_too_large: { status: 431, kind: "user", doc: "The request's headers exceed 16 KiB in all; nothing ran and the connection was closed. Send fewer or shorter headers." },

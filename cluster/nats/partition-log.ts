@@ -37,6 +37,7 @@ import type { WriteLog } from "../../node/partition-actor.js";
 import type { PartitionStore } from "../../node/partition-store.js";
 import { decodeLogEntry, encodeLogEntry } from "./wire.js";
 import { subjects } from "./subjects.js";
+import { checkMessageSize, messageBytesMax } from "./message-size.js";
 
 /** How long JetStream remembers a message id (a retried request within it applies once). */
 export const DUPLICATE_WINDOW_MS = 120_000;
@@ -58,6 +59,7 @@ export class PartitionLog {
   private constructor(
     readonly js: JetStreamClient,
     readonly jsm: JetStreamManager,
+    private readonly nc: NatsConnection,
     options: PartitionLogOptions,
   ) {
     this.stream = subjects.logStream(options.cluster, options.partition);
@@ -70,7 +72,7 @@ export class PartitionLog {
    */
   static async open(options: PartitionLogOptions): Promise<PartitionLog> {
     const jsm = await whileUnanswered(() => jetstreamManager(options.nc)); // it asks JetStream for the account first
-    const log = new PartitionLog(jetstream(options.nc), jsm, options);
+    const log = new PartitionLog(jetstream(options.nc), jsm, options.nc, options);
     await creatingRacing(async () => {
       try {
         await jsm.streams.info(log.stream);
@@ -112,7 +114,9 @@ export class PartitionLog {
    * JetStream saw its message id before (then the sequence is the original's).
    */
   async publish(entry: LogEntry, expectedLast: number, msgID: string | undefined): Promise<{ sequence: number; duplicate: boolean }> {
-    const ack = await this.js.publish(this.subject, encodeLogEntry(entry), {
+    const bytes = encodeLogEntry(entry);
+    checkMessageSize("the write's log entry", bytes.length, messageBytesMax(this.nc));
+    const ack = await this.js.publish(this.subject, bytes, {
       expect: { lastSubjectSequence: expectedLast },
       timeout: APPEND_TIMEOUT_MS,
       ...(msgID === undefined ? {} : { msgID }),

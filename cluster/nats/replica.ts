@@ -29,7 +29,8 @@
  * failure to apply an entry other than a user error (the entry's outcome everywhere) stops the replica: it logs it
  * and calls `onFatal` (default: process exit code 1).
  */
-import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { randomBytes } from "node:crypto";
+import { headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import type { Embedder } from "../../protocol/embedding.js";
 import { SilkError, asSilkError } from "../../protocol/errors.js";
@@ -44,6 +45,7 @@ import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
 import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
 import { STALE_QUEUE, subjects } from "./subjects.js";
+import { messageBytesMax, PARTS_COUNT_HEADER, PARTS_GONE_HEADER, PARTS_ID_HEADER, PARTS_SUBJECT_HEADER, PendingReplies, splitParts } from "./message-size.js";
 
 export interface ReplicaOptions {
   readonly nc: NatsConnection;
@@ -85,6 +87,10 @@ export class PartitionReplica {
   private leadership: Leadership | undefined;
   private follower: LogFollower | undefined;
   private stale: Subscription | undefined;
+  /** Where the coordinator fetches the rest of a reply too large for one message (cluster/nats/message-size.ts). */
+  private readonly partsSubject: string;
+  private parts: Subscription | undefined;
+  private readonly pendingReplies = new PendingReplies();
   private readonly staleActor: PartitionActor;
   private electionTimer: NodeJS.Timeout | undefined;
   private electing = false;
@@ -107,6 +113,7 @@ export class PartitionReplica {
     private lease: PartitionLease,
   ) {
     this.ttlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    this.partsSubject = subjects.parts(options.cluster, options.partition, randomBytes(8).toString("hex"));
     this.staleActor = new PartitionActor({ store: options.store, schema: options.schema, writable: false, now: options.now, embedder: options.embedder });
   }
 
@@ -123,7 +130,12 @@ export class PartitionReplica {
     replica.stale = options.nc.subscribe(subjects.stale(options.cluster, options.partition), {
       queue: STALE_QUEUE,
       callback: (error, message) => {
-        if (error === null) void replica.answer(message.data, (bytes) => message.respond(bytes), (envelope) => replica.answerStale(envelope));
+        if (error === null) void replica.answer(message, (envelope) => replica.answerStale(envelope));
+      },
+    });
+    replica.parts = options.nc.subscribe(replica.partsSubject, {
+      callback: (error, message) => {
+        if (error === null) replica.answerPart(message);
       },
     });
     replica.electionTimer = setInterval(() => void replica.elect(), Math.max(10, Math.floor(replica.ttlMs / 10)));
@@ -171,6 +183,8 @@ export class PartitionReplica {
     this.stopped = true;
     if (this.electionTimer !== undefined) clearInterval(this.electionTimer);
     this.stale?.unsubscribe();
+    this.parts?.unsubscribe();
+    this.pendingReplies.clear();
     await this.queue(async () => {
       await this.stepDown("stopping", true);
       await this.follower?.stop();
@@ -276,7 +290,7 @@ export class PartitionReplica {
     leadership.subscription = this.options.nc.subscribe(subjects.leader(this.options.cluster, partition), {
       callback: (error, message) => {
         if (error !== null || leadership?.current !== true) return;
-        const work = this.answer(message.data, (bytes) => message.respond(bytes), ({ request, requestId }) => actor.handle(request, requestId));
+        const work = this.answer(message, ({ request, requestId }) => actor.handle(request, requestId));
         leadership.inflight.add(work);
         void work.finally(() => leadership.inflight.delete(work));
       },
@@ -381,18 +395,57 @@ export class PartitionReplica {
     if (this.appliedSequence() >= last) this.markCurrent(askedAt);
   }
 
-  private async answer(data: Uint8Array, respond: (bytes: Uint8Array) => boolean, handle: (envelope: RequestEnvelope) => Promise<PartitionReply>): Promise<void> {
+  private async answer(message: Msg, handle: (envelope: RequestEnvelope) => Promise<PartitionReply>): Promise<void> {
     let reply: PartitionReply;
     try {
-      reply = await handle(decodeRequest(data));
+      reply = await handle(decodeRequest(message.data));
     } catch (cause) {
       const error = asSilkError(cause);
       reply = { ok: false, code: error.code, message: error.message };
     }
     try {
-      respond(encodeReply(reply));
+      this.respond(message, encodeReply(reply));
     } catch (cause) {
       this.options.logger.warn({ err: String(cause) }, "could not send a reply");
     }
+  }
+
+  /**
+   * A reply that fits goes as one message; a larger one as parts: the first with the reply, headed with their count
+   * and where to fetch the rest (kept in pendingReplies). When the replica cannot keep them, the reply is that error.
+   */
+  private respond(message: Msg, bytes: Uint8Array): void {
+    const limit = messageBytesMax(this.options.nc);
+    if (bytes.length <= limit) {
+      message.respond(bytes);
+      return;
+    }
+    const parts = splitParts(bytes, limit);
+    let id: string;
+    try {
+      id = this.pendingReplies.keep(parts);
+    } catch (cause) {
+      const error = asSilkError(cause);
+      message.respond(encodeReply({ ok: false, code: error.code, message: error.message }));
+      return;
+    }
+    const head = headers();
+    head.set(PARTS_COUNT_HEADER, String(parts.length));
+    head.set(PARTS_SUBJECT_HEADER, this.partsSubject);
+    head.set(PARTS_ID_HEADER, id);
+    message.respond(parts[0], { headers: head });
+  }
+
+  /** A fetch of part `<index>` of reply `<id>` (the request's text `<id> <index>`); a part not held answers "gone". */
+  private answerPart(message: Msg): void {
+    const [id, index] = message.string().split(" ");
+    const part = this.pendingReplies.take(id ?? "", Number(index));
+    if (part !== undefined) {
+      message.respond(part);
+      return;
+    }
+    const head = headers();
+    head.set(PARTS_GONE_HEADER, "1");
+    message.respond(new Uint8Array(0), { headers: head });
   }
 }

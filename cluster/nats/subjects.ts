@@ -5,6 +5,8 @@
  * - `silk.<cluster>.p<i>`: requests to partition i's leader (PartitionRequest in, PartitionReply out, both the
  *   protocol/messages.ts codec). Only the replica holding the lease subscribes.
  * - `silk.<cluster>.p<i>.stale`: reads any replica may answer from its applied state (queue group `replicas`).
+ * - `silk.<cluster>.p<i>.parts.<token>`: one replica's parts of replies too large for one message, fetched by the
+ *   coordinator (cluster/nats/message-size.ts); the token is random per replica process.
  * - stream `SILK_<CLUSTER>_P<i>`, subject `silk.<cluster>.log.p<i>`: partition i's replicated log (node/log-entry.ts
  *   entries, msgpack).
  * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease.
@@ -26,6 +28,7 @@ const upper = (cluster: string): string => cluster.toUpperCase().replaceAll("-",
 export const subjects = {
   leader: (cluster: string, partition: number): string => `silk.${cluster}.p${partition}`,
   stale: (cluster: string, partition: number): string => `silk.${cluster}.p${partition}.stale`,
+  parts: (cluster: string, partition: number, replicaToken: string): string => `silk.${cluster}.p${partition}.parts.${replicaToken}`,
   log: (cluster: string, partition: number): string => `silk.${cluster}.log.p${partition}`,
   logStream: (cluster: string, partition: number): string => `SILK_${upper(cluster)}_P${partition}`,
   leaseBucket: (cluster: string): string => `SILK_${upper(cluster)}_LEASES`,

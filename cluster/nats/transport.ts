@@ -29,13 +29,14 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
-import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
+import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../../protocol/errors.js";
 import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../../protocol/messages.js";
 import type { Plan } from "../../protocol/tree.js";
 import { PREPARED_PLANS_MAX } from "../../node/partition-actor.js";
 import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./wire.js";
 import { subjects } from "./subjects.js";
+import { checkMessageSize, messageBytesMax, PARTS_COUNT_HEADER, PARTS_GONE_HEADER, PARTS_ID_HEADER, PARTS_SUBJECT_HEADER } from "./message-size.js";
 import { unwrap, type Transport } from "../transport.js";
 
 export const TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT = 5_000;
@@ -189,6 +190,7 @@ export class NatsTransport implements Transport {
     const deadline = started + Math.max(this.deadlineMs, attemptTimeoutMs);
     const requestId = randomUUID();
     let payload = encodeRequest(message, requestId, maxStalenessMs);
+    checkMessageSize(`the ${message.type} request to partition ${partition}`, payload.length, messageBytesMax(nc));
     const repeatable = safeToRepeat(message);
     let what = "no attempt was made";
     for (let attempt = 0; ; attempt++) {
@@ -215,19 +217,44 @@ export class NatsTransport implements Transport {
 
   private async attempt(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Outcome> {
     const { nc } = this.options;
-    let data: Uint8Array;
+    let message: Msg;
     try {
-      data = (await nc.request(subject, payload, { timeout: timeoutMs })).data;
+      message = await nc.request(subject, payload, { timeout: timeoutMs });
     } catch (cause) {
       if (isNoResponders(cause)) return { kind: "retry", what: "no leader is serving it (no responders)" };
       if (isTimeout(cause)) return { kind: "unknown", what: `no reply within ${timeoutMs} ms` };
       return { kind: "unknown", what: `the request failed: ${cause instanceof Error ? cause.message : String(cause)}` };
+    }
+    let data = message.data;
+    const parts = message.headers?.get(PARTS_COUNT_HEADER);
+    if (parts !== undefined && parts !== "") {
+      try {
+        data = await this.fetchParts(message, parts, timeoutMs);
+      } catch (cause) {
+        // The request ran: only its reply is lost, as after a timeout.
+        return { kind: "unknown", what: `the reply's parts could not be fetched (${cause instanceof Error ? cause.message : String(cause)})` };
+      }
     }
     const reply = decodeReply(data);
     if (!reply.ok && reply.code === "not_leader") return { kind: "retry", what: `a replica answered not_leader (${reply.message})`, refused: true };
     // The leader could not tell whether its append took effect (and stopped leading): as unknown as a timeout.
     if (!reply.ok && reply.code === "partition_unavailable") return { kind: "unknown", what: `the leader answered partition_unavailable (${reply.message})` };
     return { kind: "reply", body: unwrap(reply) };
+  }
+
+  /** The rest of a reply sent as parts (cluster/nats/message-size.ts), fetched in order from the replica that answered. */
+  private async fetchParts(first: Msg, countHeader: string, timeoutMs: number): Promise<Uint8Array> {
+    const count = Number(countHeader);
+    const subject = first.headers?.get(PARTS_SUBJECT_HEADER) ?? "";
+    const id = first.headers?.get(PARTS_ID_HEADER) ?? "";
+    if (!Number.isInteger(count) || count < 2 || subject === "" || id === "") throw new Error(`malformed parts headers (${countHeader} parts, subject ${JSON.stringify(subject)})`);
+    const parts = [first.data];
+    for (let index = 1; index < count; index++) {
+      const part = await this.options.nc.request(subject, new TextEncoder().encode(`${id} ${index}`), { timeout: timeoutMs });
+      if (part.headers?.get(PARTS_GONE_HEADER) === "1") throw new Error(`part ${index} of ${count} is no longer held by the replica`);
+      parts.push(part.data);
+    }
+    return Buffer.concat(parts);
   }
 }
 
