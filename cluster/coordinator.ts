@@ -53,6 +53,11 @@ export interface CoordinatorOptions {
   readonly onValidationPhase?: (phase: ValidationPhase) => void;
   /** What `Embed(text)` calls; none: `embedding_not_configured`. */
   readonly embedder?: Embedder;
+  /**
+   * Throws when this writer may not write now (a cluster's writer coordinator that does not hold the writer lease,
+   * runtime/remote.ts); checked before every write, after its turn at the write lock came.
+   */
+  readonly writerGate?: () => void;
 }
 
 /** A plan kept for repeated runs with different parameters. */
@@ -132,11 +137,18 @@ export class Coordinator {
     if (this.options.writable) this.uniqueBuilds.watch();
   }
 
+  /** Refuses a write where this coordinator may not write: opened read-only, or (a cluster's writer) its gate says no. */
+  private requireWritable(): void {
+    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    this.options.writerGate?.();
+  }
+
   /** A batch of index operations, under the write lock so that no transaction runs across an index's change. */
   private async runIndexPlan(plan: Plan): Promise<QueryResult> {
-    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    this.requireWritable();
     const release = await this.lock.acquire(true);
     try {
+      this.requireWritable();
       try {
         return await runIndexOperations(plan, this.context());
       } finally {
@@ -193,7 +205,7 @@ export class Coordinator {
   private async runOn(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
     const { transport } = this.options;
     if (isIndexOperationPlan(plan)) return this.runIndexPlan(parameters === plan.parameters ? plan : { ...plan, parameters });
-    if (plan.requestType === "write" && !this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    if (plan.requestType === "write") this.requireWritable();
     // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
     const executeOnOnlyPartition = async (): Promise<QueryResult> => {
@@ -213,6 +225,7 @@ export class Coordinator {
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
     const release = await this.acquireWithin(deadline, plan.requestType === "write");
     try {
+      if (plan.requestType === "write") this.requireWritable();
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
       const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids, deadline);
@@ -263,10 +276,11 @@ export class Coordinator {
 
   /** Writes a bulk-import batch as one transaction (see bulk-import.ts). */
   async importBatch(batch: ImportBatch): Promise<ImportResult> {
-    if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
+    this.requireWritable();
     const { transport, schema, now } = this.options;
     const release = await this.lock.acquire(true);
     try {
+      this.requireWritable();
       const map = this.map;
       const reader = new ScatterReader(transport, map, true);
       const ids = this.ids;

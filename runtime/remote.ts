@@ -15,6 +15,7 @@
  * - `indexes()` (synchronous) is refused with unsupported_operation; `indexStatuses()` asks the partitions.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { pino, type Logger } from "pino";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { mergeIndexStatuses } from "../protocol/indexes.js";
@@ -27,6 +28,7 @@ import { MapStore } from "../cluster/nats/map-store.js";
 import { Rebalancer, type RebalancerOptions } from "../cluster/nats/rebalance.js";
 import { NatsTransport, staleReadsOption, type StaleReads } from "../cluster/nats/transport.js";
 import { checkClusterName } from "../cluster/nats/subjects.js";
+import { CoordinatorLease } from "../cluster/nats/coordinator-lease.js";
 
 export interface ConnectClusterOptions {
   /** The cluster's name (its NATS subjects, streams and buckets derive from it). */
@@ -53,6 +55,8 @@ export interface ConnectClusterOptions {
   readonly attemptTimeoutMs?: number;
   readonly deadlineMs?: number;
   readonly now?: () => Date;
+  /** Where a writer logs its lease's changes (cluster/nats/coordinator-lease.ts); default warnings to stderr. */
+  readonly logger?: Logger;
   /** Internal, for fault tests: called as a two-phase commit reaches each phase (see Coordinator). */
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
   /** Internal, for fault tests: rebalancing's chunk size and step hook (cluster/nats/rebalance.ts). */
@@ -84,6 +88,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
     throw new SilkError("partition_unavailable", `cannot reach NATS at ${options.servers.join(", ")}: ${(cause as Error).message}`);
   }
   let rebalancer: Rebalancer | undefined;
+  let writerLease: CoordinatorLease | undefined;
   try {
     const database = await Database.fromEngine(options.schema, mode, async (schema) => {
       const replicas = options.decisionReplicas ?? Math.min(3, options.servers.length);
@@ -91,6 +96,12 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
       const { value: map, revision } = await maps.load(options.partitions);
       const transport = new NatsTransport({ nc, cluster, staleReads: options.staleReads, timeoutMs: options.attemptTimeoutMs, deadlineMs: options.deadlineMs });
       const decisions = await KvDecisionLog.open({ nc, cluster, replicas });
+      // One writer coordinator per cluster: its lease is taken before anything is recovered or written.
+      let recover: () => Promise<unknown> = async () => undefined;
+      writerLease =
+        mode === "writer"
+          ? await CoordinatorLease.acquire({ nc, cluster, replicas, logger: options.logger ?? pino({ level: "warn" }, pino.destination(2)), onRegained: () => recover() })
+          : undefined;
       const coordinator = new Coordinator({
         transport,
         map,
@@ -101,7 +112,9 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         defaultTimeoutMs: options.defaultTimeoutMs,
         embedder: options.embedder,
         onCommitPhase: options.onCommitPhase,
+        writerGate: writerLease === undefined ? undefined : () => writerLease?.gate(),
       });
+      recover = () => coordinator.recover();
       if (mode === "writer") {
         await coordinator.recover();
         rebalancer = new Rebalancer({ coordinator, transport, maps, revision, ...options.rebalance });
@@ -118,6 +131,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         close: async () => {
           admin?.unsubscribe();
           await coordinator.settle();
+          await writerLease?.release();
           await decisions.close();
           await nc.close();
         },
@@ -126,6 +140,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
     });
     return { database, rebalancer };
   } catch (cause) {
+    await writerLease?.release().catch(() => undefined);
     await nc.close();
     throw cause;
   }

@@ -1,5 +1,6 @@
 /**
- * A partition's leader lease (docs/REPLICATION.md): key `subjects.leaseKey(p)` of the KV bucket
+ * A partition's leader lease (docs/REPLICATION.md), or the writer coordinator's (`subjects.coordinatorLeaseKey`,
+ * runtime/remote.ts): key `subjects.leaseKey(p)` of the KV bucket
  * `subjects.leaseBucket`, whose entries expire `ttlMs` after they were written (the bucket's max age), holding
  * `{ replica, term }` as JSON.
  *
@@ -18,7 +19,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { creatingRacing } from "./partition-log.js";
+import { creatingRacing, whileUnanswered } from "./partition-log.js";
 import { subjects } from "./subjects.js";
 
 /** The part of the TTL after a renewal during which the lease counts as held. */
@@ -28,10 +29,15 @@ export const DEFAULT_LEASE_TTL_MS = 3_000;
 export interface LeaseOptions {
   readonly nc: NatsConnection;
   readonly cluster: string;
-  readonly partition: number;
+  /** The partition whose leader lease this is; undefined for the cluster's writer-coordinator lease (`key`). */
+  readonly partition?: number;
+  /** The key in the lease bucket; default the partition's (`subjects.leaseKey`). */
+  readonly key?: string;
+  /** Who holds it: a replica's name, or a coordinator's. */
   readonly replica: string;
   readonly replicas: number;
-  readonly ttlMs: number;
+  /** The bucket's entry lifetime; undefined: whatever the existing bucket has (DEFAULT_LEASE_TTL_MS for a new one). */
+  readonly ttlMs?: number;
   readonly logger: Logger;
   /** Called synchronously when a held lease is lost (not on release). */
   readonly onLost: (reason: string) => void;
@@ -53,16 +59,18 @@ export class PartitionLease {
 
   private constructor(
     private readonly kv: KV,
-    private readonly options: LeaseOptions,
+    private readonly options: LeaseOptions & { readonly ttlMs: number },
   ) {
-    this.key = subjects.leaseKey(options.partition);
+    this.key = options.key ?? subjects.leaseKey(options.partition ?? 0);
   }
 
   /** Binds to the lease bucket, creating it when absent. */
   static async open(options: LeaseOptions): Promise<PartitionLease> {
     const kvm = new Kvm(options.nc);
-    const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs, replicas: options.replicas }));
-    return new PartitionLease(kv, options);
+    const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs ?? DEFAULT_LEASE_TTL_MS, replicas: options.replicas }));
+    // An existing bucket keeps the lifetime it was made with: renewals must follow that one.
+    const ttlMs = options.ttlMs ?? (await whileUnanswered(() => kv.status())).ttl;
+    return new PartitionLease(kv, { ...options, ttlMs });
   }
 
   /** The current holder, if any (a follower's view; may be stale by the time it returns). */
@@ -70,6 +78,11 @@ export class PartitionLease {
     const entry = await this.kv.get(this.key);
     if (entry === null || entry.operation !== "PUT") return undefined;
     return entry.json<LeaseValue>();
+  }
+
+  /** The lifetime of the lease's entries (renewals come every third of it). */
+  get ttlMs(): number {
+    return this.options.ttlMs;
   }
 
   held(): boolean {

@@ -9,7 +9,8 @@
  *   coordinator (cluster/nats/message-size.ts); the token is random per replica process.
  * - stream `SILK_<CLUSTER>_P<i>`, subject `silk.<cluster>.log.p<i>`: partition i's replicated log (node/log-entry.ts
  *   entries, msgpack).
- * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease.
+ * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease; key `coordinator`: the writer
+ *   coordinator's lease (one writer coordinator per cluster).
  * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
  * - KV bucket `SILK_<CLUSTER>_MAP`, keys `map` and `move`: the partition map and a range move in flight.
  * - `silk.<cluster>.admin`: rebalancing requests to the writer coordinator (JSON; cluster/nats/rebalance.ts).
@@ -33,6 +34,7 @@ export const subjects = {
   logStream: (cluster: string, partition: number): string => `SILK_${upper(cluster)}_P${partition}`,
   leaseBucket: (cluster: string): string => `SILK_${upper(cluster)}_LEASES`,
   leaseKey: (partition: number): string => `p${partition}`,
+  coordinatorLeaseKey: "coordinator",
   decisionBucket: (cluster: string): string => `SILK_${upper(cluster)}_DECISIONS`,
   mapBucket: (cluster: string): string => `SILK_${upper(cluster)}_MAP`,
   admin: (cluster: string): string => `silk.${cluster}.admin`,
