@@ -51,7 +51,6 @@ function variable(name: string, scope: EvalScope): Value {
   }
 }
 
-/** Reads a property of an element's (loaded) record; `$id`, `$label`, `$from`, `$to` are virtual properties. */
 /**
  * A property of the current element: a field of its record, or for a search hit its `$distance` (vector searches) or
  * `$score` (text searches, rerankers), as `project` reads them (projection.ts propertyJson).

@@ -3,7 +3,7 @@
  * helix-v3-sdk-ts, imported by relative URL, never copied), run embedded with `db.run(json)` and decoded with the
  * SDK's own `parseJson` (its client's decoding). The shapes are HelixDB v3's serialisation (crates/db/src/execution/
  * interpreter/stream/projection/rows.rs and stream/aggregate.rs): a search hit's `$distance`/`$score` project like
- * properties, a property the element lacks is left out of its row, `values` answers one object per element, and
+ * properties and filter and order like them (stream/eval/property.rs, stream/order.rs), a property the element lacks is left out of its row, `values` answers one object per element, and
  * `aggregateBy(fn, property)` one row `{"<property>_<Function>": number}`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -77,6 +77,29 @@ describe("answers to SDK-built requests", () => {
     expect(answer.hits[0].$score).toBeGreaterThan(0);
     // A text hit has no $distance: the item is left out, not null.
     expect(answer.scores).toEqual([{ score: answer.hits[0].$score }]);
+  });
+
+  it("filters and orders hits by $distance and $score with where, orderBy and orderByMultiple", async () => {
+    const { g, readBatch, Predicate, Order } = sdk;
+    const near = () => g().vectorSearchNodes("Doc", "embedding", [1, 0], 3);
+    const text = () => g().textSearchNodes("Doc", "title", "graph", 3);
+    const answer = await run(
+      readBatch()
+        .varAs("close", near().where(Predicate.lt("$distance", 0.5)).values(["title"]))
+        .varAs("farthest_first", near().orderBy("$distance", Order.Desc).values(["title"]))
+        .varAs("farthest_first_multiple", near().orderByMultiple([["$distance", Order.Desc]]).values(["title"]))
+        .varAs("scored", text().where(Predicate.and([Predicate.hasKey("$score"), Predicate.gt("$score", 0)])).count())
+        .varAs("unscored", near().where(Predicate.hasKey("$score")).count())
+        .returning(["close", "farthest_first", "farthest_first_multiple", "scored", "unscored"]),
+    );
+    expect(answer).toEqual({
+      close: [{ title: "graph databases" }],
+      farthest_first: [{ title: "graph theory" }, { title: "graph databases" }],
+      farthest_first_multiple: [{ title: "graph theory" }, { title: "graph databases" }],
+      scored: 2,
+      // A vector hit has a $distance and no $score.
+      unscored: 0,
+    });
   });
 
   it("leaves a property the element lacks out of project, valueMap and values rows", async () => {
