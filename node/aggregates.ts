@@ -1,7 +1,9 @@
 /**
  * Aggregates over a whole stream: `aggregate` (sum, avg, min, max of a property or of the values themselves) into
  * one scalar, and `group_count` / `aggregate_by` into one row per distinct combination of property values, in the
- * order the combinations were first seen.
+ * order the combinations were first seen; HelixDB's `group_count` (one `property`) and `group` answer one row per
+ * value instead, ordered by the value, as HelixDB v3 computes them (the same aggregate.rs): `{p, count}` and
+ * `{p, count, ids}`, keyed in name order, a missing value grouped as null.
  *
  * HelixDB's `aggregate_by` form (`function` and `property`, decoded to an `aggregate` with a `field`) answers as
  * HelixDB v3 computes and serialises it (crates/db/src/execution/interpreter/stream/aggregate.rs): one row
@@ -10,7 +12,8 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { AggregateFunction, Step } from "../protocol/tree.js";
-import { compareValues, getPath, isPlainObject, type Properties, type Value } from "../protocol/values.js";
+import { idToString } from "../protocol/ids.js";
+import { compareStringsByCodePoint, compareValues, getPath, isPlainObject, totalOrder, type Properties, type Value } from "../protocol/values.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
 import { propertyJson } from "./projection.js";
 import { elementsOf, loaded, recordToJson, valuesStream, type Stream } from "./streams.js";
@@ -145,6 +148,7 @@ interface Group {
  * shape, `{count, data}`), one per combination.
  */
 export async function group(step: Extract<Step, { op: "group_count" | "aggregate_by" }>, input: Stream, scope: EvalScope): Promise<Stream> {
+  if (step.op === "group_count" && step.order === "value") return groupsByValue(step.properties[0], false, input, scope);
   const items = await loaded(scope.context.view, elementsOf(input, step.op));
   const groups = new Map<string, Group>();
   for (const element of items) {
@@ -165,5 +169,32 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
     if (step.op === "group_count") return { ...row, count };
     return step.shape === "keyed" ? { ...row, count, items: members } : { count, data: members };
   });
+  return valuesStream(rows);
+}
+
+/**
+ * HelixDB's groups of one property: one row per distinct value (equal under `totalOrder`, so 2 and 2.0 are one
+ * group), ordered by it; the row holds the value (null for records without one), `count`, and with `withIds` the IDs
+ * of the group's records in stream order. Keys are in name order, as HelixDB serialises its rows (a BTreeMap).
+ */
+export async function groupsByValue(path: string, withIds: boolean, input: Stream, scope: EvalScope): Promise<Stream> {
+  const entries: { key: Value | undefined; json: unknown; id: bigint }[] = [];
+  for (const element of await loaded(scope.context.view, elementsOf(input, withIds ? "group" : "group_count"))) {
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    const key = await evaluateExpr({ kind: "property", path }, element, scope);
+    entries.push({ key, json: (await propertyJson(element, path, scope)) ?? null, id: element.id });
+  }
+  // Array.prototype.sort is stable: a group's records keep their stream order.
+  entries.sort((a, b) => totalOrder(a.key, b.key));
+  const rows: Record<string, unknown>[] = [];
+  let ids: string[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    ids.push(idToString(entries[i].id));
+    if (i + 1 < entries.length && totalOrder(entries[i].key, entries[i + 1].key) === 0) continue;
+    const fields: [string, unknown][] = [[path, entries[i].json], ["count", ids.length]];
+    if (withIds) fields.push(["ids", ids]);
+    rows.push(Object.fromEntries(fields.sort(([a], [b]) => compareStringsByCodePoint(a, b))));
+    ids = [];
+  }
   return valuesStream(rows);
 }

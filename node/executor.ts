@@ -11,7 +11,7 @@ import { idToString } from "../protocol/ids.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
-import { aggregate, group } from "./aggregates.js";
+import { aggregate, group, groupsByValue } from "./aggregates.js";
 import { branch, intersect, repeat } from "./branches.js";
 import { dropEdges } from "./edge-drops.js";
 import { mutate, requireWritable } from "./mutations.js";
@@ -270,7 +270,6 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "order_by_multiple":
     case "fold":
     case "unfold":
-    case "group":
     case "edge_has":
     case "edge_has_label":
       return reshape(step, await evalStep(step.input, scope), scope);
@@ -302,6 +301,8 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "group_count":
     case "aggregate_by":
       return group(step, await evalStep(step.input, scope), scope);
+    case "group":
+      return groupsByValue(step.path, true, await evalStep(step.input, scope), scope);
     case "shortest_path":
       return shortestPaths(step, await evalStep(step.input, scope), scope);
     case "path":

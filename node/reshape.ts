@@ -1,5 +1,5 @@
 /**
- * Steps that reshape or name a whole stream: `fold` / `unfold`, `group`, `order_by` / `order_by_multiple`, the
+ * Steps that reshape or name a whole stream: `fold` / `unfold`, `order_by` / `order_by_multiple`, the
  * edge filters `edge_has` / `edge_has_label`, and the named streams `inject`, `as`, `store` and `select` (which read
  * and write the invocation's variables, the same names entries define).
  */
@@ -9,10 +9,9 @@ import { compareValues, type Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { pacedSort } from "./paced-sort.js";
 import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
-import { propertyJson } from "./projection.js";
-import { concatStreams, elements, elementsOf, loaded, recordToJson, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { concatStreams, elements, elementsOf, loaded, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
-type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "group" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
+type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
 
 export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Promise<Stream> {
   const { view } = scope.context;
@@ -22,8 +21,6 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
       return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view)] : await streamToJson(input, view) };
     case "unfold":
       return unfold(input);
-    case "group":
-      return group(step.path, input, scope);
     case "order_by":
       return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], scope));
     case "order_by_multiple": {
@@ -66,21 +63,6 @@ function unfold(input: Stream): Stream {
       throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
     }
   }
-}
-
-/** `{"<value>": [<record>, ..]}` keyed by the property's JSON value (a string as itself, others as JSON text). */
-async function group(path: string, input: Stream, scope: EvalScope): Promise<Stream> {
-  const groups = new Map<string, unknown[]>();
-  for (const element of await loaded(scope.context.view, elementsOf(input, "group"))) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    const value = (await propertyJson(element, path, scope)) ?? null;
-    const key = typeof value === "string" ? value : JSON.stringify(value);
-    const members = groups.get(key);
-    if (members === undefined) groups.set(key, [recordToJson(element.record!)]);
-    else members.push(recordToJson(element.record!));
-  }
-  // fromEntries defines own properties, so a value such as "__proto__" is a key like any other.
-  return { kind: "scalar", value: Object.fromEntries(groups) };
 }
 
 /**

@@ -73,9 +73,13 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
     case "unfold":
       only("input");
       return { op: tag, input: input() };
-    case "group":
+    case "group": {
       only("input", "property");
-      return { op: "group", input: input(), path: stringAt(object.property, `${at}.property`) };
+      const path = stringAt(object.property, `${at}.property`);
+      // The row's own fields (HelixDB's rows are maps, where a grouping property of the same name would be lost).
+      if (path === "count" || path === "ids") throw fault(`${at}.property`, `${JSON.stringify(path)} names a field of the group row itself`);
+      return { op: "group", input: input(), path };
+    }
     case "order_by_multiple":
       only("input", "orderings");
       return { op: "order_by_multiple", input: input(), orderings: orderings(object.orderings, `${at}.orderings`) };

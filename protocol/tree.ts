@@ -234,7 +234,11 @@ export type Step =
       /** HelixDB's `aggregate_by` form answers one row `{field: value}` (`rank_Sum`), not the bare value. */
       readonly field?: string;
     }
-  | { readonly op: "group_count"; readonly input: Step; readonly properties: readonly string[] }
+  /**
+   * `order`: `first_seen` (Silk's form, `properties`: rows in the order their combinations first appear) or `value`
+   * (HelixDB's form, one `property`: rows ordered by the value and keyed in name order, as HelixDB v3 answers).
+   */
+  | { readonly op: "group_count"; readonly input: Step; readonly properties: readonly string[]; readonly order: "first_seen" | "value" }
   /**
    * `keyed` rows `{p.., count, items}`; `count_data` rows `{count, data}` (no property values), as HelixDB answers
    * HelixQL's `::COUNT::AGGREGATE_BY(..)`.
@@ -655,11 +659,11 @@ function decodeGrouping(tag: "group_count" | "aggregate_by", object: Record<stri
     allowOnly(object, ["input", "property"], at);
     const property = stringAt(object.property, `${at}.property`);
     if (property === "count") throw fault(`${at}.property`, '"count" names a field of the group_count row itself');
-    return { op: tag, input: input(), properties: [property] };
+    return { op: tag, input: input(), properties: [property], order: "value" };
   }
   if (tag === "group_count") {
     allowOnly(object, ["input", "properties"], at);
-    return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, "keyed") };
+    return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, "keyed"), order: "first_seen" };
   }
   allowOnly(object, ["input", "properties", "shape"], at);
   const shape = object.shape === undefined ? "keyed" : stringAt(object.shape, `${at}.shape`);

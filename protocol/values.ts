@@ -205,6 +205,66 @@ function compareNumberToBigint(n: number, b: bigint): number | undefined {
 }
 
 /**
+ * A total order over every value, HelixDB v3's (its `PropertyValue::total_order`, which orders its groups): first by
+ * kind, null < boolean < number < date < string < bytes < integer array < float64 array < float32 array < array <
+ * object, then within the kind: numbers and bigints exactly (NaN after every number), dates by instant, strings by
+ * code point, arrays and bytes element by element then by length, objects by their keys in order, each key then its
+ * value. Silk keeps a `[String]` as a plain array, so it orders among the arrays.
+ */
+export function totalOrder(a: Value | undefined, b: Value | undefined): number {
+  const rank = totalOrderRank(a) - totalOrderRank(b);
+  if (rank !== 0) return rank;
+  if (a === undefined || a === null || b === undefined || b === null) return 0;
+  if (typeof a === "number" && Number.isNaN(a)) return typeof b === "number" && Number.isNaN(b) ? 0 : 1;
+  if (typeof b === "number" && Number.isNaN(b)) return -1;
+  const scalar = compareValues(a, b);
+  if (scalar !== undefined) return scalar;
+  if (ArrayBuffer.isView(a) || Array.isArray(a)) return totalOrderOfLists(a as ArrayLike<Value>, b as ArrayLike<Value>);
+  return totalOrderOfObjects(a as { [key: string]: Value }, b as { [key: string]: Value });
+}
+
+function totalOrderRank(v: Value | undefined): number {
+  if (v === undefined || v === null) return 0;
+  switch (typeof v) {
+    case "boolean":
+      return 1;
+    case "number":
+    case "bigint":
+      return 2;
+    case "string":
+      return 4;
+    default:
+      break;
+  }
+  if (v instanceof Date) return 3;
+  if (v instanceof Uint8Array) return 5;
+  if (v instanceof BigInt64Array || v instanceof Int32Array) return 6;
+  if (v instanceof Float64Array) return 7;
+  if (v instanceof Float32Array) return 8;
+  return Array.isArray(v) ? 10 : 11;
+}
+
+function totalOrderOfLists(a: ArrayLike<Value>, b: ArrayLike<Value>): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const order = totalOrder(a[i], b[i]);
+    if (order !== 0) return order;
+  }
+  return a.length - b.length;
+}
+
+function totalOrderOfObjects(a: { [key: string]: Value }, b: { [key: string]: Value }): number {
+  const keysA = Object.keys(a).sort(compareStringsByCodePoint);
+  const keysB = Object.keys(b).sort(compareStringsByCodePoint);
+  const length = Math.min(keysA.length, keysB.length);
+  for (let i = 0; i < length; i++) {
+    const order = compareStringsByCodePoint(keysA[i], keysB[i]) || totalOrder(a[keysA[i]], b[keysB[i]]);
+    if (order !== 0) return order;
+  }
+  return keysA.length - keysB.length;
+}
+
+/**
  * JS `<` on strings compares UTF-16 code units, which puts U+E000..U+FFFF after astral characters (whose
  * surrogates are 0xD800..0xDFFF). At the first differing unit, lifting surrogates above 0xE000..0xFFFF restores
  * code point order.

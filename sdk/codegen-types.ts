@@ -200,7 +200,6 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "drop_edge_by_id":
       return step.input === undefined ? ANY_RECORDS : input(step.input);
     case "fold":
-    case "group":
       return { kind: "scalar", type: JSON_TYPE };
     case "count":
       return { kind: "scalar", type: "number" };
@@ -215,6 +214,7 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
       return { kind: "rows", row: step.all ? OPEN_ROW : projectRow(schema, input(step.input), step.projections) };
     case "value_map":
     case "group_count":
+    case "group":
     case "aggregate_by":
     case "shortest_path":
       return { kind: "rows", row: OPEN_ROW };

@@ -119,17 +119,25 @@ describe.each(CHEAP_BACKENDS)("branch and shape steps on $name", (backend) => {
     expect(await get(names(repeatOut(user("Ann"), { times: 0 })))).toEqual(rows("Ann"));
   });
 
-  it("fold gathers a stream into one array, unfold spreads it again, group keys records by a property", async () => {
+  it("fold gathers a stream into one array, unfold spreads it again, group rows records by a property's value", async () => {
     const folded = step("fold", names(orderBy(nodesOf("User"), "name")));
     expect(await get(folded)).toEqual(["Ann", "Bob", "Cid", "Dee"]);
     expect(await get(step("count", step("unfold", folded)))).toBe(4);
     const records = (await get(step("fold", user("Ann")))) as { name: string }[];
     expect(records.map((record) => record.name)).toEqual(["Ann"]);
-    const grouped = (await get(step("group", orderBy(nodesOf("User"), "name"), { property: "city" }))) as Record<string, { name: string }[]>;
-    expect(Object.keys(grouped)).toEqual(["Paris", "Lyon"]);
-    expect(grouped.Lyon.map((record) => record.name)).toEqual(["Bob", "Dee"]);
-    const byAge = (await get(step("group", nodesOf("User"), { property: "age" }))) as Record<string, unknown[]>;
-    expect(byAge["25"]).toHaveLength(2);
+    // HelixDB v3's rows: one per value, ordered by it, keys in name order, the IDs in stream order.
+    const idOf = async (name: string): Promise<string> => ((await get(step("id", user(name)))) as string[])[0];
+    const [ann, bob, cid, dee] = [await idOf("Ann"), await idOf("Bob"), await idOf("Cid"), await idOf("Dee")];
+    const grouped = (await get(step("group", orderBy(nodesOf("User"), "name"), { property: "city" }))) as Record<string, unknown>[];
+    expect(grouped).toEqual([
+      { city: "Lyon", count: 2, ids: [bob, dee] },
+      { city: "Paris", count: 2, ids: [ann, cid] },
+    ]);
+    expect(Object.keys(grouped[0])).toEqual(["city", "count", "ids"]);
+    const byAge = (await get(step("group", orderBy(nodesOf("User"), "name"), { property: "age" }))) as { age: number; count: number }[];
+    expect(byAge.map(({ age, count }) => [age, count])).toEqual([[25, 2], [30, 1], [41, 1]]);
+    const byName = (await get(step("group", user("Ann"), { property: "name" }))) as Record<string, unknown>[];
+    expect(Object.keys(byName[0])).toEqual(["count", "ids", "name"]);
   });
 
   it("order_by_multiple sorts by each key in turn", async () => {
@@ -194,6 +202,7 @@ describe.each(CHEAP_BACKENDS)("branch and shape steps on $name", (backend) => {
     await refused(readOne(repeatOut(user("Ann"), { max_depth: 1_001 })), "malformed_tree", `${at}.repeat.config.max_depth`);
     await refused(readOne(step("order_by_multiple", user("Ann"), { orderings: [["age", "up"]] })), "malformed_tree", `${at}.order_by_multiple.orderings[0][1]`);
     await refused(readOne(step("group", user("Ann"), {})), "malformed_tree", `${at}.group.property`);
+    await refused(readOne(step("group", user("Ann"), { property: "ids" })), "malformed_tree", `${at}.group.property`);
     await refused(readOne(step("drop_edge_labeled", user("Ann"), { to: "all" })), "malformed_tree", `${at}.drop_edge_labeled.label`);
     await refused(readOne(step("union", user("Ann"), { traversals: [sub(step("drop", context))] })), "write_in_read");
     await refused(readOne(step("drop_edge", user("Ann"), { to: "all" })), "write_in_read");

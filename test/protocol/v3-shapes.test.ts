@@ -72,8 +72,10 @@ describe("search: query_vector, query_text and k as a stream bound", () => {
 });
 
 describe("group_count with one property, aggregate_by with function and property", () => {
-  it("decodes group_count's property as Silk's one-element properties", () => {
-    expect(decodeRoot({ group_count: { input: NODES, property: "active" } })).toEqual(decodeRoot({ group_count: { input: NODES, properties: ["active"] } }));
+  it("decodes group_count's property as one-element properties answered in value order, Silk's form in first-seen order", () => {
+    const silk = decodeRoot({ group_count: { input: NODES, properties: ["active"] } });
+    expect(decodeRoot({ group_count: { input: NODES, property: "active" } })).toEqual({ ...silk, order: "value" });
+    expect(silk).toMatchObject({ op: "group_count", properties: ["active"], order: "first_seen" });
   });
 
   it("decodes aggregate_by's function into an aggregate answered as one row named <property>_<Function>", () => {

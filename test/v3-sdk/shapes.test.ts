@@ -1,7 +1,8 @@
 /**
  * The request shapes of issue 14, built with HelixDB's own v3 TypeScript SDK (imported by relative URL from
  * /work/shared/clients; nothing of it is copied here) and run as it sends them: search with `query_vector` /
- * `query_text` and `k` as `{"literal": n}`, `groupCount(property)`, `aggregateBy(function, property)`,
+ * `query_text` and `k` as `{"literal": n}`, `groupCount(property)` and `group(property)` (rows ordered by value, as
+ * HelixDB answers them), `aggregateBy(function, property)`,
  * `shortestPath(source, target, maxDepth)`, `createIndexIfNotExists(IndexSpec)` / `dropIndex(IndexSpec)` and the
  * operations by operation ID run embedded (`db.run` of the SDK's JSON text, parsed as the gateway parses it); i64
  * values beyond 2^53, which the SDK writes as bare JSON integers, go over HTTP to a real schemaless `silk serve`.
@@ -78,18 +79,20 @@ describe("HelixDB's SDK requests, run embedded", () => {
     expect(await run(texts.returning(["graph", "within"]))).toEqual({ graph: ["1", "2"], within: ["1"] });
   });
 
-  it("counts groups by one property and aggregates a property with each function", async () => {
+  it("counts groups by one property (rows ordered by value), groups records, and aggregates a property with each function", async () => {
     const { g, readBatch, AggregateFunction } = sdk;
     const batch = readBatch()
       .varAs("groups", g().nWithLabel("Doc").groupCount("active"))
+      .varAs("grouped", g().nWithLabel("Doc").group("active"))
       .varAs("count", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Count, "rank"))
       .varAs("sum", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Sum, "rank"))
       .varAs("min", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Min, "rank"))
       .varAs("max", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Max, "rank"))
       .varAs("mean", g().nWithLabel("Doc").aggregateBy(AggregateFunction.Mean, "rank"));
     expect(rootOf(batch)).toMatchObject({ group_count: { property: "active" } });
-    expect(await run(batch.returning(["groups", "count", "sum", "min", "max", "mean"]))).toEqual({
-      groups: [{ active: true, count: 2 }, { active: false, count: 1 }],
+    expect(await run(batch.returning(["groups", "grouped", "count", "sum", "min", "max", "mean"]))).toEqual({
+      groups: [{ active: false, count: 1 }, { active: true, count: 2 }],
+      grouped: [{ active: false, count: 1, ids: ["2"] }, { active: true, count: 2, ids: ["1", "3"] }],
       count: [{ rank_Count: 3 }],
       sum: [{ rank_Sum: 6 }],
       min: [{ rank_Min: 1 }],
