@@ -7,6 +7,15 @@
 import { createHash } from "node:crypto";
 import type { RecordKind } from "../protocol/records.js";
 
+/**
+ * HelixDB's `index_id` of an index, a non-zero u64 as a decimal string: the first 8 bytes of the same SHA-256 (1
+ * in the one case in 2^64 where they are all zero).
+ */
+export function indexNumericId(kind: RecordKind, name: string): string {
+  const id = createHash("sha256").update(`${kind}\0${name}`).digest().readBigUInt64BE(0);
+  return String(id === 0n ? 1n : id);
+}
+
 /** A UUID of version 8 (RFC 9562, custom) whose other bits are the SHA-256 of the index's kind and name. */
 export function indexOperationId(kind: RecordKind, name: string): string {
   const hex = createHash("sha256").update(`${kind}\0${name}`).digest("hex");

@@ -7,7 +7,8 @@
  *
  * Each answers `{"index": "User.age", "kind", "state", "entities", "bytes", "operations", "reason"?, "message"?}`:
  * the state and counters merged over partitions (protocol/indexes.ts). `drop_index` answers state `dropped` and
- * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either.
+ * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either. An
+ * operation given in HelixDB's form answers HelixDB's receipt or status around that (index-receipts.ts).
  */
 import { SilkError } from "../protocol/errors.js";
 import {
@@ -17,6 +18,7 @@ import {
   sameDefinition,
   VECTOR_FIELD,
   type IndexDefinition,
+  type IndexFamily,
   type IndexStateName,
   type IndexStatus,
 } from "../protocol/indexes.js";
@@ -27,6 +29,7 @@ import type { IndexOperation, NamedIndexOperation } from "../protocol/tree-index
 import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree-json.js";
 import type { Plan } from "../protocol/tree.js";
 import { indexOperationId } from "./index-operation-ids.js";
+import { indexOperationStatus, indexReceipt } from "./index-receipts.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
 
@@ -85,10 +88,16 @@ export async function runIndexOperations(plan: Plan, context: IndexOperationCont
   for (const name of plan.returns) {
     if (!named.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
   }
-  const answers = new Map<string, IndexOperationAnswer>();
+  const answers = new Map<string, IndexOperationAnswer | Record<string, unknown>>();
   for (const entry of operations) {
-    const answer = await runOne(entry.operation, context);
-    if (entry.name !== undefined) answers.set(entry.name, { ...answer, operation_id: indexOperationId(answer.kind, answer.index) });
+    const { operation } = entry;
+    const { answer, before, family } = await runOne(operation, context);
+    if (entry.name === undefined) continue;
+    if (operation.action === "create" || operation.action === "drop") {
+      answers.set(entry.name, operation.helixForm ? indexReceipt(operation.action, answer, before) : { ...answer, operation_id: indexOperationId(answer.kind, answer.index) });
+    } else {
+      answers.set(entry.name, "operationId" in operation ? indexOperationStatus(answer, family) : { ...answer, operation_id: indexOperationId(answer.kind, answer.index) });
+    }
   }
   const result: Record<string, unknown> = {};
   for (const name of plan.returns) result[name] = answers.get(name);
@@ -103,7 +112,14 @@ function targetOf(operation: IndexOperation, perPartition: readonly IndexStatus[
   return { kind: status.kind, name: status.name };
 }
 
-async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexAnswer> {
+/** What one operation did: Silk's answer, the index's state before it ran (none: it did not exist) and its family. */
+interface IndexOutcome {
+  readonly answer: IndexAnswer;
+  readonly before: IndexStateName | undefined;
+  readonly family: IndexFamily;
+}
+
+async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexOutcome> {
   const perPartition = await partitionIndexStatuses(context);
   const { kind, name } = targetOf(operation, perPartition);
   const own = perPartition.map((statuses) => statuses.find((status) => status.kind === kind && status.name === name));
@@ -126,21 +142,22 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       }
       // Every partition, also those that have it: one that a crash left without it gets it now.
       await send(everyPartition, { type: "index_create", definition });
-      return current();
+      return { answer: await current(), before: merged?.state, family: definition.family };
     }
-    case "get":
-      return answerOf(found(merged, kind, name));
+    case "get": {
+      const status = found(merged, kind, name);
+      return { answer: answerOf(status), before: status.state, family: status.family };
+    }
     case "retry": {
       const status = found(merged, kind, name);
-      if (status.state !== "blocked") return answerOf(status);
-      await send(holders, { type: "index_retry", kind, name });
-      return current();
+      if (status.state === "blocked") await send(holders, { type: "index_retry", kind, name });
+      return { answer: status.state === "blocked" ? await current() : answerOf(status), before: status.state, family: status.family };
     }
     case "drop": {
       const status = found(merged, kind, name);
       if (status.origin === "schema") throw new SilkError("unsupported_operation", `${name} is declared in the schema; remove it from the schema to drop it`);
       await send(holders, { type: "index_drop", kind, name });
-      return answerOf(status, "dropped");
+      return { answer: answerOf(status, "dropped"), before: status.state, family: status.family };
     }
     case "abort": {
       const status = found(merged, kind, name);
@@ -151,7 +168,7 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
         throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a build under way can be aborted (drop_index removes the index)`);
       }
       await send(holders, { type: "index_drop", kind, name });
-      return answerOf(status, "aborted");
+      return { answer: answerOf(status, "aborted"), before: status.state, family: status.family };
     }
     default: {
       const unreachable: never = operation;

@@ -23,11 +23,13 @@ export interface NamedIndexOperation {
   readonly field: string;
   /** What `create` makes (`{"family": "secondary", "unique": false}` by default); the other actions find the index by kind, label and field. */
   readonly spec: IndexSpec;
+  /** Given in HelixDB's form (a `spec`): answered with HelixDB's receipt (cluster/index-receipts.ts). */
+  readonly helixForm: boolean;
 }
 
 export interface IdentifiedIndexOperation {
   readonly action: "get" | "retry" | "abort";
-  /** A canonical lowercase UUID, as `create_index` answered it (cluster/index-operation-ids.ts). */
+  /** A canonical lowercase UUID, as `create_index` answered it (cluster/index-operation-ids.ts). HelixDB's form: answered with its status. */
   readonly operationId: string;
 }
 
@@ -75,7 +77,7 @@ export function decodeIndexOperation(tag: string, body: Json, at: string): Index
     // Silk's create_index answers an existing index of the same definition either way (an existing different one is
     // refused), so if_not_exists is only checked.
     if (object.if_not_exists !== undefined && typeof object.if_not_exists !== "boolean") throw fault(`${at}.if_not_exists`, "must be true or false");
-    return { action, ...decodeHelixSpec(object.spec, `${at}.spec`) };
+    return { action, ...decodeHelixSpec(object.spec, `${at}.spec`), helixForm: true };
   }
   if (object.operation_id !== undefined && (action === "get" || action === "retry" || action === "abort")) {
     allowOnly(object, ["operation_id"], at);
@@ -90,7 +92,7 @@ export function decodeIndexOperation(tag: string, body: Json, at: string): Index
   const label = labelAt(object.label, `${at}.label`);
   const field = stringAt(object.property, `${at}.property`);
   const spec: IndexSpec = action === "create" ? decodeSpec(object, base, at) : { family: "secondary", unique: false };
-  return { action, kind: kind as RecordKind, label, field, spec };
+  return { action, kind: kind as RecordKind, label, field, spec, helixForm: false };
 }
 
 function decodeSpec(object: Record<string, Json>, base: readonly string[], at: string): IndexSpec {
@@ -164,7 +166,7 @@ const HELIX_SPEC_KEYS: Readonly<Record<"equality" | "range" | "vector" | "text",
  * (it answers both; a range's `direction` is only checked); only a node's equality index can be `unique`. A vector
  * spec's `dimension` and `metric` are required, as HelixDB has them; a text index uses the standard analyzer.
  */
-function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "action"> {
+function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "action" | "helixForm"> {
   const [tag, body] = tagged(value, at);
   const helix = HELIX_SPECS.get(tag);
   if (helix === undefined) throw fault(at, `unknown index spec ${JSON.stringify(tag)} (expected ${[...HELIX_SPECS.keys()].join(", ")})`);

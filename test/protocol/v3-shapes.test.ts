@@ -148,9 +148,11 @@ describe("index operations with spec and operation_id", () => {
       [spec("edge_text", {}), { kind: "edge", spec: { family: "text", analyzer: "standard", positions: false } }],
     ];
     for (const [given, expected] of cases) {
-      expect(indexOperation({ create_index: { spec: given, if_not_exists: true } })).toEqual({ action: "create", label: "Doc", field: "p", ...expected });
+      expect(indexOperation({ create_index: { spec: given, if_not_exists: true } })).toEqual({ action: "create", label: "Doc", field: "p", ...expected, helixForm: true });
     }
-    expect(indexOperation({ drop_index: { spec: spec("node_equality", { unique: false }) } })).toMatchObject({ action: "drop", kind: "node", label: "Doc", field: "p" });
+    expect(indexOperation({ drop_index: { spec: spec("node_equality", { unique: false }) } })).toMatchObject({ action: "drop", kind: "node", label: "Doc", field: "p", helixForm: true });
+    // Silk's form answers Silk's shape; a spec answers HelixDB's receipt.
+    expect(indexOperation({ drop_index: { label: "Doc", property: "p" } })).toMatchObject({ action: "drop", helixForm: false });
   });
 
   it("decodes operation_id for get, retry and abort", () => {

@@ -4,7 +4,8 @@
  * `query_text` and `k` as `{"literal": n}`, `groupCount(property)` and `group(property)` (rows ordered by value, as
  * HelixDB answers them), `aggregateBy(function, property)`,
  * `shortestPath(source, target, maxDepth)`, `createIndexIfNotExists(IndexSpec)` / `dropIndex(IndexSpec)` and the
- * operations by operation ID run embedded (`db.run` of the SDK's JSON text, parsed as the gateway parses it); i64
+ * operations by operation ID (answered with HelixDB's receipts and statuses, checked by the SDK's own
+ * `parseIndexDdlReceipt` / `parseIndexOperationStatus`) run embedded (`db.run` of the SDK's JSON text, parsed as the gateway parses it); i64
  * values beyond 2^53, which the SDK writes as bare JSON integers, go over HTTP to a real schemaless `silk serve`.
  *
  * The embedded graph: Doc 1 (rank 1, active, "graph databases", [1, 0]) -Knows(4)-> Doc 2 (rank 2, inactive,
@@ -117,24 +118,47 @@ describe("HelixDB's SDK requests, run embedded", () => {
     const spec = IndexSpec.nodeEquality("Doc", "rank");
     const create = writeBatch().varAs("op", g().createIndexIfNotExists(spec));
     expect(rootOf(create)).toEqual({ create_index: { spec: { node_equality: { label: "Doc", property: "rank", unique: false } }, if_not_exists: true } });
-    const created = (await run(create.returning(["op"]))).op as { operation_id: string; index: string };
-    expect(created).toMatchObject({ index: "Doc.rank", kind: "node", operation_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/) });
-    const id = created.operation_id;
-    // The build over the three Docs runs in the background: read the operation by its ID until it is active.
+    // Every answer passes the SDK's own checks of HelixDB's receipts and statuses (which ignore Silk's extra fields).
+    const { parseIndexDdlReceipt, parseIndexOperationStatus } = sdk;
+    const created = parseIndexDdlReceipt((await run(create.returning(["op"]))).op);
+    expect(created).toMatchObject({ kind: "accepted", index_id: expect.stringMatching(/^[1-9][0-9]*$/), generation: "1", index: "Doc.rank", element_kind: "node" });
+    const id = (created as { operation_id: string }).operation_id;
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The build over the three Docs runs in the background: read the operation by its ID until it has succeeded.
     const get = readBatch().varAs("got", g().getIndexOperation(id)).returning(["got"]);
-    let got = (await run(get)).got as Record<string, unknown>;
-    for (let attempt = 0; got.state !== "active" && attempt < BUILD_POLLS_MAX; attempt += 1) {
+    const status = async (): Promise<Record<string, unknown>> => parseIndexOperationStatus((await run(get)).got) as Record<string, unknown>;
+    let got = await status();
+    for (let attempt = 0; got.status !== "succeeded" && attempt < BUILD_POLLS_MAX; attempt += 1) {
       await new Promise((resolve) => setTimeout(resolve, BUILD_POLL_MS));
-      got = (await run(get)).got as Record<string, unknown>;
+      got = await status();
     }
-    expect(got).toMatchObject({ index: "Doc.rank", kind: "node", operation_id: id, state: "active", entities: 3, operations: 3 });
-    expect(await run(writeBatch().varAs("again", g().createIndexIfNotExists(IndexSpec.nodeRange("Doc", "rank"))).varAs("retried", g().retryIndexOperation(id)).returning(["again", "retried"]))).toMatchObject({
-      again: { operation_id: id, state: "active" },
-      retried: { operation_id: id, state: "active" },
+    expect(got).toMatchObject({
+      status: "succeeded", operation_id: id, index_id: created.index_id, generation: "1", operation_kind: "build", family: "secondary", stage: "activate",
+      progress: { entities: "3", output_operations: "3" }, index: "Doc.rank", element_kind: "node", state: "active", entities: 3, operations: 3,
     });
+    const again = await run(writeBatch().varAs("again", g().createIndexIfNotExists(IndexSpec.nodeRange("Doc", "rank"))).varAs("retried", g().retryIndexOperation(id)).returning(["again", "retried"]));
+    expect(parseIndexDdlReceipt(again.again)).toMatchObject({ kind: "already_active", index_id: created.index_id, state: "active" });
+    expect(parseIndexOperationStatus(again.retried)).toMatchObject({ status: "succeeded", operation_id: id, state: "active" });
     await expect(run(writeBatch().varAs("aborted", g().abortIndexOperation(id)).returning(["aborted"]))).rejects.toMatchObject({ code: "unsupported_operation" });
-    expect(await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]))).toMatchObject({ dropped: { operation_id: id, state: "dropped" } });
+    expect(parseIndexDdlReceipt((await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]))).dropped)).toMatchObject({ kind: "accepted", operation_id: id, state: "dropped" });
     await expect(run(readBatch().varAs("gone", g().getIndexOperation(id)).returning(["gone"]))).rejects.toMatchObject({ code: "index_not_found" });
+  });
+
+  it("answers a blocked build with HelixDB's blocked status and blocker code, and Silk's form with Silk's answer", async () => {
+    const { g, readBatch, writeBatch, IndexSpec, parseIndexOperationStatus } = sdk;
+    // Docs 1 and 3 are both active: a unique index over active cannot be built.
+    const spec = IndexSpec.nodeUniqueEquality("Doc", "active");
+    const id = ((await run(writeBatch().varAs("op", g().createIndexIfNotExists(spec)).returning(["op"]))).op as { operation_id: string }).operation_id;
+    const get = readBatch().varAs("got", g().getIndexOperation(id)).returning(["got"]);
+    let got = parseIndexOperationStatus((await run(get)).got) as Record<string, unknown>;
+    for (let attempt = 0; got.status !== "blocked" && attempt < BUILD_POLLS_MAX; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, BUILD_POLL_MS));
+      got = parseIndexOperationStatus((await run(get)).got) as Record<string, unknown>;
+    }
+    expect(got).toMatchObject({ status: "blocked", blocker_code: "uniqueness_violation", family: "secondary", stage: "validate", reason: "unique_violation", message: expect.stringContaining("must be unique") });
+    const silk = { query: { read: { entries: [{ query: { name: "silk", root: { get_index_operation: { label: "Doc", property: "active" } } } }], returns: ["silk"] } }, request_type: "read" };
+    expect((await db.run(silk)).silk).toEqual({ index: "Doc.active", kind: "node", state: "blocked", entities: 3, bytes: expect.any(Number), operations: expect.any(Number), reason: "unique_violation", message: expect.any(String), operation_id: id });
+    await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]));
   });
 });
 
