@@ -123,6 +123,9 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     case "timestamp":
       // The invocation's clock, passed in (ExecutionContext.now), so tests can fix the time.
       return scope.context.now().getTime();
+    case "date_time_now":
+      // A date of its own: the value may be stored, and the clock's Date must not be shared with it.
+      return new Date(scope.context.now().getTime());
     default: {
       const unreachable: never = expr;
       throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);

@@ -1,7 +1,8 @@
 /**
  * Decoders of HelixDB v3's expressions that Silk computes without a record read: `neg` (numeric negation), `case`
- * (the first branch whose predicate holds) and `timestamp` (the current time). Field names follow HelixDB's serde
- * names (crates/ast/src/expr.rs `Expr::Neg { expr }`, `Expr::Case { when_then, else_expr }`, `Expr::Timestamp`); see
+ * (the first branch whose predicate holds), `timestamp` (the current time in epoch milliseconds) and `date_time_now`
+ * (the current time as a date). Field names follow HelixDB's serde names (crates/ast/src/expr.rs `Expr::Neg { expr }`,
+ * `Expr::Case { when_then, else_expr }`, the unit variants `Expr::Timestamp` and `Expr::DateTimeNow`); see
  * docs/OPERATION_TREE.md, "Values".
  *
  * The decoders of expressions and predicates are passed in, so this module does not import tree.ts (which imports
@@ -15,17 +16,18 @@ export interface ComputedDecoders {
   predicate(value: Json, path: string, depth: number): Predicate;
 }
 
-export const COMPUTED_EXPR_TAGS: ReadonlySet<string> = new Set(["neg", "case", "timestamp"]);
+export const COMPUTED_EXPR_TAGS: ReadonlySet<string> = new Set(["neg", "case", "timestamp", "date_time_now"]);
 
 /**
- * `"timestamp"` (a unit variant), `{"neg": {"expr": e}}` and `{"case": {"when_then": [{"when": predicate, "then": e},
+ * `"timestamp"` and `"date_time_now"` (unit variants), `{"neg": {"expr": e}}` and `{"case": {"when_then": [{"when": predicate, "then": e},
  * ..], "else_expr": e?}}`.
  */
 export function decodeComputedExpr(tag: string, body: Json, at: string, depth: number, decoders: ComputedDecoders): Expr {
   switch (tag) {
     case "timestamp":
-      if (body !== null) throw fault(at, 'timestamp takes no arguments: write "timestamp"');
-      return { kind: "timestamp" };
+    case "date_time_now":
+      if (body !== null) throw fault(at, `${tag} takes no arguments: write "${tag}"`);
+      return { kind: tag };
     case "neg": {
       const object = objectAt(body, at);
       allowOnly(object, ["expr"], at);

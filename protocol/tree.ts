@@ -85,7 +85,9 @@ export type Expr =
   /** HelixDB's conditional: the `then` of the first branch whose `when` holds, else `otherwise` (null without one). */
   | { readonly kind: "case"; readonly branches: readonly CaseBranch[]; readonly otherwise?: Expr }
   /** HelixDB's current UTC time in epoch milliseconds, from the invocation's clock. */
-  | { readonly kind: "timestamp" };
+  | { readonly kind: "timestamp" }
+  /** HelixDB's `date_time_now`: the current time as a date (a typed datetime), where `timestamp` is epoch milliseconds. */
+  | { readonly kind: "date_time_now" };
 
 export interface CaseBranch {
   readonly when: Predicate;
@@ -457,8 +459,6 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       const text = decodeExpr(object.text, `${at}.text`, depth + 1);
       return object.model === undefined ? { kind: "embed", text } : { kind: "embed", text, model: embedModelAt(object.model, `${at}.model`) };
     }
-    case "date_time_now":
-      throw new SilkError("unsupported_operation", `${at}: expression ${tag} is not supported yet`);
     default:
       if (COMPUTED_EXPR_TAGS.has(tag)) return decodeComputedExpr(tag, body, at, depth, COMPUTED_DECODERS);
       throw fault(path, `unknown expression ${JSON.stringify(tag)}`);

@@ -1,5 +1,6 @@
 /**
- * HelixDB's own v3 TypeScript SDK builds requests with the expressions `Expr.case`, `Expr.timestamp()` and `.neg()`;
+ * HelixDB's own v3 TypeScript SDK builds requests with the expressions `Expr.case`, `Expr.timestamp()`,
+ * `Expr.datetime()` (`date_time_now`) and `.neg()`;
  * `toQueryJson()` gives the body a HelixDB application sends, and an embedded schemaless database runs it with
  * `db.run`. The SDK is imported by relative URL from /work/shared/clients (its README); nothing of it is copied here.
  *
@@ -56,5 +57,28 @@ describe("expressions built by the v3 SDK", () => {
     }
     expect(answer.no_else).toEqual([{ band: null }]);
     expect(answer.negative).toEqual(["1"]);
+  });
+
+  it("datetime (date_time_now) is the current time as a typed date: projected as ISO 8601, stored and compared as a date", async () => {
+    const { g, readBatch, writeBatch, Expr, Predicate, Projection, DateTime, PropertyInput } = sdk;
+    const request = readBatch().varAs("now", g().n(1).project([Projection.expr("now", Expr.datetime())]));
+    expect(JSON.parse(request.toQueryJson()).query.read.entries[0].query.root.project.projections[0]).toEqual({ expr: { alias: "now", expr: "date_time_now" } });
+    const before = Date.now();
+    const projected = (await run(request.returning(["now"]))).now as { now: string }[];
+    const written = await run(writeBatch().varAs("seen", g().n(2).setProperty("seen", PropertyInput.expr(Expr.datetime())).values(["seen"])).returning(["seen"]));
+    const after = Date.now();
+    // HelixDB renders a datetime as an RFC 3339 UTC string with milliseconds, as Silk renders dates.
+    const now = Date.parse(projected[0].now);
+    expect(projected[0].now).toBe(new Date(now).toISOString());
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(after);
+    const seen = Date.parse((written.seen as { seen: string }[])[0].seen);
+    expect(seen).toBeGreaterThanOrEqual(before);
+    const compared = await run(
+      readBatch()
+        .varAs("later", g().n(2).where(Predicate.compare(Expr.prop("seen"), sdk.CompareOp.Gte, Expr.val(DateTime.fromMillis(before)))).count())
+        .returning(["later"]),
+    );
+    expect(compared).toEqual({ later: 1 });
   });
 });
