@@ -37,6 +37,12 @@ export interface Case {
   readonly bug?: string;
   /** The warnings loading the project gives, as `code file:line:column` (`-- warning CODE [FILE:]LINE:COL`), in order. */
   readonly warnings: readonly string[];
+  /** Calls run before `setup` (not counted by `$n` references): the file's `-- schemaless` index DDL in that variant. */
+  readonly prelude: readonly Call[];
+  /** The other variant of a case written for one (README.md, "Schemaless and with a schema"); absent for the case as written. */
+  readonly variant?: "schemaless" | "with a schema";
+  /** `-- single REASON`: the case runs only as written, not in its file's other variant. */
+  readonly single?: string;
 }
 
 /** The names diagnostics give the two sources of a case; `-- at L:C` points into QUERY_FILE. */
@@ -98,6 +104,7 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
   let caseSchema = schema;
   let query = "";
   let bug: string | undefined;
+  let single: string | undefined;
   const setup: Call[] = [];
   const calls: CheckedCall[] = [];
   let pending: Call | undefined;
@@ -115,6 +122,10 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
         break;
       case "bug":
         bug = part.argument;
+        break;
+      case "single":
+        if (part.argument === "") throw new Error(`${where}: write -- single <why the case runs in one variant only>`);
+        single = part.argument;
         break;
       case "warning": {
         const match = /^([a-z_]+) ((?:[A-Za-z0-9_.-]+\.hx:)?[0-9]+:[0-9]+)$/.exec(part.argument);
@@ -161,7 +172,34 @@ function parseCase(name: string, line: number, parts: readonly Section[], schema
     ...(caseSchema === undefined || caseSchema === "" ? [] : [{ file: SCHEMA_FILE, text: caseSchema + "\n" }]),
     ...(query.trim() === "" ? [] : [{ file: QUERY_FILE, text: query.replace(/^\n+/, "") + "\n" }]),
   ];
-  return { name, line, sources, setup, calls, warnings, ...(loadError === undefined ? {} : { loadError }), ...(bug === undefined ? {} : { bug }) };
+  return {
+    name, line, sources, setup, calls, warnings, prelude: [],
+    ...(loadError === undefined ? {} : { loadError }), ...(bug === undefined ? {} : { bug }), ...(single === undefined ? {} : { single }),
+  };
+}
+
+/** The file-level sections that give a file's cases their other variant (README.md, "Schemaless and with a schema"). */
+interface Variants {
+  /** `-- declare`: HelixQL declarations; every schemaless case also runs against a database opened with them. */
+  readonly declare?: string;
+  /** `-- schemaless`: calls (index DDL); every case of a file with a `-- schema` also runs schemaless after them. */
+  readonly schemaless?: readonly Call[];
+}
+
+/**
+ * A case's run in its file's other variant, when it has one: with the file's declarations (a schemaless case), or
+ * schemaless after the file's `-- schemaless` calls (a case whose calls are all trees: a QUERY needs its schema).
+ */
+function otherVariant(testCase: Case, variants: Variants): Case | undefined {
+  if (testCase.single !== undefined || testCase.loadError !== undefined) return undefined;
+  if (variants.declare !== undefined && testCase.sources.length === 0) {
+    return { ...testCase, name: `${testCase.name} (with a schema)`, sources: [{ file: SCHEMA_FILE, text: variants.declare + "\n" }], variant: "with a schema" };
+  }
+  const trees = [...testCase.setup, ...testCase.calls.map((checked) => checked.call)].every((call) => call.name === TREE_CALL);
+  if (variants.schemaless !== undefined && testCase.sources.length > 0 && trees && testCase.warnings.length === 0) {
+    return { ...testCase, name: `${testCase.name} (schemaless)`, sources: [], prelude: variants.schemaless, variant: "schemaless" };
+  }
+  return undefined;
 }
 
 /** Parses a whole `.hxt` file. Errors name the line at fault. */
@@ -172,9 +210,21 @@ export function parseCaseFile(text: string): Case[] {
     if (l.startsWith("=== ")) starts.push(index);
   });
   const preamble = sections(lines, 0, starts[0] ?? lines.length);
-  const unexpected = preamble.find((part) => part.header !== "schema");
-  if (unexpected !== undefined) throw new Error(`line ${unexpected.line}: before the first case only -- schema is allowed`);
-  const schema = preamble.length === 0 ? undefined : bodyText(preamble[0]);
+  const unexpected = preamble.find((part) => !["schema", "declare", "schemaless"].includes(part.header));
+  if (unexpected !== undefined) throw new Error(`line ${unexpected.line}: before the first case only -- schema, -- declare and -- schemaless are allowed`);
+  const section = (header: string): Section | undefined => preamble.find((part) => part.header === header);
+  const schemaSection = section("schema");
+  const schema = schemaSection === undefined ? undefined : bodyText(schemaSection);
+  const declareSection = section("declare");
+  const schemalessSection = section("schemaless");
+  if (declareSection !== undefined && schemaSection !== undefined) throw new Error(`line ${declareSection.line}: -- declare is for a schemaless file; a file with a -- schema takes -- schemaless`);
+  if (schemalessSection !== undefined && schemaSection === undefined) throw new Error(`line ${schemalessSection.line}: -- schemaless is for a file with a -- schema; a schemaless file takes -- declare`);
+  const variants: Variants = {
+    ...(declareSection === undefined ? {} : { declare: bodyText(declareSection) }),
+    ...(schemalessSection === undefined
+      ? {}
+      : { schemaless: schemalessSection.body.filter((l) => l.text.trim() !== "" && !l.text.startsWith("#")).map((l) => parseCall(l.text, l.line)) }),
+  };
   const cases: Case[] = [];
   const names = new Set<string>();
   starts.forEach((start, index) => {
@@ -182,7 +232,10 @@ export function parseCaseFile(text: string): Case[] {
     if (names.has(name)) throw new Error(`line ${start + 1}: duplicate case name ${name}`);
     names.add(name);
     const parts = sections(lines, start + 1, starts[index + 1] ?? lines.length);
-    cases.push(parseCase(name, start + 1, parts, schema));
+    const testCase = parseCase(name, start + 1, parts, schema);
+    cases.push(testCase);
+    const other = otherVariant(testCase, variants);
+    if (other !== undefined) cases.push(other);
   });
   return cases;
 }

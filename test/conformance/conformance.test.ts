@@ -1,7 +1,8 @@
 /**
  * The HelixQL conformance suite: every case of `cases/*.hxt` (format: README.md) runs in each mode — `embedded`
  * (`open({storage: "memory"})` and `db.query`) and `http` (a real server from buildGateway on 127.0.0.1, port 0,
- * and real `fetch`, asserting status and body). A case whose sources do not check runs once, in mode `load`:
+ * and real `fetch`, asserting status and body); a file's cases may also run in their other variant, schemaless or
+ * with a schema (case-file.ts, `-- declare` and `-- schemaless`). A case whose sources do not check runs once, in mode `load`:
  * no server can start on such a project. The load must give exactly the case's `-- warning`s. Each case gets a fresh database, so the IDs it expects are those of an
  * empty database. `CONFORMANCE_UPDATE=1` records the answers instead of checking them and rewrites the files.
  * The case runner lives in runner.ts (shared with the cluster mode, test/cluster-nats/conformance-cluster.test.ts).
@@ -33,7 +34,7 @@ for (const file of caseFiles()) {
           const session = await start(database);
           try {
             checkWarnings(file, testCase, database);
-            await runCalls(file, testCase, session, mode);
+            await runCalls(file, testCase, session, testCase.variant === undefined ? mode : `${mode}, ${testCase.variant}`);
           } finally {
             await session.close();
           }

@@ -123,7 +123,15 @@ export function check(file: string, checked: CheckedCall, answer: Answer & { rea
   if (expected.at !== undefined) expect(answer.msg, where).toContain(expected.at.includes(".hx:") ? `${expected.at}:` : `${QUERY_FILE}:${expected.at}:`);
 }
 
+/** The calls before a case's own (its variant's index DDL): each must succeed; `$n` references do not count them. */
+async function runPrelude(file: string, testCase: Case, session: Session): Promise<void> {
+  for (const call of testCase.prelude) {
+    expect(await session.run(call, call.parameters), `prelude ${file}:${call.line} ${call.name}`).toMatchObject({ kind: "value" });
+  }
+}
+
 export async function runCalls(file: string, testCase: Case, session: Session, mode: string, update = UPDATE): Promise<void> {
+  await runPrelude(file, testCase, session);
   const answers: unknown[] = [];
   for (const call of testCase.setup) {
     const answer = await session.run(call, substitute(call.parameters, answers));
@@ -157,6 +165,7 @@ export async function runLoad(file: string, testCase: Case, checked: CheckedCall
  * must answer alike (a cluster and an embedded database of the same partition count), whatever the case expects.
  */
 export async function answersOf(testCase: Case, session: Session): Promise<(Answer & { readonly msg?: string })[]> {
+  await runPrelude("", testCase, session);
   const answers: unknown[] = [];
   const all: (Answer & { readonly msg?: string })[] = [];
   for (const call of [...testCase.setup, ...testCase.calls.map((checked) => checked.call)]) {

@@ -129,13 +129,21 @@ export interface SdkEmbedded {
   run(batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>>;
 }
 
+/** The two kinds of database the embedded SDK suites run against: HelixDB v3's schemaless one, and one with a schema. */
+export const DATABASE_VARIANTS = ["schemaless", "with a schema"] as const;
+export type DatabaseVariant = (typeof DATABASE_VARIANTS)[number];
+
+/** The schema of the Knows graph's database "with a schema": every label and property the suites write, declared. */
+const KNOWS_SCHEMA = "N::User { name: String, age: I64, seen: Date }\nE::Knows { From: User, To: User, Properties: { weight: F64 } }\n";
+
 /**
  * A memory database seeded through the SDK with the suites' small graph: Ann (30), Bob (25) and Cy (no age), and
- * Knows edges Ann → Bob (weight 2), Bob → Cy (0.5), Cy → Ann (1); their IDs are 1, 2 and 3.
+ * Knows edges Ann → Bob (weight 2), Bob → Cy (0.5), Cy → Ann (1); their IDs are 1, 2 and 3. Schemaless by default,
+ * or with KNOWS_SCHEMA.
  */
-export async function openSeededKnowsGraph(): Promise<SdkEmbedded> {
+export async function openSeededKnowsGraph(variant: DatabaseVariant = "schemaless"): Promise<SdkEmbedded> {
   const sdk = await loadSdk();
-  const db = await open({ storage: "memory" });
+  const db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: KNOWS_SCHEMA }] }) });
   const run = async (batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>> =>
     (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
   const { g, writeBatch, NodeRef } = sdk;
