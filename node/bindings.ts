@@ -15,8 +15,8 @@
 import type { Step } from "../protocol/tree.js";
 import type { BindingProjection, BindingTarget } from "../protocol/tree-rows.js";
 import { valueToJson, type Value } from "../protocol/values.js";
-import type { EvalScope } from "./predicates.js";
-import { elementValue, rowOf, withRow } from "./rows.js";
+import { rowValue, type EvalScope } from "./predicates.js";
+import { rowOf, withRow } from "./rows.js";
 import { elements, elementsOf, loaded, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
 export async function bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Promise<Stream> {
@@ -75,14 +75,14 @@ async function loadTargets(items: readonly Element[], projections: readonly Bind
   await loaded(scope.context.view, [...targets]);
 }
 
-function projectedValue(element: Element, projection: BindingProjection): Value | undefined {
+async function projectedValue(element: Element, projection: BindingProjection, scope: EvalScope): Promise<Value | undefined> {
   if (projection.kind === "property") {
     const target = targetOf(element, projection.target);
-    return target === undefined ? undefined : elementValue(target, projection.source);
+    return target === undefined ? undefined : rowValue(target, projection.source, scope);
   }
   for (const ref of projection.refs) {
     const target = targetOf(element, ref.target);
-    const value = target === undefined ? undefined : elementValue(target, ref.source);
+    const value = target === undefined ? undefined : await rowValue(target, ref.source, scope);
     if (value !== undefined && value !== null) return value;
   }
   return undefined;
@@ -96,7 +96,7 @@ async function projectBindings(items: Element[], projections: readonly BindingPr
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
     const row: Record<string, unknown> = {};
     for (const projection of projections) {
-      const value = projectedValue(element, projection);
+      const value = await projectedValue(element, projection, scope);
       if (value !== undefined) row[projection.alias] = valueToJson(value);
     }
     if (distinct) {

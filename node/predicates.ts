@@ -11,6 +11,7 @@ import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
 import { compareValues, valuesEqual, type Value } from "../protocol/values.js";
 import { embed } from "./embed.js";
+import { elementValue } from "./rows.js";
 import { callMath } from "./math.js";
 import { lookupParameter, recordField, streamToJson, type Element, type ExecutionContext, type Stream } from "./streams.js";
 
@@ -64,6 +65,35 @@ function property(element: Element | undefined, path: string): Value | undefined
   return recordField(record, path);
 }
 
+/** `$from.<path>` / `$to.<path>`: a path into an edge's source or target record, as HelixDB's row properties read them. */
+const ENDPOINT_PATH = /^\$(from|to)\.(.+)$/;
+
+/**
+ * A property of an edge's endpoint, HelixDB's `$from.name` or `$to.$id` (what its SDK's `Projection.fromEndpoint` /
+ * `toEndpoint` project): the endpoint record's field, `$id`, `$label` or dotted path, read through the invocation's
+ * view. On any other record the name is an ordinary (and absent) property, as there.
+ */
+async function endpointProperty(element: Element | undefined, end: "from" | "to", path: string, scope: EvalScope): Promise<Value | undefined> {
+  const record = element?.record;
+  if (record === undefined) throw new SilkError("malformed_tree", `property ${JSON.stringify(`$${end}.${path}`)} needs a record in scope`);
+  if (record.kind !== "edge") return undefined;
+  const [kind, id] = end === "from" ? [record.fromKind, record.from] : [record.toKind, record.to];
+  if (path === "$id") return id;
+  const [endpoint] = await scope.context.view.records(kind, [id]);
+  return endpoint === undefined ? undefined : recordField(endpoint, path);
+}
+
+/**
+ * A value a row reads from an element (binding projections, `sack_set`, `sack_add`): rows.ts `elementValue`, and an
+ * edge's endpoint path (`$from.name`) read as expressions read it.
+ */
+export async function rowValue(element: Element, source: string, scope: EvalScope): Promise<Value | undefined> {
+  const endpoint = ENDPOINT_PATH.exec(source);
+  // A row's element whose record is gone has no values, as elementValue answers.
+  if (endpoint === null || element.record === undefined) return elementValue(element, source);
+  return endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
+}
+
 /**
  * Runs a sub-traversal with `context` bound to the current element; without one (a bound, a mutation value) the
  * enclosing context stays, and a traversal that reads `context` where there is none is refused by the executor.
@@ -83,8 +113,10 @@ export function enterSubTraversal(scope: EvalScope, unit: Stream): EvalScope {
 
 export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {
   switch (expr.kind) {
-    case "property":
-      return property(element, expr.path);
+    case "property": {
+      const endpoint = ENDPOINT_PATH.exec(expr.path);
+      return endpoint === null ? property(element, expr.path) : endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
+    }
     case "constant":
       return expr.value;
     case "param":

@@ -13,8 +13,8 @@
 import { SilkError } from "../protocol/errors.js";
 import type { Step } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
-import type { EvalScope } from "./predicates.js";
-import { elementValue, rowOf, withRow } from "./rows.js";
+import { rowValue, type EvalScope } from "./predicates.js";
+import { rowOf, withRow } from "./rows.js";
 import { elements, elementsOf, loaded, type Element, type Stream } from "./streams.js";
 
 const I64_MIN = -(2n ** 63n);
@@ -29,19 +29,19 @@ export async function sack(step: SackStep, input: Stream, scope: EvalScope): Pro
   const result: Element[] = [];
   for (const element of rows) {
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    result.push(nextSack(step, element));
+    result.push(await nextSack(step, element, scope));
   }
   return elements(result);
 }
 
-function nextSack(step: SackStep, element: Element): Element {
+async function nextSack(step: SackStep, element: Element, scope: EvalScope): Promise<Element> {
   switch (step.op) {
     case "with_sack":
       return withRow(element, { sack: step.initial });
     case "sack_set":
-      return withRow(element, { sack: elementValue(element, step.path) });
+      return withRow(element, { sack: await rowValue(element, step.path, scope) });
     case "sack_add": {
-      const value = elementValue(element, step.path);
+      const value = await rowValue(element, step.path, scope);
       if (value === undefined) return element;
       return withRow(element, { sack: added(rowOf(element).sack, value, step.path) });
     }

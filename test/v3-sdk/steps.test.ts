@@ -96,6 +96,27 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
       });
     });
 
+    it("Projection.fromEndpoint and toEndpoint project an edge's source and target fields, and filters read them", async () => {
+      const { g, readBatch, Projection, Predicate, Order } = sdk;
+      const answer = await run(
+        readBatch()
+          .varAs("ends", g().eWithLabel("Knows").project([Projection.fromEndpoint("$id", "source"), Projection.fromEndpoint("name", "from"), Projection.toEndpoint("age", "to_age")]))
+          .varAs("from_bob", g().eWithLabel("Knows").where(Predicate.eq("$from.name", "Bob")).id())
+          .varAs("by_target_age", g().eWithLabel("Knows").orderBy("$to.age", Order.Asc).values(["weight"]))
+          .returning(["ends", "from_bob", "by_target_age"]),
+      );
+      expect(answer).toEqual({
+        ends: [
+          { source: "1", from: "Ann", to_age: 25 },
+          { source: "2", from: "Bob" },
+          { source: "3", from: "Cy", to_age: 30 },
+        ],
+        from_bob: ["5"],
+        // Ascending by the target's age, Cy's edge (no age) last, as Silk orders a missing key.
+        by_target_age: [{ weight: 2 }, { weight: 1 }, { weight: 0.5 }],
+      });
+    });
+
     it("edgeProperties answers the edges' record objects", async () => {
       const { g, readBatch } = sdk;
       const answer = await run(readBatch().varAs("edges", g().n(2).bothE("Knows").edgeProperties()).returning(["edges"]));
