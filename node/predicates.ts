@@ -88,7 +88,7 @@ async function endpointProperty(element: Element | undefined, end: "from" | "to"
  * edge's endpoint path (`$from.name`) read as expressions read it.
  */
 export async function rowValue(element: Element, source: string, scope: EvalScope): Promise<Value | undefined> {
-  const endpoint = ENDPOINT_PATH.exec(source);
+  const endpoint = source.startsWith("$") ? ENDPOINT_PATH.exec(source) : null;
   // A row's element whose record is gone has no values, as elementValue answers.
   if (endpoint === null || element.record === undefined) return elementValue(element, source);
   return endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
@@ -114,7 +114,8 @@ export function enterSubTraversal(scope: EvalScope, unit: Stream): EvalScope {
 export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {
   switch (expr.kind) {
     case "property": {
-      const endpoint = ENDPOINT_PATH.exec(expr.path);
+      // Most paths are plain field names: only one that starts with "$" can name an endpoint.
+      const endpoint = expr.path.startsWith("$") ? ENDPOINT_PATH.exec(expr.path) : null;
       return endpoint === null ? property(element, expr.path) : endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
     }
     case "constant":
