@@ -16,6 +16,7 @@
  * `treeRequest` sends an operation tree the SDK cannot build (or cannot build yet in the form Silk takes) through the
  * same client, so its errors arrive as the SDK's `HelixError` too; `remoteError` unwraps one for assertions.
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { open, type Database } from "../../runtime/embedded.js";
@@ -40,7 +41,7 @@ export function loadSdk(): Promise<Sdk> {
   return loaded;
 }
 
-/** A Silk process serving a schemaless database, and the SDK client pointed at it. */
+/** A Silk process serving a database (schemaless, or with a schema: startServeWithSchema), and the SDK client pointed at it. */
 export interface SdkServer {
   readonly sdk: Sdk;
   readonly client: SdkClient;
@@ -77,6 +78,19 @@ export async function startSchemalessServe(extra: readonly string[] = []): Promi
   const sdk = await loadSdk();
   const data = join(temporaryDirectory(), "data");
   const running = await startServer(["serve", "--data", data, "--port", "0", ...extra]);
+  return started(sdk, running, data, sdk.Client.server(running.url));
+}
+
+/**
+ * `silk serve --project <dir> --data <fresh dir> --port 0` over a project whose one file holds `schema`: a database
+ * with a schema, driven by the same SDK client (its `/v2/query` only; the project's QUERYs are not used).
+ */
+export async function startServeWithSchema(schema: string): Promise<SdkServer> {
+  const sdk = await loadSdk();
+  const project = temporaryDirectory();
+  writeFileSync(join(project, "schema.hx"), schema);
+  const data = join(project, "data");
+  const running = await startServer(["serve", "--project", project, "--data", data, "--port", "0"]);
   return started(sdk, running, data, sdk.Client.server(running.url));
 }
 
