@@ -10,8 +10,12 @@
  * one; deleting marks the node. Deleted nodes stay in the graph as stepping stones (so it stays connected) and are
  * never returned by `search`. A search's filter only decides membership in the result: the walk still goes through
  * nodes the filter refuses, so a selective filter costs time, not recall. The graph is deterministic for a given seed
- * and insertion order (its only randomness is the level draw). Deleted nodes are reclaimed only by a rebuild (a vector
- * index rebuilds its graphs when a partition opens).
+ * and insertion order (its only randomness is the level draw, one per insert). Deleted nodes are reclaimed only by a
+ * rebuild (a vector index rebuilds its graphs when no persisted graph file serves).
+ *
+ * `encode`/`Hnsw.decode`: a compact binary form (node/vector-graph-files.ts stores it): the parameters, each node's
+ * label, deletion mark and links per level as little-endian u32, then every node's vector as float32. A decoded
+ * graph answers and grows exactly as the encoded one would: the level generator is advanced by the inserts made.
  */
 import { seededRandom } from "../protocol/random.js";
 
@@ -34,6 +38,10 @@ export const HNSW_M_DEFAULT = 16;
 export const HNSW_EF_CONSTRUCTION_DEFAULT = 200;
 /** Levels above this are never drawn (a draw beyond it has probability M^-16). */
 const LEVEL_MAX = 16;
+/** The version of `encode`'s layout, its first u32. */
+const ENCODING_FORMAT = 1;
+/** The encoding's header: format, dimension, m, efConstruction, seed, node count, entry node, top level. */
+const ENCODING_HEADER_WORDS = 8;
 
 /** A binary heap of (distance, node) pairs; `max` orders the largest distance first. */
 class Heap {
@@ -97,6 +105,7 @@ export class Hnsw {
   private readonly m: number;
   private readonly efConstruction: number;
   private readonly levelFactor: number;
+  private readonly seed: number;
   private readonly random: () => number;
   /** By node: its vector, label, deletion mark and links per level. */
   private readonly vectors: Float32Array[] = [];
@@ -115,7 +124,85 @@ export class Hnsw {
     this.m = options.m ?? HNSW_M_DEFAULT;
     this.efConstruction = Math.max(options.efConstruction ?? HNSW_EF_CONSTRUCTION_DEFAULT, this.m);
     this.levelFactor = 1 / Math.log(this.m);
-    this.random = seededRandom(options.seed ?? 1);
+    this.seed = options.seed ?? 1;
+    this.random = seededRandom(this.seed);
+  }
+
+  /** The graph as bytes (the layout is in the module comment); `decode` with the same distance reads it back. */
+  encode(): Uint8Array {
+    const count = this.vectors.length;
+    let words = ENCODING_HEADER_WORDS;
+    for (const levels of this.links) {
+      words += 2; // label, then the deletion mark and the level count in one word
+      for (const links of levels) words += 1 + links.length;
+    }
+    const bytes = new Uint8Array(words * 4 + count * this.dimension * 4);
+    const view = new DataView(bytes.buffer);
+    let at = 0;
+    const word = (value: number) => {
+      view.setUint32(at, value >>> 0, true);
+      at += 4;
+    };
+    for (const value of [ENCODING_FORMAT, this.dimension, this.m, this.efConstruction, this.seed, count, this.entry, this.topLevel]) word(value);
+    for (let node = 0; node < count; node++) {
+      word(this.labels[node]);
+      word((this.deleted[node] ? 1 : 0) | (this.links[node].length << 1));
+      for (const links of this.links[node]) {
+        word(links.length);
+        for (const other of links) word(other);
+      }
+    }
+    for (const vector of this.vectors) {
+      bytes.set(new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength), at);
+      at += vector.byteLength;
+    }
+    return bytes;
+  }
+
+  /**
+   * Reads `encode`'s bytes. Throws a RangeError on bytes that are not such a graph (a bound or a link out of range, a
+   * length that does not add up); the caller has checked the file's checksum, so that means a bug or a foreign file.
+   */
+  static decode(bytes: Uint8Array, distance: (a: Float32Array, b: Float32Array) => number): Hnsw {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let at = 0;
+    const word = () => {
+      const value = view.getUint32(at, true);
+      at += 4;
+      return value;
+    };
+    const [format, dimension, m, efConstruction, seed, count, entry, topLevel] = Array.from({ length: ENCODING_HEADER_WORDS }, word);
+    if (format !== ENCODING_FORMAT) throw new RangeError(`HNSW encoding format ${format}; this Silk reads ${ENCODING_FORMAT}`);
+    const graph = new Hnsw({ dimension, distance, m, efConstruction, seed });
+    for (let node = 0; node < count; node++) {
+      const label = word();
+      const flags = word();
+      const levels: number[][] = [];
+      for (let level = 0; level < flags >>> 1; level++) {
+        const links = Array.from({ length: word() }, word);
+        if (links.some((other) => other >= count)) throw new RangeError(`HNSW node ${node} links to a node beyond ${count}`);
+        levels.push(links);
+      }
+      graph.labels.push(label);
+      graph.deleted.push((flags & 1) === 1);
+      graph.links.push(levels);
+      if ((flags & 1) === 0) graph.nodeOf.set(label, node);
+      graph.random(); // the level draw this node's insert made
+    }
+    if (bytes.byteLength - at !== count * dimension * 4) throw new RangeError(`HNSW encoding of ${count} nodes × ${dimension} has ${bytes.byteLength - at} bytes of vectors`);
+    const slab = new Float32Array(count * dimension);
+    new Uint8Array(slab.buffer).set(bytes.subarray(at));
+    for (let node = 0; node < count; node++) graph.vectors.push(slab.subarray(node * dimension, (node + 1) * dimension));
+    graph.entry = count === 0 ? -1 : entry | 0;
+    graph.topLevel = count === 0 ? -1 : topLevel | 0;
+    if (graph.entry >= count || (count > 0 && graph.links[graph.entry].length !== graph.topLevel + 1)) throw new RangeError(`HNSW entry node ${graph.entry} does not fit the graph`);
+    return graph;
+  }
+
+  /** The vector a live label holds (the graph's own copy after `decode`). */
+  vectorOf(label: number): Float32Array | undefined {
+    const node = this.nodeOf.get(label);
+    return node === undefined ? undefined : this.vectors[node];
   }
 
   /** Live (not deleted) labels. */

@@ -45,7 +45,7 @@ import { indexKey, META_END, META_PREFIX } from "./index-keys.js";
 import { SecondaryIndexes } from "./secondary-index.js";
 import { TextIndexes } from "./text-index.js";
 import { TEXT_LAYOUT, textLayout } from "./text-upgrade.js";
-import { VectorIndexes } from "./vector-index.js";
+import { VectorIndexes, type GraphFileOptions } from "./vector-index.js";
 import { distance, indexVector } from "./vector-math.js";
 
 /** What `meta` holds per index: definition, state, counters, and the last ID the build scanned. */
@@ -98,6 +98,15 @@ function normalised(value: unknown): Persisted {
   return (persisted.family === undefined ? { ...persisted, family: "secondary" } : persisted) as unknown as Persisted;
 }
 
+export interface CatalogOptions {
+  /** One of several partitions: a UNIQUE build ends `validating`, for the coordinator's check across partitions. */
+  readonly uniqueAcrossPartitions?: boolean;
+  /** Where the vector family keeps its graph files (node/vector-graph-files.ts); none without (memory storage). */
+  readonly vectorGraphs?: Omit<GraphFileOptions, "active">;
+  /** A read-only handle: text search checks the directory's text layout (node/text-upgrade.ts). */
+  readonly readOnly?: boolean;
+}
+
 export class IndexCatalog {
   readonly secondary: SecondaryIndexes;
   readonly vector: VectorIndexes;
@@ -125,10 +134,15 @@ export class IndexCatalog {
     private readonly databases: IndexDatabases,
     private readonly source: IndexRecordSource,
     definitions: readonly IndexDefinition[],
-    private readonly options: { readonly uniqueAcrossPartitions?: boolean; readonly readOnly?: boolean } = {},
+    private readonly options: CatalogOptions = {},
   ) {
     this.secondary = new SecondaryIndexes(databases.secondary, databases.meta);
-    this.vector = new VectorIndexes(databases.meta, source);
+    const graphs = options.vectorGraphs;
+    this.vector = new VectorIndexes(
+      databases.meta,
+      source,
+      graphs === undefined ? undefined : { ...graphs, active: (definition) => this.states.get(metaKey(definition))?.state === "active" },
+    );
     this.text = new TextIndexes(databases.text, options.readOnly === true ? readOnlyTextLayout(databases) : undefined);
     this.definitions = new Map(definitions.map((definition) => [metaKey(definition), definitionOf(definition)]));
     this.declared = new Set(this.definitions.keys());
@@ -170,6 +184,7 @@ export class IndexCatalog {
    * constructing otherwise. Returns the states to adopt once the transaction committed.
    */
   reconcile(): Map<string, Persisted> {
+    this.vector.identify();
     const next = new Map(this.states);
     // Read first, then changed: removing keys of the range being iterated would move its cursor.
     const stored = [...this.meta.getRange({ start: META_PREFIX, end: META_END })].map(({ key, value }) => ({ key: String(key), persisted: normalised(value) }));
@@ -364,6 +379,11 @@ export class IndexCatalog {
     this.secondary.commit();
     this.vector.commit();
     this.text.commit();
+  }
+
+  /** The handle closes: the vector family writes its changed graphs (a writer on disk) and leaves no timer. */
+  close(): void {
+    this.vector.close();
   }
 
   /** After a write transaction failed (or before one starts, to forget a failure's leftovers). */

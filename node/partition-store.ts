@@ -38,6 +38,7 @@ import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
 import { uniqueEdgeViolation } from "./unique-edges.js";
 import { upgradeTextLayout } from "./text-upgrade.js";
+import { GRAPH_FOLDER } from "./vector-graph-files.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
 export { Snapshot } from "./snapshot.js";
@@ -65,6 +66,11 @@ export interface PartitionStoreOptions {
    * when it leaves two edges of such a type from one source to one target in this partition's out-adjacency.
    */
   readonly uniqueEdgeLabels?: readonly string[];
+  /**
+   * A writer writes its changed vector graphs at the latest this long after their first change (default
+   * GRAPH_PERSIST_AFTER_MS, node/vector-index.ts); tests shorten it.
+   */
+  readonly vectorGraphPersistAfterMs?: number;
   /** A writer's reader check runs before a write transaction at most this often (default READER_CHECK_INTERVAL_MS). */
   readonly readerCheckIntervalMs?: number;
   /** The monotonic clock of the reader check, in milliseconds (`performance.now` unless a test passes one). */
@@ -197,7 +203,12 @@ export class PartitionStore {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
       hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
-    }, options.indexes ?? [], { uniqueAcrossPartitions: options.uniqueAcrossPartitions, readOnly: options.readOnly });
+    }, options.indexes ?? [], {
+      uniqueAcrossPartitions: options.uniqueAcrossPartitions,
+      readOnly: options.readOnly,
+      // Memory storage's files die with the handle: graph files would only cost their writing.
+      vectorGraphs: options.noSync ? undefined : { folder: join(options.path, GRAPH_FOLDER), writer: !options.readOnly, persistAfterMs: options.vectorGraphPersistAfterMs },
+    });
     if (!options.readOnly) {
       // Before the catalog reconciles (and may build) text indexes: they write layout 2 only.
       this.transact(() => upgradeTextLayout(this.meta, text));
@@ -561,6 +572,7 @@ export class PartitionStore {
   }
 
   async close(): Promise<void> {
+    this.indexes.close();
     await this.root.close();
   }
 

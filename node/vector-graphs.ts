@@ -9,7 +9,13 @@
  * its label until replaced); `idOf`, `labelOf` and `vectorOf` agree after every call. Every filter handed to a graph
  * is wrapped by `guardedFilter` to return a boolean and never throw: a throwing filter callback aborts the process
  * inside hnswlib (DESIGN, facts about the stack).
+ *
+ * `encodeGraph`/`decodeGraph`: a graph as bytes for node/vector-graph-files.ts: the label maps (the next label, then
+ * each live label with its ID), then the graph itself: hnswlib's own file (written and read through a scratch file,
+ * its only interface) after the vectors by label, or our HNSW's encoding, which holds the vectors.
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import hnswlib from "hnswlib-node";
 import type { VectorMetric } from "../protocol/indexes.js";
 import { Hnsw, HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT, type Neighbour } from "./hnsw.js";
@@ -34,6 +40,7 @@ export function guardedFilter(test: (label: number) => unknown): (label: number)
 
 /** One tenant partition's graph, with the u64 ID <-> integer label maps and the vectors by label (for exact scans). */
 export abstract class PartitionGraph {
+  abstract readonly metric: VectorMetric;
   readonly labelOf = new Map<bigint, number>();
   readonly idOf: (bigint | undefined)[] = [];
   readonly vectorOf: (Float32Array | undefined)[] = [];
@@ -81,6 +88,61 @@ export abstract class PartitionGraph {
    * are the query's components as plain numbers that round to `query`'s (hnswlib-node takes those).
    */
   abstract nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean, components?: readonly number[]): Neighbour[];
+
+  /** The label maps and the graph as byte chunks, written one after the other; `scratch` is a private directory. */
+  encode(scratch: string): Uint8Array[] {
+    const labels = new Uint8Array(8 + this.size * 12);
+    const view = new DataView(labels.buffer);
+    view.setUint32(0, this.nextLabel, true);
+    view.setUint32(4, this.size, true);
+    let at = 8;
+    for (const [id, label] of this.labelOf) {
+      view.setUint32(at, label, true);
+      view.setBigUint64(at + 4, id, true);
+      at += 12;
+    }
+    return [labels, ...this.encodeGraph(scratch)];
+  }
+
+  protected abstract encodeGraph(scratch: string): Uint8Array[];
+
+  /** Takes `decodeLabels`' maps into this empty graph, with each live label's vector. */
+  protected adoptLabels(labels: DecodedLabels, vectorOf: (label: number, index: number) => Float32Array | undefined): void {
+    this.nextLabel = labels.nextLabel;
+    let index = 0;
+    for (const [id, label] of labels.labelOf) {
+      const vector = vectorOf(label, index++);
+      if (vector === undefined) throw new RangeError(`graph labels: live label ${label} of ID ${id} has no vector`);
+      this.labelOf.set(id, label);
+      this.idOf[label] = id;
+      this.vectorOf[label] = vector;
+    }
+  }
+}
+
+/** The label maps `encode` wrote, and the offset where the graph's own bytes start. */
+interface DecodedLabels {
+  readonly nextLabel: number;
+  readonly labelOf: Map<bigint, number>;
+  readonly end: number;
+}
+
+function decodeLabels(bytes: Uint8Array): DecodedLabels {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const nextLabel = view.getUint32(0, true);
+  const live = view.getUint32(4, true);
+  const labelOf = new Map<bigint, number>();
+  const seen = new Set<number>();
+  let at = 8;
+  for (let i = 0; i < live; i++) {
+    const label = view.getUint32(at, true);
+    const id = view.getBigUint64(at + 4, true);
+    if (label >= nextLabel || seen.has(label) || labelOf.has(id)) throw new RangeError(`graph labels: label ${label} of ID ${id} repeats or is beyond ${nextLabel}`);
+    seen.add(label);
+    labelOf.set(id, label);
+    at += 12;
+  }
+  return { nextLabel, labelOf, end: at };
 }
 
 /** Cosine and euclidean: hnswlib-node, which takes number[] (each vector converted once, on the way in). */
@@ -91,11 +153,56 @@ class HnswlibGraph extends PartitionGraph {
   /** Deleted slots hnswlib can reuse for a new label (addPoint with replaceDeleted). */
   private vacant = 0;
 
-  constructor(metric: "cosine" | "euclidean", dimension: number) {
+  /** A new empty graph, or with `file`, hnswlib's graph read from that file (`decodeGraph`). */
+  constructor(
+    readonly metric: "cosine" | "euclidean",
+    private readonly dimension: number,
+    file?: string,
+  ) {
     super();
     this.euclidean = metric === "euclidean";
     this.index = new hnswlib.HierarchicalNSW(this.euclidean ? "l2" : "cosine", dimension);
-    this.index.initIndex({ maxElements: this.capacity, m: HNSW_M_DEFAULT, efConstruction: HNSW_EF_CONSTRUCTION_DEFAULT, randomSeed: GRAPH_SEED, allowReplaceDeleted: true });
+    if (file === undefined) {
+      this.index.initIndex({ maxElements: this.capacity, m: HNSW_M_DEFAULT, efConstruction: HNSW_EF_CONSTRUCTION_DEFAULT, randomSeed: GRAPH_SEED, allowReplaceDeleted: true });
+    } else {
+      this.index.readIndexSync(file, true);
+      this.capacity = this.index.getMaxElements();
+    }
+  }
+
+  /** The vacant-slot count, the vectors by live label (in `labelOf`'s order), then hnswlib's file. */
+  protected encodeGraph(scratch: string): Uint8Array[] {
+    const file = join(scratch, "hnswlib.bin");
+    this.index.writeIndexSync(file);
+    const header = new Uint8Array(8);
+    new DataView(header.buffer).setUint32(0, this.vacant, true);
+    const vectors = new Float32Array(this.size * this.dimension);
+    let at = 0;
+    for (const label of this.labelOf.values()) {
+      vectors.set(this.vectorOf[label]!, at);
+      at += this.dimension;
+    }
+    return [header, new Uint8Array(vectors.buffer), readFileSync(file)];
+  }
+
+  static decode(metric: "cosine" | "euclidean", dimension: number, bytes: Uint8Array, scratch: string): HnswlibGraph {
+    const labels = decodeLabels(bytes);
+    let at = labels.end;
+    const vacant = new DataView(bytes.buffer, bytes.byteOffset + at, 8).getUint32(0, true);
+    at += 8;
+    const vectors = new Float32Array(labels.labelOf.size * dimension);
+    if (bytes.byteLength < at + vectors.byteLength) throw new RangeError(`graph of ${labels.labelOf.size} × ${dimension}: its vectors are cut short`);
+    new Uint8Array(vectors.buffer).set(bytes.subarray(at, at + vectors.byteLength));
+    at += vectors.byteLength;
+    const file = join(scratch, "hnswlib.bin");
+    writeFileSync(file, bytes.subarray(at));
+    const graph = new HnswlibGraph(metric, dimension, file);
+    graph.adoptLabels(labels, (_label, index) => vectors.subarray(index * dimension, (index + 1) * dimension));
+    graph.vacant = vacant;
+    if (graph.index.getCurrentCount() !== graph.size + vacant) {
+      throw new RangeError(`hnswlib's graph holds ${graph.index.getCurrentCount()} points; the labels say ${graph.size} live and ${vacant} vacant`);
+    }
+    return graph;
   }
 
   protected insert(label: number, vector: Float32Array): void {
@@ -130,12 +237,28 @@ class HnswlibGraph extends PartitionGraph {
 
 /** Manhattan: our own HNSW over the Float32Arrays themselves. */
 class OwnGraph extends PartitionGraph {
-  private readonly graph: Hnsw;
+  readonly metric = "manhattan";
 
-  constructor(dimension: number) {
+  constructor(
+    dimension: number,
+    private readonly graph = new Hnsw({ dimension, distance: manhattanDistance, seed: GRAPH_SEED }),
+  ) {
     super();
-    this.graph = new Hnsw({ dimension, distance: manhattanDistance, seed: GRAPH_SEED });
   }
+
+  protected encodeGraph(): Uint8Array[] {
+    return [this.graph.encode()];
+  }
+
+  static decode(dimension: number, bytes: Uint8Array): OwnGraph {
+    const labels = decodeLabels(bytes);
+    const hnsw = Hnsw.decode(bytes.subarray(labels.end), manhattanDistance);
+    if (hnsw.dimension !== dimension || hnsw.size !== labels.labelOf.size) throw new RangeError(`HNSW of ${hnsw.size} × ${hnsw.dimension} under ${labels.labelOf.size} labels of dimension ${dimension}`);
+    const graph = new OwnGraph(dimension, hnsw);
+    graph.adoptLabels(labels, (label) => hnsw.vectorOf(label));
+    return graph;
+  }
+
   protected insert(label: number, vector: Float32Array): void {
     this.graph.insert(label, vector);
   }
@@ -158,4 +281,9 @@ function numbers(vector: Float32Array): number[] {
 
 export function newGraph(metric: VectorMetric, dimension: number): PartitionGraph {
   return metric === "manhattan" ? new OwnGraph(dimension) : new HnswlibGraph(metric, dimension);
+}
+
+/** Reads `PartitionGraph.encode`'s bytes back; throws a RangeError on bytes that are not such a graph. */
+export function decodeGraph(metric: VectorMetric, dimension: number, bytes: Uint8Array, scratch: string): PartitionGraph {
+  return metric === "manhattan" ? OwnGraph.decode(dimension, bytes) : HnswlibGraph.decode(metric, dimension, bytes, scratch);
 }

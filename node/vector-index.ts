@@ -1,8 +1,21 @@
 /**
  * The vector indexes of one partition (the index catalog's vector family, node/index-family.ts): one HNSW graph per
  * (index, tenant partition), held in memory (node/vector-graphs.ts: hnswlib-node for cosine and euclidean, our own
- * HNSW for manhattan) and rebuilt from the committed records when the partition opens. Scores are distances as
- * node/vector-math.ts defines them, ascending (nearest first), ties by ascending ID.
+ * HNSW for manhattan). Scores are distances as node/vector-math.ts defines them, ascending (nearest first), ties by
+ * ascending ID.
+ *
+ * Opening and following: the graphs of an active index are read from its graph file (node/vector-graph-files.ts)
+ * when one serves, then brought up to the committed change counter by replaying the records the change log lists
+ * (node/vector-changes.ts); only when neither can serve are they rebuilt from every committed record. A read-only
+ * handle follows its writer the same way: a search whose snapshot holds a newer counter replays the changes since
+ * its graphs' counter, and rebuilds only when the log no longer reaches back that far.
+ *
+ * Persisting (a writer on disk): the graph files of active indexes whose graphs changed are written outside any
+ * transaction, never on a commit's path: GRAPH_PERSIST_AFTER_MS after the first unwritten change, at the next turn of
+ * the event loop once GRAPH_PERSIST_AFTER_VERSIONS transactions or a share of the graph's size in changes
+ * accumulated, and at close. A file is tagged with the data's identity and the counter its graphs reflect; a file
+ * that does not match (a stale one, a cut short one, another database's) is never used. A failed write (a full disk)
+ * costs the next open a replay or a rebuild, never data, and is tried again at the next schedule.
  *
  * Dimension: declared by the definition, or fixed by the first vector indexed, persisted in `meta` under
  * `vindex:<kind>:<name>` inside the transaction that indexed it and read back by `load`. A vector of another length
@@ -19,11 +32,15 @@
  * beyond `load`. Every filter handed to a graph is wrapped (vector-graphs.ts guardedFilter): a throwing filter
  * callback aborts the process (DESIGN, facts about the stack).
  */
+import { randomBytes } from "node:crypto";
 import type { Database, Transaction } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
 import { tenantKey, VECTOR_FIELD, type IndexStateName, type VectorIndexDefinition, type VectorMetric } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
 import type { IndexedRecord, IndexFamilyStore, IndexRecordSource } from "./index-family.js";
+import { idKey } from "./keys.js";
+import { changesBetween, CHANGE_LOG_VERSIONS_MAX, clearChanges, listChanges, openChangeEntry } from "./vector-changes.js";
+import { readGraphFile, removeGraphFile, removeTemporaryGraphFiles, writeGraphFile } from "./vector-graph-files.js";
 import { newGraph, type Neighbour, type PartitionGraph } from "./vector-graphs.js";
 import { distance, indexVector } from "./vector-math.js";
 
@@ -31,6 +48,8 @@ export { guardedFilter } from "./vector-graphs.js";
 
 const META_PREFIX = "vindex:";
 const VERSION_PREFIX = "vindex-version:";
+/** The data's identity in `meta`, which every graph file names: a file from another database is never used. */
+const IDENTITY_KEY = "vindex-identity";
 /** The version of graphs that reflect no committed records yet (a constructing index, one loaded by a search). */
 const UNBUILT = -1;
 /** The beam width of an unrestricted search is max(k, this): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts). */
@@ -43,6 +62,28 @@ const EXACT_CANDIDATES_FRACTION = 0.1;
 const EF_FILTERED_MAX = 2_048;
 /** Records read per scan chunk while `load` rebuilds a graph. */
 const LOAD_CHUNK_RECORDS = 1_024;
+/** A writer writes an index's changed graphs this long after their first change not in its file, at the latest. */
+export const GRAPH_PERSIST_AFTER_MS = 60_000;
+/**
+ * ... or at the next turn of the event loop after this many transactions changed them: half the change log, so the
+ * file and the log together keep reaching the data and an open replays instead of rebuilding.
+ */
+export const GRAPH_PERSIST_AFTER_VERSIONS = CHANGE_LOG_VERSIONS_MAX / 2;
+/** ... or after changes to this share of the graph's records (replaying them would cost as much as writing), ... */
+const GRAPH_PERSIST_AFTER_CHANGES_FRACTION = 1 / 8;
+/** ... and never fewer than this many. */
+const GRAPH_PERSIST_AFTER_CHANGES_MIN = 1_000;
+
+/** Where a partition's graph files live and who writes them (node/vector-graph-files.ts). */
+export interface GraphFileOptions {
+  readonly folder: string;
+  /** A writer writes files; a read-only handle only reads them. */
+  readonly writer: boolean;
+  /** Whether the index is active in the committed catalog: only an active index's graphs are written. */
+  readonly active: (definition: VectorIndexDefinition) => boolean;
+  /** GRAPH_PERSIST_AFTER_MS unless given (tests). */
+  readonly persistAfterMs?: number;
+}
 
 /** One index's committed in-memory state. */
 interface IndexState {
@@ -53,6 +94,15 @@ interface IndexState {
   readonly graphs: Map<string, PartitionGraph>;
   /** Which tenant partition holds each indexed record. */
   readonly partitionOf: Map<bigint, string>;
+  /** The change counter of the graph file this process read or wrote for the index; UNBUILT when none. */
+  persisted: number;
+  /** Transactions and record changes applied since the graph file was written (a writer's schedule). */
+  versionsSincePersisted: number;
+  changesSincePersisted: number;
+}
+
+function newState(definition: VectorIndexDefinition, dimension: number | undefined): IndexState {
+  return { definition, dimension, version: UNBUILT, graphs: new Map(), partitionOf: new Map(), persisted: UNBUILT, versionsSincePersisted: 0, changesSincePersisted: 0 };
 }
 
 type Queued =
@@ -77,7 +127,7 @@ function versionKey(definition: VectorIndexDefinition): string {
 export interface VectorSearchOptions {
   readonly tenant?: string;
   readonly candidates?: readonly bigint[];
-  /** The reader's snapshot: graphs older than its change counter are rebuilt first (another process committed). */
+  /** The reader's snapshot: graphs older than its change counter are brought up to date first (another process committed). */
   readonly transaction?: Transaction;
   /** The beam width of an unrestricted search, instead of max(k, EF_SEARCH_MIN): for bench/vectors.ts only. */
   readonly ef?: number;
@@ -96,19 +146,97 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
   private readonly pendingDimensions = new Map<string, number | undefined>();
   /** The change counters the current transaction wrote (by index key), adopted by `commit`. */
   private readonly pendingVersions = new Map<string, number>();
+  /** The IDs the current transaction changed per index, for the change log; undefined: not listed (a drop). */
+  private readonly pendingChanges = new Map<string, bigint[] | undefined>();
+  private persistTimer: NodeJS.Timeout | undefined;
+  private persistSoon: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly meta: Database,
     private readonly source: IndexRecordSource,
-  ) {}
+    private readonly files?: GraphFileOptions,
+  ) {
+    if (files?.writer === true) removeTemporaryGraphFiles(files.folder);
+  }
+
+  /** Gives the data an identity for its graph files, once (a writer's open, inside a write transaction). */
+  identify(): void {
+    if (this.meta.get(IDENTITY_KEY) === undefined) this.meta.putSync(IDENTITY_KEY, randomBytes(16).toString("hex"));
+  }
 
   load(definition: VectorIndexDefinition, state: IndexStateName): void {
-    const index: IndexState = { definition, dimension: undefined, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
+    const index = newState(definition, undefined);
     this.indexes.set(indexKey(definition), index);
-    if (state === "active") this.rebuild(index);
-    else index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
+    if (state === "active") {
+      this.refresh(index);
+      this.schedulePersist(); // a writer that had to rebuild writes the file it lacked
+    } else index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined);
     // constructing: the catalog's build starts over; blocked: holds nothing. Either stays UNBUILT, so a reader that
-    // later finds the index active in its snapshot rebuilds it even if the activating transaction changed nothing.
+    // later finds the index active in its snapshot builds it even if the activating transaction changed nothing.
+  }
+
+  /**
+   * Brings an index's graphs to the committed change counter, read in the same view as the records (lmdb-js's current
+   * read transaction outside a write): by replaying the logged changes since the graphs' counter, else from the
+   * graph file and the changes since its counter, else by a rebuild from every record.
+   */
+  private refresh(index: IndexState): void {
+    const committed = this.committedVersion(index.definition);
+    if (index.version !== UNBUILT && this.replay(index, committed)) return;
+    if (this.loadFile(index, committed)) return;
+    this.rebuild(index);
+  }
+
+  private committedVersion(definition: VectorIndexDefinition): number {
+    return (this.meta.get(versionKey(definition)) as number | undefined) ?? 0;
+  }
+
+  /**
+   * Applies the records the change log lists after the graphs' counter up to `committed`, each as committed now;
+   * false (the graphs possibly half updated: the caller loads or rebuilds them whole) when the log cannot tell.
+   */
+  private replay(index: IndexState, committed: number): boolean {
+    const { definition } = index;
+    if (committed < index.version) return false; // graphs newer than the data: not this data's graphs
+    const ids = changesBetween(this.meta, indexKey(definition), index.version, committed);
+    if (ids === undefined) return false;
+    index.version = UNBUILT; // until every change is applied
+    index.dimension = definition.dimension ?? (this.meta.get(metaKey(definition)) as number | undefined) ?? index.dimension;
+    try {
+      for (const id of ids) {
+        const record = this.source.record(definition.kind, idKey(id));
+        const entry = record === undefined ? undefined : this.entryOf(definition, record, index.dimension);
+        if (entry === undefined) this.apply(index, { op: "delete", definition, id });
+        else {
+          index.dimension ??= entry.vector.length;
+          this.apply(index, { op: "put", definition, id, ...entry });
+        }
+      }
+    } catch (error) {
+      if (error instanceof SilkError) return false;
+      throw error;
+    }
+    index.version = committed;
+    return true;
+  }
+
+  /** Takes the index's graph file, if one of this data serves, and replays the changes since; whether it served. */
+  private loadFile(index: IndexState, committed: number): boolean {
+    const identity = this.meta.get(IDENTITY_KEY);
+    if (this.files === undefined || typeof identity !== "string") return false;
+    const { definition } = index;
+    const file = readGraphFile(this.files.folder, identity, definition);
+    if (file === undefined || file.version > committed) return false;
+    index.graphs.clear();
+    index.partitionOf.clear();
+    for (const [partition, graph] of file.graphs) {
+      index.graphs.set(partition, graph);
+      for (const id of graph.labelOf.keys()) index.partitionOf.set(id, partition);
+    }
+    index.dimension = file.dimension ?? definition.dimension;
+    index.version = file.version;
+    index.persisted = file.version;
+    return this.replay(index, committed);
   }
 
   /**
@@ -138,13 +266,23 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     index.version = version;
   }
 
-  /** Counts the current transaction as a change of the index's graphs (once per transaction), in `meta`. */
+  /**
+   * Counts the current transaction as a change of the index's graphs (once per transaction), in `meta`, and opens
+   * its change log entry, unlisted until `flush` lists the IDs.
+   */
   private touch(definition: VectorIndexDefinition): void {
     const key = indexKey(definition);
     if (this.pendingVersions.has(key)) return;
-    const next = ((this.meta.get(versionKey(definition)) as number | undefined) ?? 0) + 1;
+    const next = this.committedVersion(definition) + 1;
     this.meta.putSync(versionKey(definition), next);
+    openChangeEntry(this.meta, key, next);
     this.pendingVersions.set(key, next);
+    this.pendingChanges.set(key, []);
+  }
+
+  /** Notes a record the current transaction changed in the index, for the change log. */
+  private changed(definition: VectorIndexDefinition, id: bigint): void {
+    this.pendingChanges.get(indexKey(definition))?.push(id);
   }
 
   put(definition: VectorIndexDefinition, record: IndexedRecord, _old: IndexedRecord | undefined): void {
@@ -153,30 +291,105 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
 
   delete(definition: VectorIndexDefinition, old: IndexedRecord): void {
     this.touch(definition);
+    this.changed(definition, old.id);
     this.queued.push({ op: "delete", definition, id: old.id });
   }
 
-  /** Every queued operation was validated when queued (dimension, value, tenant); nothing is left to check. */
-  flush(): void {}
+  /** Lists the changed IDs in the change log (every queued operation was validated when queued). */
+  flush(): void {
+    for (const [key, ids] of this.pendingChanges) if (ids !== undefined) listChanges(this.meta, key, this.pendingVersions.get(key)!, ids);
+  }
 
   commit(): void {
     const queued = this.queued;
     this.queued = [];
     this.pendingDimensions.clear();
-    for (const operation of queued) this.apply(this.stateOf(operation.definition), operation);
+    for (const operation of queued) {
+      const index = this.stateOf(operation.definition);
+      this.apply(index, operation);
+      if (operation.op === "remove" && this.files?.writer === true) {
+        removeGraphFile(this.files.folder, operation.definition);
+        index.persisted = UNBUILT;
+      }
+    }
     // Every queued operation's index was touched: its graphs now reflect the counter this transaction wrote (a
     // constructing index's too: its build started over with empty graphs, and builds and writes fill them).
     for (const [key, version] of this.pendingVersions) {
       const index = this.indexes.get(key);
-      if (index !== undefined) index.version = version;
+      if (index === undefined) continue;
+      index.version = version;
+      index.versionsSincePersisted += 1;
+      index.changesSincePersisted += this.pendingChanges.get(key)?.length ?? 0;
     }
+    const touched = this.pendingVersions.size > 0;
     this.pendingVersions.clear();
+    this.pendingChanges.clear();
+    if (touched) this.schedulePersist();
   }
 
   discard(): void {
     this.queued = [];
     this.pendingDimensions.clear();
     this.pendingVersions.clear();
+    this.pendingChanges.clear();
+  }
+
+  /**
+   * A writer's schedule (the module comment): soon when an index's graphs are far from their file, else a timer
+   * for the first change not written. Nothing here runs inside a transaction: timers fire between event-loop tasks.
+   */
+  private schedulePersist(): void {
+    if (this.files?.writer !== true) return;
+    let dirty = false;
+    let due = false;
+    for (const index of this.indexes.values()) {
+      if (index.version === UNBUILT || index.version === index.persisted) continue;
+      dirty = true;
+      const changesDue = Math.max(GRAPH_PERSIST_AFTER_CHANGES_MIN, index.partitionOf.size * GRAPH_PERSIST_AFTER_CHANGES_FRACTION);
+      if (index.persisted === UNBUILT || index.versionsSincePersisted >= GRAPH_PERSIST_AFTER_VERSIONS || index.changesSincePersisted >= changesDue) due = true;
+    }
+    if (due && this.persistSoon === undefined) this.persistSoon = setImmediate(() => this.persistInBackground()).unref();
+    else if (dirty && this.persistTimer === undefined) this.persistTimer = setTimeout(() => this.persistInBackground(), this.files.persistAfterMs ?? GRAPH_PERSIST_AFTER_MS).unref();
+  }
+
+  private persistInBackground(): void {
+    try {
+      this.persistGraphs();
+    } catch {
+      // A graph file is a cache: a failed write (a full disk) costs the next open a replay or a rebuild, never data.
+      // The changes stay counted, so the next commit schedules it again.
+    }
+  }
+
+  /**
+   * Writes the graph file of every active index whose graphs changed since its file (a writer on disk; outside any
+   * transaction). Throws what the file system throws.
+   */
+  persistGraphs(): void {
+    this.cancelPersist();
+    const files = this.files;
+    const identity = this.meta.get(IDENTITY_KEY);
+    if (files?.writer !== true || typeof identity !== "string") return;
+    for (const index of this.indexes.values()) {
+      if (index.version === UNBUILT || index.version === index.persisted || !files.active(index.definition)) continue;
+      writeGraphFile(files.folder, { identity, definition: index.definition, version: index.version, dimension: index.dimension, graphs: index.graphs });
+      index.persisted = index.version;
+      index.versionsSincePersisted = 0;
+      index.changesSincePersisted = 0;
+    }
+  }
+
+  private cancelPersist(): void {
+    if (this.persistSoon !== undefined) clearImmediate(this.persistSoon);
+    if (this.persistTimer !== undefined) clearTimeout(this.persistTimer);
+    this.persistSoon = undefined;
+    this.persistTimer = undefined;
+  }
+
+  /** The handle closes: a writer writes what changed (before its environment closes); no timer is left behind. */
+  close(): void {
+    this.persistInBackground();
+    this.cancelPersist();
   }
 
   build(definition: VectorIndexDefinition, record: IndexedRecord): number {
@@ -189,7 +402,9 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
 
   remove(definition: VectorIndexDefinition): void {
     this.meta.removeSync(metaKey(definition));
+    clearChanges(this.meta, indexKey(definition));
     this.touch(definition);
+    this.pendingChanges.set(indexKey(definition), undefined); // a drop is not listed: a reader rebuilds across it
     this.pendingDimensions.set(indexKey(definition), definition.dimension);
     this.queued.push({ op: "remove", definition });
   }
@@ -204,8 +419,8 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
    * when the graph walk found fewer than it should).
    *
    * With the reader's `transaction`, graphs that reflect an older change counter than that snapshot's are first
-   * rebuilt from the committed records (another process, or a read-only handle's writer, committed): the graphs are
-   * then at least as new as the snapshot, never older. Without it, the graphs answer as they are.
+   * brought up to the committed records (`refresh`: another process, or a read-only handle's writer, committed): the
+   * graphs are then at least as new as the snapshot, never older. Without it, the graphs answer as they are.
    */
   search(definition: VectorIndexDefinition, query: Float32Array, k: number, options: VectorSearchOptions): SearchHit[] {
     const index = this.current(definition, options.transaction);
@@ -236,11 +451,11 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     let index = this.indexes.get(key);
     if (index === undefined) {
       if (transaction === undefined) throw new SilkError("index_not_ready", `the vector index ${definition.name} is not loaded in this partition`);
-      index = { definition, dimension: definition.dimension, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
+      index = newState(definition, definition.dimension);
       this.indexes.set(key, index);
     }
     const wanted = transaction === undefined ? undefined : ((this.meta.get(versionKey(definition), { transaction }) as number | undefined) ?? 0);
-    if (index.version === UNBUILT ? transaction !== undefined : wanted !== undefined && wanted > index.version) this.rebuild(index);
+    if (index.version === UNBUILT ? transaction !== undefined : wanted !== undefined && wanted > index.version) this.refresh(index);
     return index;
   }
 
@@ -282,6 +497,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
   /** Validates a record and queues what it means for the index; whether it holds a vector the index covers. */
   private queue(definition: VectorIndexDefinition, record: IndexedRecord): boolean {
     this.touch(definition);
+    this.changed(definition, record.id);
     const key = indexKey(definition);
     const dimension = this.pendingDimensions.has(key) ? this.pendingDimensions.get(key) : this.committedDimension(definition);
     const entry = this.entryOf(definition, record, dimension);
@@ -332,7 +548,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const key = indexKey(definition);
     let index = this.indexes.get(key);
     if (index === undefined) {
-      index = { definition, dimension: definition.dimension, version: UNBUILT, graphs: new Map(), partitionOf: new Map() };
+      index = newState(definition, definition.dimension);
       this.indexes.set(key, index);
     }
     return index;

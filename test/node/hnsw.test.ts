@@ -113,6 +113,33 @@ describe("own HNSW", () => {
     expect(() => one.insert(1, new Float32Array(3))).toThrow(RangeError);
     expect(one.size).toBe(1);
   });
+
+  it("encodes compactly and decodes to a graph that answers and grows exactly as the original", () => {
+    const original = new Hnsw({ dimension: 32, distance: manhattanDistance, seed: 3 });
+    base.slice(0, 600).forEach((vector, label) => original.insert(label, vector));
+    for (let label = 0; label < 600; label += 7) original.delete(label);
+    for (let label = 1; label < 600; label += 11) original.insert(label, base[label + 600]);
+    const bytes = original.encode();
+    // Links as u32 and vectors as float32: about the vectors' own size plus 2M links a node, not a JSON blow-up.
+    expect(bytes.byteLength).toBeLessThan(655 * (32 * 4 + 4 * 48));
+    const decoded = Hnsw.decode(bytes, manhattanDistance);
+    expect(decoded.size).toBe(original.size);
+    for (const query of queries.slice(0, 20)) expect(decoded.search(query, 10, 32)).toEqual(original.search(query, 10, 32));
+    for (const graph of [original, decoded]) base.slice(1_300, 1_400).forEach((vector, i) => graph.insert(10_000 + i, vector));
+    for (const query of queries.slice(0, 20)) expect(decoded.search(query, 10, 32)).toEqual(original.search(query, 10, 32));
+    expect(Hnsw.decode(new Hnsw({ dimension: 3, distance: manhattanDistance }).encode(), manhattanDistance).search(new Float32Array(3), 1, 8)).toEqual([]);
+  });
+
+  it("refuses bytes that are not an encoded graph with a RangeError", () => {
+    const graph = new Hnsw({ dimension: 4, distance: manhattanDistance });
+    for (let label = 0; label < 50; label++) graph.insert(label, Float32Array.of(label, 1, 2, 3));
+    const bytes = graph.encode();
+    expect(() => Hnsw.decode(bytes.subarray(0, bytes.byteLength - 5), manhattanDistance)).toThrow(RangeError);
+    expect(() => Hnsw.decode(bytes.subarray(0, 40), manhattanDistance)).toThrow(RangeError);
+    const otherFormat = Uint8Array.from(bytes);
+    otherFormat[0] = 9;
+    expect(() => Hnsw.decode(otherFormat, manhattanDistance)).toThrow(RangeError);
+  });
 });
 
 describe("vector math", () => {
