@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test soak nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-cluster redis-server clean
+.PHONY: install build run test soak nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -82,6 +82,11 @@ bench-text: install
 # manhattan HNSW against an exact scan (docs/BENCHMARKS.md).
 bench-vectors: build
 	npx tsx bench/vectors.ts
+
+# Persisted vector graphs: the open of 100,000 × 128 vectors with graph files next to a rebuild, and a read-only
+# follower's first search after a writer's commit (docs/BENCHMARKS.md).
+bench-vector-graphs: install
+	npx tsx bench/vector-graphs.ts
 
 # The cluster next to a single server (docs/BENCHMARKS.md, "Cluster"): starts 3 nats-server and 9 silk partition
 # processes of its own, and stops them.

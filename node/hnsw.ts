@@ -210,6 +210,11 @@ export class Hnsw {
     return this.nodeOf.size;
   }
 
+  /** Nodes held, deleted ones included (they are reclaimed only by a rebuild). */
+  get nodeCount(): number {
+    return this.vectors.length;
+  }
+
   has(label: number): boolean {
     return this.nodeOf.has(label);
   }

@@ -40,7 +40,6 @@ export function guardedFilter(test: (label: number) => unknown): (label: number)
 
 /** One tenant partition's graph, with the u64 ID <-> integer label maps and the vectors by label (for exact scans). */
 export abstract class PartitionGraph {
-  abstract readonly metric: VectorMetric;
   readonly labelOf = new Map<bigint, number>();
   readonly idOf: (bigint | undefined)[] = [];
   readonly vectorOf: (Float32Array | undefined)[] = [];
@@ -57,6 +56,14 @@ export abstract class PartitionGraph {
   /** One more than the largest label handed out (the length of a membership mark array). */
   get labelBound(): number {
     return this.nextLabel;
+  }
+
+  /**
+   * Slots held for records no longer here: labels never reused and, in our HNSW, deleted nodes kept as stepping
+   * stones. A rebuild drops them; a graph file keeps them (vector-index.ts rebuilds when they outnumber the live).
+   */
+  get deadSlots(): number {
+    return this.nextLabel - this.size;
   }
 
   add(id: bigint, vector: Float32Array): void {
@@ -155,7 +162,7 @@ class HnswlibGraph extends PartitionGraph {
 
   /** A new empty graph, or with `file`, hnswlib's graph read from that file (`decodeGraph`). */
   constructor(
-    readonly metric: "cosine" | "euclidean",
+    metric: "cosine" | "euclidean",
     private readonly dimension: number,
     file?: string,
   ) {
@@ -237,13 +244,15 @@ class HnswlibGraph extends PartitionGraph {
 
 /** Manhattan: our own HNSW over the Float32Arrays themselves. */
 class OwnGraph extends PartitionGraph {
-  readonly metric = "manhattan";
-
   constructor(
     dimension: number,
     private readonly graph = new Hnsw({ dimension, distance: manhattanDistance, seed: GRAPH_SEED }),
   ) {
     super();
+  }
+
+  override get deadSlots(): number {
+    return Math.max(this.labelBound - this.size, this.graph.nodeCount - this.size);
   }
 
   protected encodeGraph(): Uint8Array[] {

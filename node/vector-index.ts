@@ -73,6 +73,11 @@ export const GRAPH_PERSIST_AFTER_VERSIONS = CHANGE_LOG_VERSIONS_MAX / 2;
 const GRAPH_PERSIST_AFTER_CHANGES_FRACTION = 1 / 8;
 /** ... and never fewer than this many. */
 const GRAPH_PERSIST_AFTER_CHANGES_MIN = 1_000;
+/**
+ * A writer rebuilds rather than load a graph file whose graphs hold more dead slots (PartitionGraph.deadSlots) than
+ * this many plus their live records: the rebuild compacts them, as every open did before graphs were persisted.
+ */
+const GRAPH_DEAD_SLOTS_SLACK = 1_024;
 
 /** Where a partition's graph files live and who writes them (node/vector-graph-files.ts). */
 export interface GraphFileOptions {
@@ -227,6 +232,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const { definition } = index;
     const file = readGraphFile(this.files.folder, identity, definition);
     if (file === undefined || file.version > committed) return false;
+    if (this.files.writer && [...file.graphs.values()].some((graph) => graph.deadSlots > graph.size + GRAPH_DEAD_SLOTS_SLACK)) return false;
     index.graphs.clear();
     index.partitionOf.clear();
     for (const [partition, graph] of file.graphs) {

@@ -239,6 +239,25 @@ describe("graph files", () => {
     expectRebuild(at, index, () => at.env.transactionSync(() => at.meta.putSync("vindex-version:node:Doc.embedding", version(at, index) - 1)));
   });
 
+  it("a writer rebuilds rather than load graphs with more dead slots than live records (a reader takes them)", () => {
+    const at = partition();
+    const index = definition("manhattan");
+    const writer = at.family(true);
+    writer.load(index, "active");
+    for (let round = 0; round < 25; round++) at.write(writer, index, items(50, 4, 90 + round));
+    writer.persistGraphs();
+    at.scans = 0;
+    const reader = at.family(false);
+    reader.load(index, "active");
+    expect(at.scans).toBe(0);
+    const compacted = at.family(true);
+    compacted.load(index, "active");
+    expect(at.scans).toBeGreaterThan(0);
+    const query = items(50, 4, 114)[9].props.embedding as number[];
+    expect(ids(at.search(compacted, index, query, 1))).toEqual([10n]);
+    expect(at.search(reader, index, query, 5)).toEqual(at.search(compacted, index, query, 5));
+  });
+
   it("a file of another definition under the same name is never used", () => {
     const at = partition();
     persisted(at, definition("cosine"), 100, 6);
