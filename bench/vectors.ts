@@ -9,10 +9,10 @@
  *   both alike. Three rows per metric:
  *   - the family at Silk's fixed ef (EF_SEARCH_MIN, 64), against raw hnswlib at 64;
  *   - the family at recall ≈ 0.95: an ef sweep of raw hnswlib (one pass) finds the lowest ef whose recall@10 reaches
- *     0.95, and both sides run at that ef (the family through its bench-only `ef` search option; same graph, same
+ *     0.95, and both sides run at that ef (the family through its `ef` search option; same graph, same
  *     seed, so the same recall): at a small ef a query is cheap, so Silk's fixed costs weigh the most there;
  *   - end to end (bench/vectors-engine.ts): the whole engine, a memory Database with a V:: type of dimension 784,
- *     filled by AddV batches and searched by a prepared SearchV QUERY (ef fixed at 64: queries cannot set it),
+ *     filled by AddV batches and searched by a prepared SearchV QUERY (ef 64: a HelixQL SearchV cannot set it),
  *     against raw hnswlib at 64, where both reach the same recall.
  * - manhattan: our own HNSW (node/hnsw.ts) through VectorIndexes, against an exact scan (which is also its truth).
  * - filtered: euclidean restricted to the base rows whose digit is even (`candidates`, about half the graph: the

@@ -203,7 +203,7 @@ function declaredDefinition(operation: NamedIndexOperation, schema: Schema | und
     return tenant;
   };
   if (spec.family === "vector" && kind === "vector" && field === VECTOR_FIELD) {
-    return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)) };
+    return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)), ...optionalEntry("ef", spec.ef) };
   }
   const decl = declared.fields.get(field);
   if (decl === undefined) throw new SilkError("invalid_field", `${label} declares no field ${field}`);
@@ -216,7 +216,7 @@ function declaredDefinition(operation: NamedIndexOperation, schema: Schema | und
       if (type.kind !== "array" || type.element.kind !== "scalar" || !["F32", "F64", "I64"].includes(type.element.name)) {
         throw new SilkError("invalid_field", `${name} is ${fieldTypeToString(type)}: a vector index takes [F32], [F64] or [I64]`);
       }
-      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)) };
+      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", tenantOf(spec.tenant)), ...optionalEntry("ef", spec.ef) };
     case "text": {
       const text = (t: typeof type): boolean => t.kind === "scalar" && t.name === "String";
       if (!text(type) && !(type.kind === "array" && text(type.element))) {
@@ -250,7 +250,7 @@ function schemalessDefinition(operation: NamedIndexOperation): IndexDefinition {
     case "secondary":
       return { family: "secondary", kind, label, field, name, unique: spec.unique };
     case "vector":
-      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", schemalessTenant(spec.tenant)) };
+      return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", schemalessTenant(spec.tenant)), ...optionalEntry("ef", spec.ef) };
     case "text":
       return { family: "text", kind, label, field, name, analyzer: spec.analyzer, positions: spec.positions, ...optionalEntry("tenant", schemalessTenant(spec.tenant)) };
     default: {

@@ -202,6 +202,13 @@ export class IndexCatalog {
           this.meta.putSync(key, adopted);
           next.set(key, adopted);
         }
+        if (persisted.family === "vector" && definition.family === "vector" && persisted.ef !== definition.ef && this.declared.has(key)) {
+          // A changed `ef` keeps the index (sameDefinition leaves it out): the schema's value is recorded as it is.
+          const { ef: _old, ...rest } = (next.get(key) ?? persisted) as Persisted & { readonly ef?: number };
+          const searched = { ...rest, ...optionalEntry("ef", definition.ef) } as Persisted;
+          this.meta.putSync(key, searched);
+          next.set(key, searched);
+        }
         continue;
       }
       this.family(persisted).remove(definitionOf(persisted));
@@ -466,7 +473,7 @@ export class IndexCatalog {
    */
   vectorSearch(transaction: Transaction | undefined, request: VectorSearchRequest): SearchHit[] {
     const definition: VectorIndexDefinition = this.searched(transaction, "vector", request.kind, request.label, request.field);
-    const options = { tenant: request.tenant, candidates: request.candidates, transaction, components: request.components };
+    const options = { tenant: request.tenant, candidates: request.candidates, transaction, components: request.components, ef: request.ef };
     const overlay = request.overlay;
     if (overlay === undefined || overlay.changed.length === 0) return this.vector.search(definition, request.vector, request.k, options);
     const changed = new Set(overlay.changed);

@@ -56,7 +56,7 @@ export async function search(step: SearchStep, scope: EvalScope): Promise<Stream
     const vector = indexVector(query as Value | undefined);
     if (vector === undefined) throw new SilkError("invalid_type", `${step.op}: the query vector is missing (null)`);
     const components = numbersOnly(query) ? query : undefined;
-    const hits = await view.vectorSearch({ ...base, field: step.property, vector, ...(components === undefined ? {} : { components }) });
+    const hits = await view.vectorSearch({ ...base, field: step.property, vector, ...(components === undefined ? {} : { components }), ...(step.ef === undefined ? {} : { ef: step.ef }) });
     items = hits.map((hit, i) => ({ kind: step.kind, id: hit.id, hit: { search: number, rank: i + 1, score: hit.score, measure: "distance", field: step.property } }));
   } else {
     if (typeof query !== "string") throw new SilkError("invalid_type", `${step.op}: the query is a text (a string), not ${query === null || query === undefined ? "null" : typeof query}`);

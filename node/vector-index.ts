@@ -52,7 +52,10 @@ const VERSION_PREFIX = "vindex-version:";
 const IDENTITY_KEY = "vindex-identity";
 /** The version of graphs that reflect no committed records yet (a constructing index, one loaded by a search). */
 const UNBUILT = -1;
-/** The beam width of an unrestricted search is max(k, this): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts). */
+/**
+ * The beam width of an unrestricted search is max(k, this) unless the index or the search sets `ef`
+ * (protocol/indexes.ts VECTOR_EF_MAX): recall@10 ≥ 0.95 on MNIST (bench/vectors.ts).
+ */
 export const EF_SEARCH_MIN = 64;
 /** A restricted search scans its candidates exactly when there are at most this many, or ... */
 export const EXACT_CANDIDATES_MAX = 2_000;
@@ -134,7 +137,7 @@ export interface VectorSearchOptions {
   readonly candidates?: readonly bigint[];
   /** The reader's snapshot: graphs older than its change counter are brought up to date first (another process committed). */
   readonly transaction?: Transaction;
-  /** The beam width of an unrestricted search, instead of max(k, EF_SEARCH_MIN): for bench/vectors.ts only. */
+  /** The beam width (at least k), over the definition's `ef` and EF_SEARCH_MIN: a search's `ef` option. */
   readonly ef?: number;
   /** The query as plain numbers (VectorSearchRequest.components), for hnswlib-node. */
   readonly components?: readonly number[];
@@ -442,8 +445,9 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     }
     const graph = index.graphs.get(definition.tenant === undefined ? "" : options.tenant!);
     if (graph === undefined || graph.size === 0 || k === 0) return [];
-    if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, options.candidates);
-    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, options.ef ?? EF_SEARCH_MIN), undefined, options.components));
+    const ef = options.ef ?? definition.ef ?? EF_SEARCH_MIN;
+    if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, ef, options.candidates);
+    return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, ef), undefined, options.components));
   }
 
   /**
@@ -465,7 +469,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     return index;
   }
 
-  private restricted(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, k: number, candidates: readonly bigint[]): SearchHit[] {
+  private restricted(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, k: number, efSearch: number, candidates: readonly bigint[]): SearchHit[] {
     // Membership by label in a byte array: the filter hnswlib calls per visited node is one typed-array read.
     const marks = new Uint8Array(graph.labelBound);
     const members: number[] = [];
@@ -480,7 +484,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     if (wanted === 0) return [];
     if (members.length > EXACT_CANDIDATES_MAX && members.length > graph.size * EXACT_CANDIDATES_FRACTION) {
       // The walk passes through non-members but only members enter the beam; fewer members need a wider beam.
-      const ef = Math.min(EF_FILTERED_MAX, Math.max(k, Math.ceil((EF_SEARCH_MIN * graph.size) / members.length)));
+      const ef = Math.min(EF_FILTERED_MAX, Math.max(k, Math.ceil((efSearch * graph.size) / members.length)));
       const found = graph.nearest(query, wanted, ef, (label) => marks[label] === 1);
       const hits = this.hits(graph, found.filter((neighbour) => marks[neighbour.label] === 1));
       if (hits.length === wanted) return hits;

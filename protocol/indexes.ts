@@ -15,6 +15,18 @@ export const VECTOR_METRICS: readonly VectorMetric[] = ["cosine", "euclidean", "
 export type TextAnalyzer = "standard" | "standard_stem_en" | "whitespace_lowercase";
 export const TEXT_ANALYZERS: readonly TextAnalyzer[] = ["standard", "standard_stem_en", "whitespace_lowercase"];
 
+/**
+ * A vector search's beam width (`ef`: how many candidates the graph walk keeps), set per index (`ef` among its
+ * options) or per search (the `vector_search` step's `ef`): a whole number from 1 to this. A search's beam is never
+ * narrower than its k. Without either, max(k, 64) (node/vector-index.ts EF_SEARCH_MIN).
+ */
+export const VECTOR_EF_MAX = 10_000;
+
+/** Whether `value` is a beam width a vector index or search accepts. */
+export function isVectorEf(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= VECTOR_EF_MAX;
+}
+
 /** The field a vector index of a `V::` type covers: the record's own vector, not a property. */
 export const VECTOR_FIELD = "$vector";
 
@@ -46,6 +58,8 @@ export interface VectorIndexDefinition extends IndexDefinitionBase {
   readonly dimension?: number;
   /** The property whose value names a record's tenant partition. */
   readonly tenant?: string;
+  /** Its searches' beam width (VECTOR_EF_MAX); a search option, not the graph's: changing it keeps the index. */
+  readonly ef?: number;
 }
 
 /** A BM25 index over a String or [String] property; postings live in the partition's LMDB. */
@@ -101,7 +115,7 @@ export function definitionOf(source: IndexDefinition): IndexDefinition {
     case "secondary":
       return { family: "secondary", kind, label, field, name, unique: source.unique, ...optionalEntry("type", source.type) };
     case "vector":
-      return { family: "vector", kind, label, field, name, metric: source.metric, ...optionalEntry("dimension", source.dimension), ...optionalEntry("tenant", source.tenant) };
+      return { family: "vector", kind, label, field, name, metric: source.metric, ...optionalEntry("dimension", source.dimension), ...optionalEntry("tenant", source.tenant), ...optionalEntry("ef", source.ef) };
     case "text":
       return {
         family: "text", kind, label, field, name, analyzer: source.analyzer, positions: source.positions,
@@ -125,6 +139,7 @@ export function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean 
     case "secondary":
       return b.family === "secondary" && a.unique === b.unique && a.type === b.type;
     case "vector":
+      // `ef` is left out: it changes how the graphs are searched, not what they hold.
       return b.family === "vector" && a.metric === b.metric && a.dimension === b.dimension && a.tenant === b.tenant;
     case "text":
       return b.family === "text" && a.analyzer === b.analyzer && a.positions === b.positions && a.tenant === b.tenant;

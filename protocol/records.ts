@@ -86,6 +86,8 @@ export interface VectorSearchRequest {
    */
   readonly components?: readonly number[];
   readonly k: number;
+  /** The beam width of the graph walk, over the index's own (protocol/indexes.ts VECTOR_EF_MAX). */
+  readonly ef?: number;
   /** The tenant partition (tenantKey of the value); required exactly when the index is tenant-partitioned. */
   readonly tenant?: string;
   readonly candidates?: readonly bigint[];

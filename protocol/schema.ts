@@ -58,6 +58,8 @@ export interface VectorIndexOptions {
   /** Absent: the first vector indexed fixes it. */
   dimension?: number;
   tenant?: string;
+  /** Its searches' beam width, 1..VECTOR_EF_MAX (protocol/indexes.ts); absent: max(k, 64). */
+  ef?: number;
 }
 
 /** A text index's options as declared; `tenant` can only be `tenant_id` (SPEC), a declared field of the type. */

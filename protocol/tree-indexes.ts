@@ -4,7 +4,7 @@
  * root of an entry, a batch that holds one holds nothing else, and the coordinator runs them (cluster/index-operations.ts).
  * See docs/OPERATION_TREE.md and docs/INDEXES.md.
  */
-import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "./indexes.js";
+import { isVectorEf, TEXT_ANALYZERS, VECTOR_EF_MAX, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import { allowOnly, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
 
@@ -36,7 +36,7 @@ export interface IdentifiedIndexOperation {
 /** A created index's family and options: `create_index`'s `"type"` (`equality`/`range`/`unique`, `vector`, `text`) and its options. */
 export type IndexSpec =
   | { readonly family: "secondary"; readonly unique: boolean }
-  | { readonly family: "vector"; readonly metric: VectorMetric; readonly dimension?: number; readonly tenant?: string }
+  | { readonly family: "vector"; readonly metric: VectorMetric; readonly dimension?: number; readonly tenant?: string; readonly ef?: number }
   | { readonly family: "text"; readonly analyzer: TextAnalyzer; readonly positions: boolean; readonly tenant?: string };
 
 const ACTIONS: ReadonlyMap<string, IndexAction> = new Map([
@@ -58,7 +58,7 @@ const DIMENSION_MAX = 65_536;
 const TEXT_TENANT = "tenant_id";
 const OPTION_KEYS: Readonly<Record<(typeof TYPES)[number] | "legacy", readonly string[]>> = {
   equality: [], range: [], unique: [], legacy: ["unique"],
-  vector: ["metric", "dimension", "tenant_property"],
+  vector: ["metric", "dimension", "tenant_property", "ef"],
   text: ["analyzer", "positions", "tenant_property"],
 };
 
@@ -116,7 +116,7 @@ function decodeSpec(object: Record<string, Json>, base: readonly string[], at: s
       const metric = object.metric === undefined || object.metric === null ? "cosine" : stringAt(object.metric, `${at}.metric`);
       if (!(VECTOR_METRICS as readonly string[]).includes(metric)) throw fault(`${at}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
       const dimension = object.dimension === undefined || object.dimension === null ? undefined : dimensionAt(object.dimension, `${at}.dimension`);
-      return { family: "vector", metric: metric as VectorMetric, ...(dimension === undefined ? {} : { dimension }), ...tenant() };
+      return { family: "vector", metric: metric as VectorMetric, ...(dimension === undefined ? {} : { dimension }), ...tenant(), ...efOf(object, at) };
     }
     case "text": {
       const analyzer = object.analyzer === undefined || object.analyzer === null ? "standard" : stringAt(object.analyzer, `${at}.analyzer`);
@@ -132,6 +132,13 @@ function decodeSpec(object: Record<string, Json>, base: readonly string[], at: s
       throw fault(at, `unknown index type ${String(unreachable)}`);
     }
   }
+}
+
+/** A vector index's `ef` option, absent or a whole number from 1 to VECTOR_EF_MAX. */
+function efOf(object: Record<string, Json>, at: string): { ef?: number } {
+  if (object.ef === undefined || object.ef === null) return {};
+  if (!isVectorEf(object.ef)) throw fault(`${at}.ef`, `the search beam width is an integer from 1 to ${VECTOR_EF_MAX}`);
+  return { ef: object.ef };
 }
 
 function dimensionAt(value: Json, path: string): number {
@@ -157,7 +164,7 @@ const HELIX_SPECS: ReadonlyMap<string, { readonly kind: RecordKind; readonly fam
 const HELIX_SPEC_KEYS: Readonly<Record<"equality" | "range" | "vector" | "text", readonly string[]>> = {
   equality: ["label", "property", "unique"],
   range: ["label", "property", "direction"],
-  vector: ["label", "property", "dimension", "metric", "tenant_property"],
+  vector: ["label", "property", "dimension", "metric", "tenant_property", "ef"],
   text: ["label", "property", "tenant_property"],
 };
 
@@ -191,7 +198,7 @@ function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "ac
     case "vector": {
       const metric = stringAt(object.metric, `${where}.metric`);
       if (!(VECTOR_METRICS as readonly string[]).includes(metric)) throw fault(`${where}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
-      return { kind: helix.kind, label, field, spec: { family: "vector", metric: metric as VectorMetric, dimension: dimensionAt(object.dimension, `${where}.dimension`), ...tenant() } };
+      return { kind: helix.kind, label, field, spec: { family: "vector", metric: metric as VectorMetric, dimension: dimensionAt(object.dimension, `${where}.dimension`), ...tenant(), ...efOf(object, where) } };
     }
     case "text": {
       const spec = { family: "text" as const, analyzer: "standard" as const, positions: false, ...tenant() };

@@ -9,7 +9,7 @@
  * (which imports it).
  */
 import { SilkError } from "./errors.js";
-import { VECTOR_FIELD } from "./indexes.js";
+import { isVectorEf, VECTOR_EF_MAX, VECTOR_FIELD } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
@@ -123,7 +123,8 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
 
 /**
  * `vector_search_<kinds>[_within]` and `text_search_<kinds>[_within]`: `{"input"? (the _within forms only), "label",
- * "property" (none for vectors' own vector; optional for text), "query", "k", "tenant_value"?}`.
+ * "property" (none for vectors' own vector; optional for text), "query", "k", "tenant_value"?}`; a vector search
+ * also `"ef"?`, its beam width (a whole number from 1 to VECTOR_EF_MAX, over the index's own).
  */
 function searchStep(tag: string, d: Decoding): Step {
   const [, op, kindName, within] = /^(vector_search|text_search)_(nodes|edges|vectors)(_within)?$/.exec(tag) ?? [];
@@ -133,7 +134,7 @@ function searchStep(tag: string, d: Decoding): Step {
   const ownVector = vector && kind === "vector";
   // HelixDB's SDKs name the query `query_vector` or `query_text`; Silk's `query` stays accepted.
   const helixKey = vector ? "query_vector" : "query_text";
-  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", helixKey, "k", "tenant_value"], at);
+  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", helixKey, "k", "tenant_value", ...(vector ? ["ef"] : [])], at);
   const label = labelAt(object.label, `${at}.label`);
   const absent = (key: string): boolean => object[key] === undefined || object[key] === null;
   const property = ownVector ? VECTOR_FIELD : vector || !absent("property") ? stringAt(object.property, `${at}.property`) : undefined;
@@ -148,7 +149,11 @@ function searchStep(tag: string, d: Decoding): Step {
   const tenant = absent("tenant_value") ? undefined : decoders.input(object.tenant_value, `${at}.tenant_value`);
   const input = within ? decoders.step(object.input, `${at}.input`, d.depth + 1) : undefined;
   const common = { ...(input === undefined ? {} : { input }), kind, label, query, k, ...(tenant === undefined ? {} : { tenant }) };
-  if (vector) return { op: "vector_search", property: property!, ...common };
+  if (vector) {
+    if (absent("ef")) return { op: "vector_search", property: property!, ...common };
+    if (!isVectorEf(object.ef)) throw fault(`${at}.ef`, `the search beam width is an integer from 1 to ${VECTOR_EF_MAX}`);
+    return { op: "vector_search", property: property!, ...common, ef: object.ef };
+  }
   return { op: "text_search", ...(property === undefined ? {} : { property }), ...common };
 }
 

@@ -270,6 +270,8 @@ export type Step =
       readonly query: Input;
       readonly k: Input;
       readonly tenant?: Input;
+      /** The beam width, over the index's own (protocol/indexes.ts VECTOR_EF_MAX). */
+      readonly ef?: number;
     }
   | {
       readonly op: "text_search";

@@ -4,11 +4,12 @@
  * option or modifier at fault, and the options still come back (defaults in place of the bad ones) so the checker
  * carries on.
  *
- * Invariants of what comes back: a vector `dimension` is an integer in 1..VECTOR_DIMENSION_MAX, `metric` and
+ * Invariants of what comes back: a vector `dimension` is an integer in 1..VECTOR_DIMENSION_MAX, `ef` one in
+ * 1..VECTOR_EF_MAX, `metric` and
  * `analyzer` are among protocol/indexes.ts's lists, a text index's `tenant` is `tenant_id` (SPEC), and every tenant
  * named is reported unless it is a declared top-level field of the same type (checkTenants, once the fields are in).
  */
-import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
+import { TEXT_ANALYZERS, VECTOR_EF_MAX, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
 import type { FieldDecl, FieldType, TextIndexOptions, VectorIndexOptions } from "../schema.js";
 import type { IndexOptionAst, ModifierAst, OptionValueAst, SourceLocation } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
@@ -26,7 +27,7 @@ export interface TenantUse {
   readonly where: string;
 }
 
-const VECTOR_OPTIONS = ["dimension", "metric", "tenant"] as const;
+const VECTOR_OPTIONS = ["dimension", "metric", "tenant", "ef"] as const;
 const TEXT_OPTIONS = ["analyzer", "positions", "tenant"] as const;
 
 /** The options of a vector index (a `VECTOR INDEX` field or a `V::` type); cosine when no metric is given. */
@@ -44,6 +45,12 @@ export function vectorIndexOptions(options: readonly IndexOptionAst[], where: st
     const word = wordOf(metric);
     if (word !== undefined && (VECTOR_METRICS as readonly string[]).includes(word)) out.metric = word as VectorMetric;
     else report(metric.loc, `${where}: metric is one of ${VECTOR_METRICS.join(", ")}, not ${describe(metric)}`);
+  }
+  const ef = given.get("ef");
+  if (ef !== undefined) {
+    const text = ef.kind === "number" ? ef.text : "";
+    if (/^[0-9]+$/.test(text) && Number(text) >= 1 && Number(text) <= VECTOR_EF_MAX) out.ef = Number(text);
+    else report(ef.loc, `${where}: ef (the search beam width) is an integer from 1 to ${VECTOR_EF_MAX}, not ${describe(ef)}`);
   }
   const tenant = tenantOption(given.get("tenant"), where, report, tenants);
   if (tenant !== undefined) out.tenant = tenant;

@@ -10,14 +10,14 @@
  *   Field = { name, type: FieldTypeJson, required, default?: { kind: "now" } | { kind: "value", value }, index?,
  *             vector_index?: VectorIndex, text_index?: { analyzer, positions, tenant? } }   (at most one index)
  *   FieldTypeJson = "U32" | { array: FieldTypeJson } | { object: [Field] }
- *   A vector type also has `index: VectorIndex` = { metric, dimension?, tenant? } (read as cosine when absent, as
+ *   A vector type also has `index: VectorIndex` = { metric, dimension?, tenant?, ef? } (read as cosine when absent, as
  *   schemas stored before vector indexes have it).
  * DEFAULT values are in valueToJson form and are read back through the field's type, which restores bigints
  * and Dates exactly.
  */
 
 import { SilkError, unreachable } from "../errors.js";
-import { TEXT_ANALYZERS, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
+import { isVectorEf, TEXT_ANALYZERS, VECTOR_EF_MAX, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "../indexes.js";
 import type { EdgeTypeDecl, FieldDecl, FieldType, NodeTypeDecl, Schema, TextIndexOptions, VectorIndexOptions, VectorTypeDecl } from "../schema.js";
 import { isPlainObject, RESERVED_LABEL_KEY, valueToJson } from "../values.js";
 import { coerceValue } from "./coerce.js";
@@ -160,7 +160,7 @@ function checkTenantsDeclared(list: readonly { [key: string]: unknown }[], field
 
 function vectorIndexFromJson(json: unknown, path: string, fields: ReadonlyMap<string, FieldDecl> | undefined): VectorIndexOptions {
   const raw = expectObject(json, path);
-  allowKeys(raw, ["metric", "dimension", "tenant"], path);
+  allowKeys(raw, ["metric", "dimension", "tenant", "ef"], path);
   if (!(VECTOR_METRICS as readonly unknown[]).includes(raw.metric)) fail(`${path}.metric`, `expected one of ${VECTOR_METRICS.join(", ")}`);
   const out: VectorIndexOptions = { metric: raw.metric as VectorMetric };
   if (raw.dimension !== undefined) {
@@ -173,6 +173,10 @@ function vectorIndexFromJson(json: unknown, path: string, fields: ReadonlyMap<st
   if (raw.tenant !== undefined) {
     out.tenant = expectString(raw.tenant, `${path}.tenant`);
     if (fields !== undefined && !fields.has(out.tenant)) fail(`${path}.tenant`, `${out.tenant} is not a field of this type`);
+  }
+  if (raw.ef !== undefined) {
+    if (!isVectorEf(raw.ef)) fail(`${path}.ef`, `expected an integer from 1 to ${VECTOR_EF_MAX}`);
+    out.ef = raw.ef;
   }
   return out;
 }

@@ -15,7 +15,7 @@ const EXAMPLE = `N::Doc {
     INDEX org: String,
     tenant_id: String,
 }
-V::Chunk(dimension: 384, metric: euclidean, tenant: org) { org: String, text: String }
+V::Chunk(dimension: 384, metric: euclidean, tenant: org, ef: 128) { org: String, text: String }
 V::Plain { text: String }
 E::Cites { From: Doc, To: Doc, Properties: { TEXT INDEX(tenant: tenant_id) note: String, tenant_id: String, VECTOR INDEX(metric: manhattan) v: [I64] } }
 `;
@@ -50,7 +50,7 @@ describe("the schema syntax of vector and text indexes", () => {
     expect(doc.get("embedding")?.vectorIndex).toEqual({ metric: "cosine", dimension: 384, tenant: "org" });
     expect(doc.get("org")?.index).toBe("index");
     expect(doc.get("tenant_id")).toEqual({ name: "tenant_id", type: { kind: "scalar", name: "String" }, required: false });
-    expect(schema.vectors.get("Chunk")?.index).toEqual({ metric: "euclidean", dimension: 384, tenant: "org" });
+    expect(schema.vectors.get("Chunk")?.index).toEqual({ metric: "euclidean", dimension: 384, tenant: "org", ef: 128 });
     expect(schema.vectors.get("Plain")?.index).toEqual({ metric: "cosine" });
     const cites = schema.edges.get("Cites")!.fields;
     expect(cites.get("note")?.textIndex).toEqual({ analyzer: "standard", positions: false, tenant: "tenant_id" });
@@ -96,7 +96,7 @@ describe("diagnostics of vector and text indexes", () => {
 
   it("refuses unknown and repeated options, and bad values, each at its place", () => {
     expect(problems("N::A { VECTOR INDEX(size: 3, metric: cosine, metric: euclidean) v: [F32] }")).toEqual([
-      "schema_invalid 1:21 VECTOR INDEX on v: unknown option size; the options are dimension, metric, tenant",
+      "schema_invalid 1:21 VECTOR INDEX on v: unknown option size; the options are dimension, metric, tenant, ef",
       "schema_invalid 1:46 VECTOR INDEX on v: option metric is given twice",
     ]);
     expect(problems("N::A { VECTOR INDEX(dimension: 0) a: [F32], VECTOR INDEX(dimension: 65537) b: [F32], VECTOR INDEX(dimension: 1.5) c: [F32] }")).toEqual([
@@ -116,8 +116,14 @@ describe("diagnostics of vector and text indexes", () => {
     ]);
     expect(problems("V::A(dimension: -1, positions: true) {}")).toEqual([
       "schema_invalid 1:17 V::A: dimension is an integer from 1 to 65536, not -1",
-      "schema_invalid 1:21 V::A: unknown option positions; the options are dimension, metric, tenant",
+      "schema_invalid 1:21 V::A: unknown option positions; the options are dimension, metric, tenant, ef",
     ]);
+    expect(problems("N::A { VECTOR INDEX(ef: 0) a: [F32], VECTOR INDEX(ef: 10001) b: [F32], VECTOR INDEX(ef: wide) c: [F32] }")).toEqual([
+      "schema_invalid 1:25 VECTOR INDEX on a: ef (the search beam width) is an integer from 1 to 10000, not 0",
+      "schema_invalid 1:55 VECTOR INDEX on b: ef (the search beam width) is an integer from 1 to 10000, not 10001",
+      "schema_invalid 1:89 VECTOR INDEX on c: ef (the search beam width) is an integer from 1 to 10000, not wide",
+    ]);
+    expect(problems("V::A(ef: 1.5) {}")).toEqual(["schema_invalid 1:10 V::A: ef (the search beam width) is an integer from 1 to 10000, not 1.5"]);
   });
 
   it("refuses a field with two index modifiers", () => {
@@ -169,7 +175,7 @@ describe("the JSON form of vector and text indexes", () => {
     const json = schemaToJson(schema);
     expect(schemaFromJson(JSON.parse(JSON.stringify(json)))).toEqual(schema);
     const stored = json as { vectors: { name: string; index: unknown }[] };
-    expect(stored.vectors[0]).toMatchObject({ name: "Chunk", index: { metric: "euclidean", dimension: 384, tenant: "org" } });
+    expect(stored.vectors[0]).toMatchObject({ name: "Chunk", index: { metric: "euclidean", dimension: 384, tenant: "org", ef: 128 } });
   });
 
   it("reads a vector type stored before vector indexes as cosine", () => {
@@ -188,6 +194,8 @@ describe("the JSON form of vector and text indexes", () => {
       [field({ vector_index: { metric: "dot" } }), "$.nodes[0].fields[0].vector_index.metric"],
       [field({ vector_index: { metric: "cosine", dimension: 0 } }), "$.nodes[0].fields[0].vector_index.dimension"],
       [field({ vector_index: { metric: "cosine", extra: 1 } }), "$.nodes[0].fields[0].vector_index.extra"],
+      [field({ vector_index: { metric: "cosine", ef: 0 } }), "$.nodes[0].fields[0].vector_index.ef"],
+      [field({ vector_index: { metric: "cosine", ef: "64" } }), "$.nodes[0].fields[0].vector_index.ef"],
       [field({ vector_index: { metric: "cosine", tenant: "nope" } }), "$.nodes[0].fields[0].vector_index.tenant"],
       [field({ vector_index: { metric: "cosine" } }, "String"), "$.nodes[0].fields[0].vector_index"],
       [field({ text_index: { analyzer: "standard", positions: false } }), "$.nodes[0].fields[0].text_index"],
@@ -218,7 +226,7 @@ describe("schemaIndexDefinitions", () => {
       { kind: "node", label: "User", field: "age", name: "User.age", family: "secondary", unique: false, type: "U8" },
       { kind: "edge", label: "Cites", field: "note", name: "Cites.note", family: "text", analyzer: "standard", positions: false, tenant: "tenant_id" },
       { kind: "edge", label: "Cites", field: "v", name: "Cites.v", family: "vector", metric: "manhattan" },
-      { kind: "vector", label: "Chunk", field: VECTOR_FIELD, name: "Chunk.$vector", family: "vector", metric: "euclidean", dimension: 384, tenant: "org" },
+      { kind: "vector", label: "Chunk", field: VECTOR_FIELD, name: "Chunk.$vector", family: "vector", metric: "euclidean", dimension: 384, tenant: "org", ef: 128 },
       { kind: "vector", label: "Plain", field: VECTOR_FIELD, name: "Plain.$vector", family: "vector", metric: "cosine" },
     ]);
   });

@@ -61,6 +61,15 @@ describe("vector_search", () => {
     });
   });
 
+  it("takes a beam width `ef` (a whole number from 1 to 10,000) for vector searches only", () => {
+    expect(decodeRoot({ vector_search_nodes: { label: "Doc", property: "embedding", query: V, k: K, ef: 200 } })).toMatchObject({ op: "vector_search", ef: 200 });
+    expect(decodeRoot({ vector_search_vectors: { label: "Chunk", query: V, k: K, ef: 10_000 } })).toMatchObject({ ef: 10_000 });
+    expect(decodeRoot({ vector_search_nodes: { label: "Doc", property: "embedding", query: V, k: K, ef: null } })).not.toHaveProperty("ef");
+    const at = `${ROOT}.vector_search_nodes`;
+    for (const bad of [0, -1, 10_001, 1.5, "64", true, { i64: 64 }]) expectFault(read({ vector_search_nodes: { label: "Doc", property: "e", query: V, k: K, ef: bad } }), `${at}.ef`);
+    expectFault(read({ text_search_nodes: { label: "Doc", query: { value: { string: "x" } }, k: K, ef: 64 } }), `${ROOT}.text_search_nodes.ef`);
+  });
+
   it("takes an embed expression as the query", () => {
     const step = decodeRoot({ vector_search_vectors: { label: "Chunk", query: { expr: { embed: { text: { param: "q" } } } }, k: K } });
     expect(step).toMatchObject({ query: { kind: "expr", expr: { kind: "embed", text: { kind: "param", name: "q" } } } });
@@ -167,6 +176,10 @@ describe("create_index types and options", () => {
     expect(operation({ ...base, type: "vector", metric: "manhattan", dimension: 384, tenant_property: "org" }).spec).toEqual({
       family: "vector", metric: "manhattan", dimension: 384, tenant: "org",
     });
+    expect(operation({ ...base, type: "vector", ef: 128 }).spec).toEqual({ family: "vector", metric: "cosine", ef: 128 });
+    expect(operation({ spec: { node_vector: { label: "Doc", property: "v", metric: "cosine", dimension: 3, ef: 1 } } }).spec).toEqual({
+      family: "vector", metric: "cosine", dimension: 3, ef: 1,
+    });
     expect(operation({ ...base, type: "text" }).spec).toEqual({ family: "text", analyzer: "standard", positions: false });
     expect(operation({ ...base, type: "text", analyzer: "whitespace_lowercase", positions: true, tenant_property: "tenant_id" }).spec).toEqual({
       family: "text", analyzer: "whitespace_lowercase", positions: true, tenant: "tenant_id",
@@ -186,6 +199,9 @@ describe("create_index types and options", () => {
     expectFault(write({ ...base, type: "vector", dimension: 65_537 }), `${at}.dimension`);
     expectFault(write({ ...base, type: "vector", dimension: "384" }), `${at}.dimension`);
     expectFault(write({ ...base, type: "vector", tenant_property: 3 }), `${at}.tenant_property`);
+    for (const ef of [0, 10_001, 2.5, "64"]) expectFault(write({ ...base, type: "vector", ef }), `${at}.ef`);
+    expectFault(write({ spec: { node_vector: { label: "Doc", property: "v", metric: "cosine", dimension: 3, ef: 0 } } }), `${at}.spec.node_vector.ef`);
+    expectFault(write({ ...base, type: "text", ef: 64 }), `${at}.ef`);
     expectFault(write({ ...base, type: "text", analyzer: "french" }), `${at}.analyzer`);
     expectFault(write({ ...base, type: "text", positions: "yes" }), `${at}.positions`);
     expectFault(write({ ...base, type: "text", tenant_property: "org" }), `${at}.tenant_property`);
