@@ -11,7 +11,8 @@
  *   whole graph) is timed, and checked to find a vector of that batch.
  *
  * `--count N` and `--dimension D` change the size (`--count 10000` for a quick run). The vectors are uniform in
- * [-1, 1): the open's cost depends on their number and size, not their distribution.
+ * [-1, 1): the open's cost depends on their number and size, not their distribution. `--mnist` runs the same on the
+ * MNIST base rows instead (bench/vectors-mnist.ts: 9,000 × 784, the index whose open took ~6 s before).
  */
 import { mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -19,6 +20,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Database } from "../cluster/embedded.js";
 import { seededRandom } from "../protocol/random.js";
+import { missingMnistFiles, readMnist } from "./vectors-mnist.js";
 
 const COUNT_DEFAULT = 100_000;
 const DIMENSION_DEFAULT = 128;
@@ -94,15 +96,27 @@ function bytesIn(folder: string): number {
 
 const seconds = (value: number) => `${value.toFixed(value < 1 ? 3 : 1)} s`;
 
+/** The base vectors and one query: generated, or MNIST's base rows and first query row with `--mnist`. */
+function dataset(): { base: number[][]; query: number[]; name: string } {
+  if (!process.argv.includes("--mnist")) {
+    const count = option("--count", COUNT_DEFAULT);
+    const dimension = option("--dimension", DIMENSION_DEFAULT);
+    return { base: vectors(count, dimension, 1), query: vectors(1, dimension, 2)[0], name: "generated uniform" };
+  }
+  const missing = missingMnistFiles();
+  if (missing.length > 0) throw new Error(`the MNIST files are missing: ${missing.join(", ")}`);
+  const mnist = readMnist();
+  return { base: mnist.base.map((row) => Array.from(row)), query: Array.from(mnist.queries[0]), name: "MNIST" };
+}
+
 async function main(): Promise<void> {
-  const count = option("--count", COUNT_DEFAULT);
-  const dimension = option("--dimension", DIMENSION_DEFAULT);
+  const { base, query, name } = dataset();
+  const count = base.length;
+  const dimension = query.length;
   const source = schema(dimension);
   const directory = mkdtempSync(join(tmpdir(), "silk-bench-graphs-"));
-  console.log(`persisted vector graphs: ${count.toLocaleString("en-US")} × ${dimension} euclidean, ${cpus().length} × ${cpus()[0]?.model ?? "?"}`);
+  console.log(`persisted vector graphs: ${name} ${count.toLocaleString("en-US")} × ${dimension} euclidean, ${cpus().length} × ${cpus()[0]?.model ?? "?"}`);
   try {
-    const base = vectors(count, dimension, 1);
-    const query = vectors(1, dimension, 2)[0];
     let started = performance.now();
     const writer = await Database.open({ storage: { disk: directory }, schema: source });
     for (let first = 0; first < count; first += FILL_BATCH_ROWS) {
