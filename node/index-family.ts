@@ -58,8 +58,9 @@ export interface BuildProblem {
 export interface IndexFamilyStore<D extends IndexDefinition> {
   /**
    * Takes an index the catalog knows, with its persisted state: at open, after `create`, and after a build restarts.
-   * The vector family (re)builds its in-memory graphs of an active index here, from the committed records (through
-   * the IndexRecordSource it was constructed with), and starts a constructing one empty (its build restarts).
+   * The vector family loads its in-memory graphs of an active index here, from its graph file and change log or else
+   * from the committed records (through the IndexRecordSource it was constructed with), and starts a constructing one
+   * empty (its build restarts).
    */
   load(definition: D, state: IndexStateName): void;
   /** `old` is the committed record (undefined for a new one); maintains a constructing or active index. */

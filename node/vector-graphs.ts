@@ -45,7 +45,8 @@ export abstract class PartitionGraph {
   readonly vectorOf: (Float32Array | undefined)[] = [];
   /**
    * Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced), so these
-   * arrays grow by one slot per new ID until the partition reopens and `load` rebuilds the graph compactly.
+   * arrays grow by one slot per new ID until a rebuild makes the graph compact (a graph file keeps them: a writer's
+   * open rebuilds once they outnumber the live records, vector-index.ts).
    */
   protected nextLabel = 0;
 
