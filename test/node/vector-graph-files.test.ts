@@ -323,6 +323,38 @@ describe("following a writer and the writer's schedule", () => {
     expect(fileVersion()).toBe(3);
   });
 
+  it("changes to as many records as the minimum (1,000) are written at the next turn, not after the delay", async () => {
+    const at = partition();
+    const index = definition("euclidean");
+    const writer = at.family(true); // the default delay, a minute: only the change count can make it due sooner
+    writer.load(index, "active");
+    const identity = at.meta.get("vindex-identity") as string;
+    const fileVersion = () => readGraphFile(at.folder, identity, index)?.version;
+    at.write(writer, index, items(10, 4, 75));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fileVersion()).toBe(1);
+    at.write(writer, index, items(999, 4, 76, 100n));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fileVersion()).toBe(1);
+    at.write(writer, index, items(1, 4, 77, 5_000n));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fileVersion()).toBe(3);
+    writer.close();
+  });
+
+  it("a writer's open deletes what a writer that died while writing left beside the files; a reader's does not", () => {
+    const at = partition();
+    const index = definition("euclidean");
+    persisted(at, index, 60, 4);
+    const leftover = `${graphFilePath(at.folder, index)}.4242.deadbeef.tmp`;
+    writeFileSync(leftover, "half a graph");
+    at.family(false).load(index, "active");
+    expect(existsSync(leftover)).toBe(true);
+    at.family(true).load(index, "active");
+    expect(existsSync(leftover)).toBe(false);
+    expect(existsSync(graphFilePath(at.folder, index))).toBe(true);
+  });
+
   it("a writer writes only active indexes' files", () => {
     const at = partition();
     const index = definition("euclidean");
