@@ -66,11 +66,6 @@ export interface PartitionStoreOptions {
    * when it leaves two edges of such a type from one source to one target in this partition's out-adjacency.
    */
   readonly uniqueEdgeLabels?: readonly string[];
-  /**
-   * A writer writes its changed vector graphs at the latest this long after their first change (default
-   * GRAPH_PERSIST_AFTER_MS, node/vector-index.ts); tests shorten it.
-   */
-  readonly vectorGraphPersistAfterMs?: number;
   /** A writer's reader check runs before a write transaction at most this often (default READER_CHECK_INTERVAL_MS). */
   readonly readerCheckIntervalMs?: number;
   /** The monotonic clock of the reader check, in milliseconds (`performance.now` unless a test passes one). */
@@ -207,7 +202,7 @@ export class PartitionStore {
       uniqueAcrossPartitions: options.uniqueAcrossPartitions,
       readOnly: options.readOnly,
       // Memory storage's files die with the handle: graph files would only cost their writing.
-      vectorGraphs: options.noSync ? undefined : { folder: join(options.path, GRAPH_FOLDER), writer: !options.readOnly, persistAfterMs: options.vectorGraphPersistAfterMs },
+      vectorGraphs: options.noSync ? undefined : { folder: join(options.path, GRAPH_FOLDER), writer: !options.readOnly },
     });
     if (!options.readOnly) {
       // Before the catalog reconciles (and may build) text indexes: they write layout 2 only.
