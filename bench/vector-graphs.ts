@@ -18,7 +18,7 @@ import { mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Database } from "../cluster/embedded.js";
+import { Database } from "../runtime/embedded.js";
 import { seededRandom } from "../protocol/random.js";
 import { missingMnistFiles, readMnist } from "./vectors-mnist.js";
 

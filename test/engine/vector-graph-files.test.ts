@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { seededRandom } from "../../protocol/random.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 
