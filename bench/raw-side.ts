@@ -1,8 +1,14 @@
 /**
- * The raw ceiling: a separate lmdb-js environment holding the same bytes Silk would write for the same graph (the
- * key layout of node/keys.ts, node and edge records encoded by Silk's own encodeRecord), read by tight
- * synchronous loops over `get` and `getRange`. No executor, no operation tree, no transport: what is left is the
- * cost of LMDB and lmdb-js on this machine, the best any engine on this stack can do with this layout.
+ * The raw baselines: a separate lmdb-js environment holding the graph's records (node and edge records encoded by
+ * Silk's own encodeRecord, a label index) and its adjacency in one of the two leanest layouts this stack allows (the
+ * issue's "one key per edge" and "one packed value per node"), read by tight synchronous loops over `get` and
+ * `getRange`. No executor, no operation tree, no transport: what is left is the cost of LMDB and lmdb-js on this
+ * machine with that layout.
+ *
+ * - `per_edge`: key `owner(8) | label | 0x00 | edge(8)`, value `other(8) | kind(1)` (Silk's layout up to format 2);
+ *   a 1-hop is one `getRange`.
+ * - `packed`: key `owner(8) | label`, value the neighbours' IDs as 8-byte big-endian integers, appended in edge
+ *   order; a 1-hop is one `getBinaryFast`. A load reads each touched owner's list once per batch and writes it back.
  *
  * Fairness: each query reads through lmdb-js's implicit read transaction, which is one consistent snapshot for the
  * length of a synchronous query, and returns the same answers as Silk (checked against the oracle). IDs are
@@ -20,13 +26,56 @@ import type { SilkModules } from "./silk-modules.js";
 
 const EMPTY = Buffer.alloc(0);
 const TWO_POW_32 = 2 ** 32;
+const ID_BYTES = 8;
+const KIND_NODE = 0x4e;
+
+export type RawLayout = "per_edge" | "packed";
+export const RAW_LAYOUTS: readonly RawLayout[] = ["per_edge", "packed"];
+
+function writeId(target: Buffer, id: bigint, at: number): void {
+  target.writeBigUInt64BE(id, at);
+}
+
+/** `owner | label | 0x00 | edge` (per_edge layout). */
+function edgeKey(owner: bigint, label: string, edge: bigint): Buffer {
+  const labelBytes = Buffer.byteLength(label);
+  const key = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1 + ID_BYTES);
+  writeId(key, owner, 0);
+  key.write(label, ID_BYTES);
+  key[ID_BYTES + labelBytes] = 0;
+  writeId(key, edge, ID_BYTES + labelBytes + 1);
+  return key;
+}
+
+/** The keys of one owner's edges of one label (per_edge layout). */
+function edgeRange(owner: bigint, label: string): { start: Buffer; end: Buffer } {
+  const start = edgeKey(owner, label, 0n).subarray(0, ID_BYTES + Buffer.byteLength(label) + 1);
+  const end = Buffer.from(start);
+  end[end.length - 1] = 1;
+  return { start, end };
+}
+
+/** `owner | label` (packed layout). */
+function listKey(owner: bigint, label: string): Buffer {
+  const key = Buffer.allocUnsafe(ID_BYTES + Buffer.byteLength(label));
+  writeId(key, owner, 0);
+  key.write(label, ID_BYTES);
+  return key;
+}
+
+function otherValue(other: bigint): Buffer {
+  const value = Buffer.allocUnsafe(ID_BYTES + 1);
+  writeId(value, other, 0);
+  value[ID_BYTES] = KIND_NODE;
+  return value;
+}
 
 /**
  * The ID in the first 8 bytes of an adjacency value as a JS number. Exact while IDs stay below 2^53, which the
  * loader asserts; a Set of numbers is the fastest distinct-set lmdb-js code can build.
  */
-function targetNumber(value: Buffer): number {
-  return value.readUInt32BE(0) * TWO_POW_32 + value.readUInt32BE(4);
+function targetNumber(value: Buffer, at = 0): number {
+  return value.readUInt32BE(at) * TWO_POW_32 + value.readUInt32BE(at + 4);
 }
 
 type NodeProps = { ext: number; score: number };
@@ -46,10 +95,15 @@ export class RawSide {
   private readonly keys: SilkModules["keys"];
   private readonly packr: SilkModules["packr"];
   private readonly encodeRecord: SilkModules["encodeRecord"];
+  /** Packed layout: the list key of one label, rewritten per read (owner bytes only). */
+  private readonly listKeyBuffer = listKey(0n, EDGE_LABEL);
+  /** A node record key, rewritten per read. */
+  private readonly nodeKeyBuffer = Buffer.alloc(ID_BYTES);
 
   private constructor(
     private readonly directory: string,
     silk: SilkModules,
+    readonly layout: RawLayout,
   ) {
     this.keys = silk.keys;
     this.packr = silk.packr;
@@ -65,8 +119,8 @@ export class RawSide {
     this.meta = this.root.openDB({ name: "meta", encoding: "msgpack" });
   }
 
-  static open(silk: SilkModules): RawSide {
-    return new RawSide(mkdtempSync(join(tmpdir(), "silk-bench-raw-")), silk);
+  static open(silk: SilkModules, layout: RawLayout): RawSide {
+    return new RawSide(mkdtempSync(join(tmpdir(), "silk-bench-raw-")), silk, layout);
   }
 
   private allocate(): bigint {
@@ -106,16 +160,50 @@ export class RawSide {
       this.nodes.putSync(keys.idKey(id), packr.pack([NODE_LABEL, { ext: snapId, score: scoreOf(snapId) }]));
       this.labels.putSync(keys.labelKey("node", NODE_LABEL, id), EMPTY);
     }
+    const appendedOut = new Map<bigint, bigint[]>();
+    const appendedIn = new Map<bigint, bigint[]>();
+    const append = (lists: Map<bigint, bigint[]>, owner: bigint, other: bigint): void => {
+      const list = lists.get(owner);
+      if (list === undefined) lists.set(owner, [other]);
+      else list.push(other);
+    };
     endpoints.forEach(([from, to], i) => {
       const edge = edgeIds[i];
       this.edgeRecords.putSync(
         keys.idKey(edge),
         this.encodeRecord({ kind: "edge", id: edge, label: EDGE_LABEL, from, to, fromKind: "node", toKind: "node", props: {} }),
       );
-      this.outgoing.putSync(keys.adjacencyKey(from, EDGE_LABEL, edge), keys.adjacencyValue(to, "node"));
-      this.incoming.putSync(keys.adjacencyKey(to, EDGE_LABEL, edge), keys.adjacencyValue(from, "node"));
+      if (this.layout === "per_edge") {
+        this.outgoing.putSync(edgeKey(from, EDGE_LABEL, edge), otherValue(to));
+        this.incoming.putSync(edgeKey(to, EDGE_LABEL, edge), otherValue(from));
+      } else {
+        append(appendedOut, from, to);
+        append(appendedIn, to, from);
+      }
     });
+    this.appendLists(this.outgoing, appendedOut);
+    this.appendLists(this.incoming, appendedIn);
     this.meta.putSync("next_id", this.nextId);
+  }
+
+  /** Packed layout: each owner's list read once, the batch's neighbours appended, written back. */
+  private appendLists(database: LmdbDatabase<Buffer, Buffer>, lists: ReadonlyMap<bigint, readonly bigint[]>): void {
+    for (const [owner, others] of lists) {
+      const key = listKey(owner, EDGE_LABEL);
+      const before = database.get(key);
+      const length = before === undefined ? 0 : before.length;
+      const value = Buffer.allocUnsafe(length + others.length * ID_BYTES);
+      if (before !== undefined) before.copy(value, 0);
+      others.forEach((other, i) => writeId(value, other, length + i * ID_BYTES));
+      database.putSync(key, value);
+    }
+  }
+
+  /** Packed layout: the owner's list, valid until the next read. */
+  private packedList(owner: bigint): Buffer | undefined {
+    const key = this.listKeyBuffer;
+    writeId(key, owner, 0);
+    return this.outgoing.getBinaryFast(key);
   }
 
   rawIdOf(snapId: number): bigint {
@@ -131,26 +219,39 @@ export class RawSide {
 
   oneHop(id: bigint): number[] {
     const targets: number[] = [];
-    for (const { value } of this.outgoing.getRange(this.keys.adjacencyRange(id, EDGE_LABEL))) targets.push(targetNumber(value));
+    if (this.layout === "per_edge") {
+      for (const { value } of this.outgoing.getRange(edgeRange(id, EDGE_LABEL))) targets.push(targetNumber(value));
+      return targets;
+    }
+    const list = this.packedList(id);
+    if (list !== undefined) for (let at = 0; at < list.length; at += ID_BYTES) targets.push(targetNumber(list, at));
     return targets;
   }
 
   twoHopDistinct(id: bigint): number {
     const reached = new Set<number>();
-    for (const { value } of this.outgoing.getRange(this.keys.adjacencyRange(id, EDGE_LABEL))) {
-      for (const second of this.outgoing.getRange(this.keys.adjacencyRange(value.readBigUInt64BE(0), EDGE_LABEL))) {
-        reached.add(targetNumber(second.value));
+    if (this.layout === "per_edge") {
+      for (const { value } of this.outgoing.getRange(edgeRange(id, EDGE_LABEL))) {
+        for (const second of this.outgoing.getRange(edgeRange(value.readBigUInt64BE(0), EDGE_LABEL))) reached.add(targetNumber(second.value));
       }
+      return reached.size;
+    }
+    // The first list is copied out: the second reads reuse lmdb-js's read buffer.
+    for (const middle of this.oneHop(id)) {
+      const list = this.packedList(BigInt(middle));
+      if (list !== undefined) for (let at = 0; at < list.length; at += ID_BYTES) reached.add(targetNumber(list, at));
     }
     return reached.size;
   }
 
   oneHopFilter(id: bigint): number[] {
     const kept: number[] = [];
-    for (const { value } of this.outgoing.getRange(this.keys.adjacencyRange(id, EDGE_LABEL))) {
-      // The first 8 bytes of an adjacency value are the target's ID, big-endian: exactly its node record key.
-      const bytes = this.nodes.get(value.subarray(0, 8));
-      if (bytes !== undefined && (this.packr.unpack(bytes) as [string, NodeProps])[1].score > SCORE_THRESHOLD) kept.push(targetNumber(value));
+    const key = this.nodeKeyBuffer;
+    for (const target of this.oneHop(id)) {
+      key.writeUInt32BE(Math.floor(target / TWO_POW_32), 0);
+      key.writeUInt32BE(target >>> 0, 4);
+      const bytes = this.nodes.get(key);
+      if (bytes !== undefined && (this.packr.unpack(bytes) as [string, NodeProps])[1].score > SCORE_THRESHOLD) kept.push(target);
     }
     return kept;
   }
