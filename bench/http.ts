@@ -172,7 +172,7 @@ async function serveRaw(partition: string, source: boolean): Promise<void> {
   const root = openLmdb({ path: partition, readOnly: true, maxDbs: 16, encoding: "binary" });
   const binary = (name: string) => root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" });
   const nodes = binary("nodes");
-  const outgoing = binary("out");
+  const outgoing = binary("adjacency_out");
   const user = (id: bigint): Record<string, unknown> | null => {
     const bytes = nodes.getBinaryFast(idKey(id));
     if (bytes === undefined) return null;
@@ -184,9 +184,11 @@ async function serveRaw(partition: string, source: boolean): Promise<void> {
     return reply.type("application/json; charset=utf-8").send(JSON.stringify({ user: user(BigInt(request.body.id)) }));
   });
   app.post<{ Body: { id: string } }>("/OneHop", async (request, reply) => {
-    const friends: unknown[] = [];
+    // Silk's packed adjacency (node/adjacency.ts): the blocks of the list, in order, each holding up to 64 edges.
+    const neighbours: { kind: "node" | "vector"; id: bigint }[] = [];
     const { start, end } = adjacencyRange(BigInt(request.body.id), "Follows");
-    for (const { value } of outgoing.getRange({ start, end })) friends.push(user(value.readBigUInt64BE(0)));
+    for (const { value } of outgoing.getRange({ start, end })) silk.adjacency.readBlockNeighbours(value, neighbours);
+    const friends = neighbours.map((neighbour) => user(neighbour.id));
     return reply.type("application/json; charset=utf-8").send(JSON.stringify({ friends }));
   });
   await listenAndAnnounce(app, "raw LMDB route", () => root.close());

@@ -10,12 +10,14 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type * as SilkIndex from "../index.js";
+import type * as SilkAdjacency from "../node/adjacency.js";
 import type * as SilkKeys from "../node/keys.js";
 import type * as SilkStore from "../node/partition-store.js";
 
 export interface SilkModules {
   readonly index: typeof SilkIndex;
   readonly keys: typeof SilkKeys;
+  readonly adjacency: typeof SilkAdjacency;
   readonly packr: typeof SilkStore.packr;
   readonly encodeRecord: typeof SilkStore.encodeRecord;
   /** What was loaded, for the report header. */
@@ -59,10 +61,11 @@ export async function loadSilkModules(forceSource: boolean, notice: (message: st
   const useSource = forceSource || stale !== undefined;
   const base = useSource ? "../" : "../dist/";
   // tsx maps these .js specifiers to the .ts sources when `base` is the repo root.
-  const [index, keys, store] = await Promise.all([
+  const [index, keys, adjacency, store] = await Promise.all([
     importFrom<typeof SilkIndex>(base, "index.js"),
     importFrom<typeof SilkKeys>(base, "node/keys.js"),
+    importFrom<typeof SilkAdjacency>(base, "node/adjacency.js"),
     importFrom<typeof SilkStore>(base, "node/partition-store.js"),
   ]);
-  return { index, keys, packr: store.packr, encodeRecord: store.encodeRecord, origin: useSource ? "TypeScript sources through tsx" : "dist/ (compiled by tsc)" };
+  return { index, keys, adjacency, packr: store.packr, encodeRecord: store.encodeRecord, origin: useSource ? "TypeScript sources through tsx" : "dist/ (compiled by tsc)" };
 }

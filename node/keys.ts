@@ -3,17 +3,19 @@
  *
  *   nodes / edges / vectors   id(8, big-endian)                                → msgpackr record
  *   vector_props              id(8, big-endian)                                → [label, props] of a vector record
- *   out                       source(8) | edge label (UTF-8) | 0x00 | edge(8)  → target(8) | kind(1)
- *   in                        target(8) | edge label (UTF-8) | 0x00 | edge(8)  → source(8) | kind(1)
+ *   adjacency_out             source(8) | edge label (UTF-8) | 0x00 [| fence(8)] → packed block (adjacency.ts)
+ *   adjacency_in              target(8) | edge label (UTF-8) | 0x00 [| fence(8)] → packed block (adjacency.ts)
  *   labels                    kind(1) | label (UTF-8) | 0x00 | id(8)           → empty   (nodes and vectors only)
  *   index                     kind(1) | label | 0x00 | field | 0x00 | value | id(8) → empty  (secondary indexes)
  *
  * `value` in an index key is the order-preserving, prefix-free encoding of index-encoding.ts, so "records of label
  * L whose field F lies in [a, b]" is one range of `index`, in value order and then ID order.
  *
- * Architecture invariant: "edges with label L out of node N" is the one prefix `N | L | 0x00` of `out`, and "all
- * edges out of N" the prefix `N`. Labels never contain 0x00 (the schema and the tree validator only admit
- * identifiers), so the separator cannot occur inside a label.
+ * Architecture invariant: "edges with label L out of node N" is the one prefix `N | L | 0x00` of `adjacency_out`,
+ * and "all edges out of N" the prefix `N`. Labels never contain 0x00 (the schema and the tree validator only admit
+ * identifiers), so the separator cannot occur inside a label. Up to data format 2 the sub-databases `out` and `in`
+ * held one entry per edge, `owner | label | 0x00 | edge(8) → other(8) | kind(1)`; a writer's open converts them
+ * (adjacency-upgrade.ts).
  */
 
 import { writeU64 } from "../protocol/ids.js";
@@ -24,7 +26,8 @@ export const KEY_BYTES_MAX = 1_978;
 
 export type RecordKind = "node" | "edge" | "vector";
 
-const KIND_BYTE: Record<RecordKind, number> = { node: 0x4e, edge: 0x45, vector: 0x56 };
+/** A record kind as one byte: in label and index keys, and as the other end's kind in adjacency entries. */
+export const KIND_BYTE: Readonly<Record<RecordKind, number>> = { node: 0x4e, edge: 0x45, vector: 0x56 };
 
 export function idKey(id: bigint): Buffer {
   const key = Buffer.allocUnsafe(ID_BYTES);
@@ -36,16 +39,6 @@ export function idKey(id: bigint): Buffer {
 export function readId(bytes: Uint8Array, offset = 0): bigint {
   const buffer = bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return buffer.readBigUInt64BE(offset);
-}
-
-export function adjacencyKey(owner: bigint, label: string, edge: bigint): Buffer {
-  const labelBytes = Buffer.byteLength(label, "utf8");
-  const key = Buffer.allocUnsafe(ID_BYTES + labelBytes + 1 + ID_BYTES);
-  writeU64(key, owner, 0);
-  key.write(label, ID_BYTES, "utf8");
-  key[ID_BYTES + labelBytes] = 0;
-  writeU64(key, edge, ID_BYTES + labelBytes + 1);
-  return key;
 }
 
 /** The [start, end) key range of one owner's adjacency, optionally narrowed to one edge label. */
@@ -65,16 +58,6 @@ export function adjacencyRange(owner: bigint, label?: string): { start: Buffer; 
   const end = Buffer.from(start);
   end[end.length - 1] = 1;
   return { start, end };
-}
-
-/** The edge id at the end of an adjacency key. */
-export function adjacencyKeyEdge(key: Buffer): bigint {
-  return key.readBigUInt64BE(key.length - ID_BYTES);
-}
-
-/** The edge label inside an adjacency key (the owner is known to the caller). */
-export function adjacencyKeyLabel(key: Buffer): string {
-  return key.toString("utf8", ID_BYTES, key.length - ID_BYTES - 1);
 }
 
 export function labelKey(kind: RecordKind, label: string, id: bigint): Buffer {
@@ -123,36 +106,8 @@ export function indexKeyFrom(prefix: Buffer, value: Buffer, ids: Buffer, idAt: n
 /** The end of a key range that covers every ID of one value (9 × 0xFF sorts after any 8-byte ID). */
 export const AFTER_EVERY_ID = Buffer.alloc(ID_BYTES + 1, 0xff);
 
-/** The value of an adjacency entry: the record at the other end and its kind, so traversals need no lookup. */
-export function adjacencyValue(other: bigint, kind: "node" | "vector"): Buffer {
-  const value = Buffer.allocUnsafe(ID_BYTES + 1);
-  writeU64(value, other, 0);
-  value[ID_BYTES] = KIND_BYTE[kind];
-  return value;
-}
-
-export function adjacencyValueKind(value: Uint8Array): "node" | "vector" {
-  return value[ID_BYTES] === KIND_BYTE.vector ? "vector" : "node";
-}
-
 // Builders from raw bytes: the same keys as above, assembled from the 8-byte IDs inside an encoded mutation list
-// (protocol/mutation-codec.ts) without a BigInt in between. `kindByte` is a record-kind byte (N or V).
-
-export function adjacencyKeyFrom(ids: Buffer, ownerAt: number, label: Buffer, edgeAt: number): Buffer {
-  const key = Buffer.allocUnsafe(ID_BYTES + label.length + 1 + ID_BYTES);
-  copyBytes(ids, ownerAt, key, 0, ID_BYTES);
-  copyBytes(label, 0, key, ID_BYTES, label.length);
-  key[ID_BYTES + label.length] = 0;
-  copyBytes(ids, edgeAt, key, ID_BYTES + label.length + 1, ID_BYTES);
-  return key;
-}
-
-export function adjacencyValueFrom(ids: Buffer, otherAt: number, kindByte: number): Buffer {
-  const value = Buffer.allocUnsafe(ID_BYTES + 1);
-  copyBytes(ids, otherAt, value, 0, ID_BYTES);
-  value[ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
-  return value;
-}
+// (protocol/mutation-codec.ts) without a BigInt in between.
 
 export function labelKeyFrom(kind: RecordKind, label: Buffer, ids: Buffer, idAt: number): Buffer {
   const key = Buffer.allocUnsafe(1 + label.length + 1 + ID_BYTES);
@@ -161,39 +116,6 @@ export function labelKeyFrom(kind: RecordKind, label: Buffer, ids: Buffer, idAt:
   key[1 + label.length] = 0;
   copyBytes(ids, idAt, key, 2 + label.length, ID_BYTES);
   return key;
-}
-
-/**
- * Reusable adjacency keys and values for the entries one write transaction puts or removes. lmdb-js copies a key and
- * a value into LMDB before `putSync` and `removeSync` return inside `transactionSync`, so one key buffer per label
- * (the label and its separator written once) and one value buffer carry every entry: no allocation per edge, which
- * is most of a bulk load's garbage. Hand these buffers only to those two calls on databases opened without lmdb-js's
- * value cache (which would keep the value): anything that keeps a key or value must get its own copy.
- */
-export class AdjacencyScratch {
-  private readonly keys = new Map<Buffer, Buffer>();
-  private readonly valueBuffer = Buffer.allocUnsafe(ID_BYTES + 1);
-
-  /** The key `owner | label | 0x00 | edge`; `label` is one encoded list's label (the same Buffer for each entry). */
-  key(ids: Buffer, ownerAt: number, label: Buffer, edgeAt: number): Buffer {
-    const key = this.keys.get(label);
-    if (key === undefined) {
-      const built = adjacencyKeyFrom(ids, ownerAt, label, edgeAt);
-      this.keys.set(label, built);
-      return built;
-    }
-    copyBytes(ids, ownerAt, key, 0, ID_BYTES);
-    copyBytes(ids, edgeAt, key, key.length - ID_BYTES, ID_BYTES);
-    return key;
-  }
-
-  /** The value `other | kind`, as adjacencyValueFrom builds it. */
-  value(ids: Buffer, otherAt: number, kindByte: number): Buffer {
-    const value = this.valueBuffer;
-    copyBytes(ids, otherAt, value, 0, ID_BYTES);
-    value[ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
-    return value;
-  }
 }
 
 /**

@@ -19,9 +19,6 @@ import { SilkError } from "../protocol/errors.js";
 import { visitMutations, encodeMutations } from "../protocol/mutation-codec.js";
 import type { Direction, IdRange, Mutation, RecordKind, StoredRecord } from "../protocol/records.js";
 import {
-  AdjacencyScratch,
-  adjacencyKeyEdge,
-  adjacencyRange,
   idKey,
   ID_BYTES,
   labelKey,
@@ -37,6 +34,8 @@ import { Snapshot } from "./snapshot.js";
 import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
 import { uniqueEdgeViolation } from "./unique-edges.js";
+import { AdjacencyWriter, listEntries } from "./adjacency.js";
+import { adjacencyPacked, upgradeAdjacency, type AdjacencyUpgradeOptions } from "./adjacency-upgrade.js";
 import { upgradeTextLayout } from "./text-upgrade.js";
 import { GRAPH_FOLDER } from "./vector-graph-files.js";
 
@@ -70,6 +69,8 @@ export interface PartitionStoreOptions {
   readonly readerCheckIntervalMs?: number;
   /** The monotonic clock of the reader check, in milliseconds (`performance.now` unless a test passes one). */
   readonly clockMs?: () => number;
+  /** How a writer's open converts a format-2 adjacency (adjacency-upgrade.ts); tests set small chunks and crash. */
+  readonly adjacencyUpgrade?: AdjacencyUpgradeOptions;
 }
 
 /**
@@ -184,7 +185,7 @@ export class PartitionStore {
     this.meta = named(this.root.openDB({ name: "meta", encoding: "msgpack" }));
     this.records = { node: binary("nodes"), edge: binary("edges"), vector: binary("vectors") };
     this.vectorProps = binary("vector_props");
-    this.adjacency = { out: binary("out"), in: binary("in") };
+    this.adjacency = { out: binary("adjacency_out"), in: binary("adjacency_in") };
     this.labels = binary("labels");
     this.intents = named(this.root.openDB<Buffer, string>({ name: "intents", encoding: "binary" }));
     const stored = this.meta.get(META_NEXT_ID) as bigint | number | undefined;
@@ -207,9 +208,21 @@ export class PartitionStore {
     if (!options.readOnly) {
       // Before the catalog reconciles (and may build) text indexes: they write layout 2 only.
       this.transact(() => upgradeTextLayout(this.meta, text));
+      if (!adjacencyPacked(this.meta)) this.upgradeAdjacency(options.adjacencyUpgrade);
       const indexes = this.indexes;
       indexes.adopt(this.transact(() => indexes.reconcile()));
     }
+  }
+
+  /** A writer's open: one entry per edge (`out`, `in`, up to format 2) becomes packed blocks (adjacency-upgrade.ts). */
+  private upgradeAdjacency(options: AdjacencyUpgradeOptions | undefined): void {
+    // `create: false` (lmdb-js takes it, its typings omit it): a partition created by format 3 has no such
+    // sub-database, gets none, and openDB answers undefined.
+    const legacy = (name: string): Database<Buffer, Buffer> | undefined => {
+      const legacyOptions = { name, keyEncoding: "binary" as const, encoding: "binary" as const, create: false };
+      return this.root.openDB<Buffer, Buffer>(legacyOptions) as Database<Buffer, Buffer> | undefined;
+    };
+    upgradeAdjacency({ meta: this.meta, legacy: { out: legacy("out"), in: legacy("in") }, packed: this.adjacency, transact: (body) => this.transact(body) }, options);
   }
 
   static open(options: PartitionStoreOptions): PartitionStore {
@@ -628,13 +641,14 @@ export class PartitionStore {
 
   /**
    * The body of every write transaction; runs inside `transactionSync`. Keys and values are assembled straight from
-   * the encoded list's bytes, adjacency entries and edge values in buffers reused from entry to entry (AdjacencyScratch,
-   * RecordValueScratch): no mutation objects, no BigInts, no allocation per edge but the record key's view.
+   * the encoded list's bytes, edge values in a buffer reused from entry to entry (RecordValueScratch): no mutation
+   * objects, no BigInts. Adjacency changes are gathered per list and written at the end (AdjacencyWriter), one write
+   * per touched block, before the UNIQUE edge check reads them.
    */
   private write(batch: Uint8Array): void {
     const counter = new IdCounter(this.nextId - 1n, this.allocationWords);
     const indexes = this.indexes;
-    const adjacency = new AdjacencyScratch();
+    const adjacency = new AdjacencyWriter(this.adjacency);
     const values = new RecordValueScratch();
     const owned = (bytes: Buffer, at: number): void => {
       if (!this.ownsAt(bytes, at)) throw new SilkError("internal", `partition does not own id ${bytes.readBigUInt64BE(at)} (a routing bug)`);
@@ -652,9 +666,7 @@ export class PartitionStore {
         if (record.kind === "vector") this.vectorProps.putSync(key, labelAndPropsFrom(bytes, record));
         if (record.kind === "edge") {
           // The out-adjacency lives with the source; another partition's source gets it through a put_out.
-          if (this.ownsAt(bytes, record.fromAt)) {
-            this.adjacency.out.putSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt), adjacency.value(bytes, record.toAt, record.toKindByte));
-          }
+          if (this.ownsAt(bytes, record.fromAt)) adjacency.put("out", bytes, record.fromAt, record.label.bytes, record.idAt, record.toAt, record.toKindByte);
         } else this.labels.putSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt), EMPTY);
         counter.saw(bytes, record.idAt);
       },
@@ -665,26 +677,27 @@ export class PartitionStore {
         this.records[record.kind].removeSync(key);
         if (record.kind === "vector") this.vectorProps.removeSync(key);
         if (record.kind === "edge") {
-          if (this.ownsAt(bytes, record.fromAt)) this.adjacency.out.removeSync(adjacency.key(bytes, record.fromAt, record.label.bytes, record.idAt));
+          if (this.ownsAt(bytes, record.fromAt)) adjacency.delete("out", bytes, record.fromAt, record.label.bytes, record.idAt);
         } else this.labels.removeSync(labelKeyFrom(record.kind, record.label.bytes, bytes, record.idAt));
       },
       putIn: (bytes, targetAt, label, edgeAt, sourceAt, sourceKindByte) => {
         owned(bytes, targetAt);
-        this.adjacency.in.putSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt), adjacency.value(bytes, sourceAt, sourceKindByte));
+        adjacency.put("in", bytes, targetAt, label.bytes, edgeAt, sourceAt, sourceKindByte);
       },
       deleteIn: (bytes, targetAt, label, edgeAt) => {
         owned(bytes, targetAt);
-        this.adjacency.in.removeSync(adjacency.key(bytes, targetAt, label.bytes, edgeAt));
+        adjacency.delete("in", bytes, targetAt, label.bytes, edgeAt);
       },
       putOut: (bytes, sourceAt, label, edgeAt, targetAt, targetKindByte) => {
         owned(bytes, sourceAt);
-        this.adjacency.out.putSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt), adjacency.value(bytes, targetAt, targetKindByte));
+        adjacency.put("out", bytes, sourceAt, label.bytes, edgeAt, targetAt, targetKindByte);
       },
       deleteOut: (bytes, sourceAt, label, edgeAt) => {
         owned(bytes, sourceAt);
-        this.adjacency.out.removeSync(adjacency.key(bytes, sourceAt, label.bytes, edgeAt));
+        adjacency.delete("out", bytes, sourceAt, label.bytes, edgeAt);
       },
     });
+    adjacency.flush();
     uniquePairs.check(this.adjacency.out);
     indexes.flush();
     const next = counter.next();
@@ -774,7 +787,7 @@ class UniqueEdgePairs {
 /** The edges of a label from `source` to `target`, by the source's out-adjacency, in edge ID order. */
 function edgesOfPair(out: Database<Buffer, Buffer>, source: bigint, label: string, target: bigint): bigint[] {
   const edges: bigint[] = [];
-  for (const { key, value } of out.getRange(adjacencyRange(source, label))) if (readId(value) === target) edges.push(adjacencyKeyEdge(key));
+  for (const entry of listEntries(out, source, label)) if (entry.other === target) edges.push(entry.edge);
   return edges;
 }
 

@@ -4,8 +4,9 @@
  * source wherever the edge record is (put_out/delete_out when the two are apart).
  */
 import { type Database, type Transaction } from "lmdb";
-import type { Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
-import { adjacencyKeyEdge, adjacencyKeyLabel, adjacencyValueKind, idKey, readId } from "./keys.js";
+import type { AdjacencyEntry, Direction, IdRange, Mutation, RecordKind } from "../protocol/records.js";
+import { adjacencyBlockLabel, readBlockEntries } from "./adjacency.js";
+import { idKey, readId } from "./keys.js";
 import { decodeRecord } from "./record-codec.js";
 
 /**
@@ -38,29 +39,27 @@ export function rangeMutationsOf(
       }
     }
   }
-  for (const { key, value } of adjacency.in.getRange({ start, end, transaction })) {
-    const target = readId(key);
-    const label = adjacencyKeyLabel(key);
-    const edge = adjacencyKeyEdge(key);
-    mutations.push(
-      op === "put"
-        ? { op: "put_in", target, label, edge, source: value.readBigUInt64BE(0), sourceKind: adjacencyValueKind(value) }
-        : { op: "delete_in", target, label, edge },
-    );
+  for (const { owner: target, entry } of entriesOf(adjacency.in, start, end, transaction)) {
+    const { label, edge } = entry;
+    mutations.push(op === "put" ? { op: "put_in", target, label, edge, source: entry.other, sourceKind: entry.otherKind } : { op: "delete_in", target, label, edge });
   }
   // Out-adjacency of sources in the range whose edge records are not: it moves with the source.
-  for (const { key, value } of adjacency.out.getRange({ start, end, transaction })) {
-    const edge = adjacencyKeyEdge(key);
+  for (const { owner: source, entry } of entriesOf(adjacency.out, start, end, transaction)) {
+    const { label, edge } = entry;
     if (inRange(edge)) continue;
-    const source = readId(key);
-    const label = adjacencyKeyLabel(key);
-    mutations.push(
-      op === "put"
-        ? { op: "put_out", source, label, edge, target: value.readBigUInt64BE(0), targetKind: adjacencyValueKind(value) }
-        : { op: "delete_out", source, label, edge },
-    );
+    mutations.push(op === "put" ? { op: "put_out", source, label, edge, target: entry.other, targetKind: entry.otherKind } : { op: "delete_out", source, label, edge });
   }
   return [...mutations, ...keptOut];
+}
+
+/** The adjacency entries of the owners in [start, end), with their owner, in key order. */
+function* entriesOf(database: Database<Buffer, Buffer>, start: Buffer, end: Buffer | undefined, transaction: Transaction | undefined): Generator<{ owner: bigint; entry: AdjacencyEntry }> {
+  for (const { key, value } of database.getRange({ start, end, transaction })) {
+    const entries: AdjacencyEntry[] = [];
+    readBlockEntries(value, adjacencyBlockLabel(key), entries);
+    const owner = readId(key);
+    for (const entry of entries) yield { owner, entry };
+  }
 }
 
 /** Ascending, disjoint, adjacent ranges joined. */

@@ -15,15 +15,15 @@ import type {
   TextSearchRequest,
   VectorSearchRequest,
 } from "../protocol/records.js";
+import { adjacencyRange, ID_BYTES, idKey, labelRange, readId } from "./keys.js";
 import {
-  adjacencyKeyEdge,
-  adjacencyKeyLabel,
-  adjacencyRange,
-  adjacencyValueKind,
-  idKey,
-  labelRange,
-  readId,
-} from "./keys.js";
+  adjacencyBlockLabel,
+  adjacencyHeadKey,
+  hasLaterBlocks,
+  laterBlocksRange,
+  readBlockEntries,
+  readBlockNeighbours,
+} from "./adjacency.js";
 import type { IndexCatalog } from "./index-catalog.js";
 import { decodeRecord, decodeVectorProps } from "./record-codec.js";
 import { rangeMutationsOf } from "./range-mutations.js";
@@ -103,34 +103,54 @@ export class Snapshot {
 
   /** The stored value, valid only until the next read of this environment. */
   private readFast(database: Database<Buffer, Buffer>, id: bigint): Buffer | undefined {
+    return this.readFastKey(database, idKey(id));
+  }
+
+  private readFastKey(database: Database<Buffer, Buffer>, key: Buffer): Buffer | undefined {
     // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them. A value of
     // 16 MiB or more comes back as a plain Uint8Array over LMDB's memory map, which the decoders read as a Buffer.
     const read = database.getBinaryFast as (key: Buffer, options: { transaction: Transaction } | undefined) => Uint8Array | undefined;
-    const bytes = read.call(database, idKey(id), this.readOptions);
+    const bytes = read.call(database, key, this.readOptions);
     return bytes === undefined || Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
+  /** One owner's edges (of one label, or of all in label order), in edge ID order within a label. */
   adjacency(owner: bigint, direction: Direction, label?: string): AdjacencyEntry[] {
-    const { start, end } = adjacencyRange(owner, label);
     const entries: AdjacencyEntry[] = [];
-    for (const { key, value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
-      entries.push({
-        edge: adjacencyKeyEdge(key),
-        // With a label given, every key in the range carries it: no need to decode it again.
-        label: label ?? adjacencyKeyLabel(key),
-        other: value.readBigUInt64BE(0),
-        otherKind: adjacencyValueKind(value),
-      });
+    if (label !== undefined) {
+      this.readList(owner, direction, label, (value) => readBlockEntries(value, label, entries));
+      return entries;
+    }
+    for (const { key, value } of this.adjacencyDbs[direction].getRange({ ...adjacencyRange(owner), transaction: this.cursorTransaction() })) {
+      readBlockEntries(value, adjacencyBlockLabel(key), entries);
     }
     return entries;
   }
 
   /** Appends the other ends of one owner's edges to `into` (no edge IDs decoded: the hot path of Out and In). */
   neighbours(owner: bigint, direction: Direction, label: string | undefined, into: { kind: "node" | "vector"; id: bigint }[]): void {
-    const { start, end } = adjacencyRange(owner, label);
-    for (const { value } of this.adjacencyDbs[direction].getRange({ start, end, transaction: this.cursorTransaction() })) {
-      into.push({ kind: adjacencyValueKind(value), id: value.readBigUInt64BE(0) });
+    if (label !== undefined) {
+      this.readList(owner, direction, label, (value) => readBlockNeighbours(value, into));
+      return;
     }
+    for (const { value } of this.adjacencyDbs[direction].getRange({ ...adjacencyRange(owner), transaction: this.cursorTransaction() })) {
+      readBlockNeighbours(value, into);
+    }
+  }
+
+  /**
+   * Hands each block of one list to `read`, in order: the head by one point read (most lists are that one block),
+   * the later blocks, when its flag says there are any, by one range. Each value is valid only during its call.
+   */
+  private readList(owner: bigint, direction: Direction, label: string, read: (value: Buffer) => void): void {
+    const database = this.adjacencyDbs[direction];
+    const headKey = adjacencyHeadKey(owner, label);
+    const head = this.readFastKey(database, headKey);
+    if (head === undefined) return;
+    const more = hasLaterBlocks(head);
+    read(head);
+    if (!more) return;
+    for (const { value } of database.getRange({ ...laterBlocksRange(headKey), transaction: this.cursorTransaction() })) read(value);
   }
 
   /**
@@ -145,25 +165,24 @@ export class Snapshot {
 
   /**
    * Every ID of one kind and label, in ID order. Nodes and vectors have a label index; edges do not (it would cost
-   * a quarter of every edge write), so an edge label is a scan of the out-adjacency keys, which carry the label.
+   * a quarter of every edge write), so an edge label is a scan of the out-adjacency blocks, whose keys carry the label.
    */
   idsOfLabel(kind: RecordKind, label: string): bigint[] {
     if (kind === "edge") return this.edgeIdsOfLabel(label);
     const ids: bigint[] = [];
     for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) {
-      ids.push(readId(key, key.length - 8));
+      ids.push(readId(key, key.length - ID_BYTES));
     }
     return ids;
   }
 
   private edgeIdsOfLabel(label: string): bigint[] {
-    const ids: bigint[] = [];
+    const entries: AdjacencyEntry[] = [];
     const wanted = Buffer.from(label, "utf8");
-    for (const key of this.adjacencyDbs.out.getKeys({ transaction: this.transaction })) {
-      const labelEnd = key.length - 9;
-      if (labelEnd - 8 === wanted.length && wanted.equals(key.subarray(8, labelEnd))) ids.push(adjacencyKeyEdge(key));
+    for (const { key, value } of this.adjacencyDbs.out.getRange({ transaction: this.transaction })) {
+      if (key[ID_BYTES + wanted.length] === 0 && wanted.equals(key.subarray(ID_BYTES, ID_BYTES + wanted.length))) readBlockEntries(value, label, entries);
     }
-    return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return entries.map((entry) => entry.edge).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   /**

@@ -98,12 +98,14 @@ const GATEWAY_OPTION_KEYS = new Set([
 ]);
 const MANIFEST = "silk.json";
 /**
- * The data format this Silk writes. 2 keeps each vector record's label and properties apart as well (node/vector-reads.ts).
- * Format 1 directories are read as they are (a vector record without that value is read whole) and marked 2 when a
- * writer opens them, so that an older Silk, which would not keep those values, refuses to write to them.
+ * The data format this Silk writes. 2 keeps each vector record's label and properties apart as well (node/vector-reads.ts);
+ * 3 stores adjacency packed (node/adjacency.ts). A writer opens format 1 and 2 directories: each partition store
+ * converts its adjacency at open (node/adjacency-upgrade.ts; a vector record without its props value is read whole),
+ * and only then is the directory marked 3, so an older Silk refuses it. A read-only open of a directory below 3 is
+ * refused: its adjacency is not in the layout this Silk reads.
  */
-const FORMAT_VERSION = 2;
-const FORMATS_READ: ReadonlySet<number> = new Set([1, FORMAT_VERSION]);
+const FORMAT_VERSION = 3;
+const FORMATS_READ: ReadonlySet<number> = new Set([1, 2, FORMAT_VERSION]);
 
 interface Manifest {
   readonly format: number;
@@ -195,15 +197,12 @@ function readManifest(directory: string, partitions: number | undefined, create:
   if (existsSync(path)) {
     const manifest = JSON.parse(readFileSync(path, "utf8")) as Manifest;
     if (!FORMATS_READ.has(manifest.format)) {
-      throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}; this Silk reads ${[...FORMATS_READ].join(" and ")}`);
+      throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}; this Silk reads ${[...FORMATS_READ].slice(0, -1).join(", ")} and ${FORMAT_VERSION}`);
     }
     if (partitions !== undefined && partitions !== manifest.partitions) {
       throw new SilkError("invalid_option", `${directory} was created with ${manifest.partitions} partitions, not ${partitions}`);
     }
-    if (manifest.format === FORMAT_VERSION || !create) return manifest;
-    const upgraded: Manifest = { ...manifest, format: FORMAT_VERSION };
-    writeFileAtomic(path, JSON.stringify(upgraded, null, 2) + "\n");
-    return upgraded;
+    return manifest;
   }
   if (!create) throw new SilkError("invalid_option", `${directory} holds no Silk database`);
   const manifest: Manifest = { format: FORMAT_VERSION, partitions: partitions ?? 1 };
@@ -302,6 +301,9 @@ export class Database {
       const manifest = readManifest(directory, options.partitions, mode === "writer", !memory);
       const map = new PartitionMap(manifest.partitions);
       const readOnly = mode === "readonly";
+      if (readOnly && manifest.format !== FORMAT_VERSION) {
+        throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}, which this Silk reads only after converting it: open it once as a writer (mode "writer"), which upgrades it to format ${FORMAT_VERSION}, then read-only`);
+      }
       const now = internal.now ?? (() => new Date());
       if (schema === undefined && !readOnly && !memory) await refuseSchemaDatabase(directory, map);
       const stores = map.ranges.map((range) =>
@@ -320,6 +322,8 @@ export class Database {
         }),
       );
       opened.push(...stores);
+      // Every store converted its partition at open: only now may the directory say so.
+      if (manifest.format !== FORMAT_VERSION) writeFileAtomic(join(directory, MANIFEST), JSON.stringify({ ...manifest, format: FORMAT_VERSION }, null, 2) + "\n");
       const history = project.history;
       if (history !== undefined) {
         if (readOnly) {

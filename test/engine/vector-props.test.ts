@@ -16,6 +16,7 @@ import { recordToJson } from "../../node/streams.js";
 import { vectorOfHit } from "../../node/search.js";
 import { readsVectorData } from "../../node/vector-reads.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
+import { downgradeToFormat2 } from "./fixtures/format-2.js";
 import type { Json } from "../helpers/tree.js";
 
 afterAll(removeTempDirs);
@@ -179,15 +180,16 @@ describe("vector records read without their vectors", () => {
     await props.clearAsync();
     await env.close();
     const manifest = join(directory, "silk.json");
-    expect(JSON.parse(readFileSync(manifest, "utf8"))).toEqual({ format: 2, partitions: 1 });
+    expect(JSON.parse(readFileSync(manifest, "utf8"))).toEqual({ format: 3, partitions: 1 });
+    // Format 1 also kept one adjacency entry per edge, as format 2 did.
+    await downgradeToFormat2(directory);
     writeFileSync(manifest, JSON.stringify({ format: 1, partitions: 1 }));
-    const reader = await Database.open({ storage: { disk: directory }, mode: "readonly", schema: SCHEMA });
-    expect(await reader.query("NearTexts", { v: [2, 1, 1], k: 6 })).toEqual(before);
-    await reader.close();
+    // A reader cannot read the old adjacency: it is sent to a writer, which converts the directory.
+    await expectCode(Database.open({ storage: { disk: directory }, mode: "readonly", schema: SCHEMA }), "invalid_option");
     expect(JSON.parse(readFileSync(manifest, "utf8")).format).toBe(1); // a reader changes nothing
     const reopened = await openDb(directory);
     // A writer marks the directory as this format, so an older Silk, which would not keep the values, stays out.
-    expect(JSON.parse(readFileSync(manifest, "utf8"))).toEqual({ format: 2, partitions: 1 });
+    expect(JSON.parse(readFileSync(manifest, "utf8"))).toEqual({ format: 3, partitions: 1 });
     expect(await reopened.query("NearTexts", { v: [2, 1, 1], k: 6 })).toEqual(before);
     expect(await reopened.query("TaggedTexts", { tag: tag.toString() })).toEqual({ notes: [{ text: "note 0" }, { text: "note 1" }, { text: "note 2" }] });
     expect(((await reopened.query("TaggedWhole", { tag: tag.toString() })) as { notes: Whole[] }).notes.map((note) => note.data)).toEqual([[0, 0, 1], [1, 0.5, 1], [2, 1, 1]]);
@@ -196,9 +198,9 @@ describe("vector records read without their vectors", () => {
   it("refuses a directory of a data format it does not read", async () => {
     const directory = tempDir();
     await (await Database.open({ storage: { disk: directory } })).close();
-    writeFileSync(join(directory, "silk.json"), JSON.stringify({ format: 3, partitions: 1 }));
+    writeFileSync(join(directory, "silk.json"), JSON.stringify({ format: 4, partitions: 1 }));
     const error = await expectCode(Database.open({ storage: { disk: directory } }), "invalid_option");
-    expect(error.message).toContain("holds data format 3; this Silk reads 1 and 2");
+    expect(error.message).toContain("holds data format 4; this Silk reads 1, 2 and 3");
   });
 
   it("refuses to render or compare a vector it did not read", () => {
