@@ -237,10 +237,13 @@ function blockOf(database: Database<Buffer, Buffer>, headKey: Buffer, change: Li
   for (const { key, value } of database.getRange({ start: blockKey(headKey, change.edgeHigh, change.edgeLow), end: headKey, reverse: true, limit: 1 })) {
     block = { key: Buffer.from(key), entries: Buffer.from(value.subarray(HEADER_BYTES)), fenceHigh: key.readUInt32BE(headKey.length), fenceLow: key.readUInt32BE(headKey.length + 4) };
   }
-  const nextLow = block.fenceLow + 1;
-  const after = nextLow === TWO_POW_32 ? blockKey(headKey, block.fenceHigh + 1, 0) : blockKey(headKey, block.fenceHigh, nextLow);
   let next: Buffer | undefined;
-  for (const key of database.getKeys({ start: after, end: listEnd(headKey), limit: 1 })) next = key;
+  // A block fenced at the largest ID is the last there can be; any other's successor starts after its fence.
+  if (block.fenceHigh !== TWO_POW_32 - 1 || block.fenceLow !== TWO_POW_32 - 1) {
+    const nextLow = block.fenceLow + 1;
+    const after = nextLow === TWO_POW_32 ? blockKey(headKey, block.fenceHigh + 1, 0) : blockKey(headKey, block.fenceHigh, nextLow);
+    for (const key of database.getKeys({ start: after, end: listEnd(headKey), limit: 1 })) next = Buffer.from(key);
+  }
   const isHead = block.key === headKey;
   return {
     key: block.key,

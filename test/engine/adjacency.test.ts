@@ -29,7 +29,11 @@ type Change =
 const direction = fc.oneof({ weight: 3, arbitrary: fc.constant<Direction>("out") }, { weight: 1, arbitrary: fc.constant<Direction>("in") });
 const owner = fc.oneof({ weight: 4, arbitrary: fc.constant(1n) }, { weight: 1, arbitrary: fc.constantFrom(2n, 3n) });
 const label = fc.oneof({ weight: 4, arbitrary: fc.constant("Knows") }, { weight: 1, arbitrary: fc.constantFrom("A", "AB") });
-const edge = fc.bigInt({ min: 1n, max: 400n });
+// Mostly small IDs (dense lists); a few at the word and u64 boundaries, where fences carry from the low word.
+const edge = fc.oneof(
+  { weight: 20, arbitrary: fc.bigInt({ min: 1n, max: 400n }) },
+  { weight: 1, arbitrary: fc.constantFrom(2n ** 32n - 1n, 2n ** 32n, 2n ** 64n - 2n, 2n ** 64n - 1n) },
+);
 const change: fc.Arbitrary<Change> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ put: fc.constant(true as const), direction, owner, label, edge, other: fc.bigInt({ min: 1n, max: 2n ** 64n - 1n }), vector: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ put: fc.constant(false as const), direction, owner, label, edge }) },
@@ -80,6 +84,7 @@ function checkBlocks(path: string, direction: Direction): void {
       const headLength = 8 + Buffer.byteLength(adjacencyBlockLabel(head.key)) + 1;
       expect(head.key.length).toBe(headLength);
       expect(hasLaterBlocks(head.value)).toBe(later.length > 0);
+      // Only a head with later blocks may be empty.
       if (later.length === 0) expect(head.value.length).toBeGreaterThan(1);
       let previous = 0n;
       for (const [i, block] of blocks.entries()) {
@@ -144,6 +149,68 @@ describe("packed adjacency", () => {
         }),
         { numRuns: 25 },
       );
+    } finally {
+      void store.close();
+    }
+  });
+
+  it("keeps a block whose fence is the largest u64 writable", () => {
+    const path = join(tempDir("silk-adjacency-"), "p0");
+    const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 0n, idLast: 2n ** 64n - 1n });
+    try {
+      const last = 2n ** 64n - 1n;
+      const put = (edge: bigint, target: bigint): Mutation => ({ op: "put_out", source: 7n, label: "L", edge, target, targetKind: "node" });
+      // A full head, then the largest ID: it starts a later block of its own, whose fence has no successor.
+      store.apply(encodeMutations(Array.from({ length: ADJACENCY_BLOCK_ENTRIES_MAX }, (_, i) => put(BigInt(i + 1), 1n))));
+      store.apply(encodeMutations([put(last, 1n)]));
+      store.apply(encodeMutations([put(last, 2n), put(last - 1n, 3n)]));
+      const snapshot = store.snapshot();
+      const entries = snapshot.adjacency(7n, "out", "L");
+      snapshot.close();
+      expect(entries.slice(-2).map((entry) => [entry.edge, entry.other])).toEqual([[last - 1n, 3n], [last, 2n]]);
+      checkBlocks(path, "out");
+    } finally {
+      void store.close();
+    }
+  });
+
+  it("removes emptied blocks, keeps an emptied head while later blocks follow, and clears its flag after the last", () => {
+    const path = join(tempDir("silk-adjacency-"), "p0");
+    const store = PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 0n, idLast: 2n ** 64n - 1n });
+    const blocks = (): number[] => {
+      const root = openLmdb({ path, maxDbs: 16, readOnly: true });
+      try {
+        return [...root.openDB<Buffer, Buffer>({ name: "adjacency_out", keyEncoding: "binary", encoding: "binary" }).getRange({})].map(({ value }) => (value.length - 1) / ADJACENCY_ENTRY_BYTES);
+      } finally {
+        void root.close();
+      }
+    };
+    const edges = (): bigint[] => {
+      const snapshot = store.snapshot();
+      const list = snapshot.adjacency(7n, "out", "L").map((entry) => entry.edge);
+      snapshot.close();
+      return list;
+    };
+    const put = (edge: bigint): Mutation => ({ op: "put_out", source: 7n, label: "L", edge, target: 1n, targetKind: "node" });
+    const drop = (edge: bigint): Mutation => ({ op: "delete_out", source: 7n, label: "L", edge });
+    const max = BigInt(ADJACENCY_BLOCK_ENTRIES_MAX);
+    try {
+      store.apply(encodeMutations(Array.from({ length: ADJACENCY_BLOCK_ENTRIES_MAX + 2 }, (_, i) => put(BigInt(i + 1)))));
+      expect(blocks()).toEqual([ADJACENCY_BLOCK_ENTRIES_MAX, 2]);
+      // The later block emptied: it goes, and the head's flag with it.
+      store.apply(encodeMutations([drop(max + 1n), drop(max + 2n)]));
+      expect(blocks()).toEqual([ADJACENCY_BLOCK_ENTRIES_MAX]);
+      checkBlocks(path, "out");
+      // The head emptied while a later block follows: it stays, empty and flagged; then the last edge goes, and the list.
+      store.apply(encodeMutations([put(max + 5n)]));
+      store.apply(encodeMutations([put(max + 6n)]));
+      expect(blocks()).toEqual([ADJACENCY_BLOCK_ENTRIES_MAX, 2]);
+      store.apply(encodeMutations(Array.from({ length: ADJACENCY_BLOCK_ENTRIES_MAX }, (_, i) => drop(BigInt(i + 1)))));
+      expect(edges()).toEqual([max + 5n, max + 6n]);
+      expect(blocks()[0]).toBe(0);
+      checkBlocks(path, "out");
+      store.apply(encodeMutations([drop(max + 5n), drop(max + 6n)]));
+      expect({ edges: edges(), blocks: blocks() }).toEqual({ edges: [], blocks: [] });
     } finally {
       void store.close();
     }
