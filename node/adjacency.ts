@@ -127,12 +127,25 @@ export function listEntries(database: Database<Buffer, Buffer>, owner: bigint, l
   return entries;
 }
 
-/** One change to a list: an entry to put (replacing one of the same edge) or an edge to delete. */
+/**
+ * One change to a list: an entry to put (replacing one of the same edge) or an edge to delete. A put's IDs stay in
+ * the bytes they came in (the encoded list being written, alive until the flush): no buffer per change.
+ */
 interface ListChange {
   readonly edgeHigh: number;
   readonly edgeLow: number;
-  /** The entry's 17 bytes; undefined for a delete. */
-  readonly entry: Buffer | undefined;
+  /** The bytes holding the edge at `edgeAt` and the other end at `otherAt`; undefined for a delete. */
+  readonly ids: Buffer | undefined;
+  readonly edgeAt: number;
+  readonly otherAt: number;
+  readonly kindByte: number;
+}
+
+/** Writes a put's entry, `edge | other | kind`, into `target` at `at`. */
+function writeEntry(change: ListChange, ids: Buffer, target: Buffer, at: number): void {
+  copyBytes(ids, change.edgeAt, target, at, ID_BYTES);
+  copyBytes(ids, change.otherAt, target, at + ID_BYTES, ID_BYTES);
+  target[at + 2 * ID_BYTES] = change.kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
 }
 
 interface PendingList {
@@ -161,24 +174,31 @@ interface Block {
  */
 export class AdjacencyWriter {
   private readonly lists = new Map<string, PendingList>();
+  /**
+   * The list each direction's last change went to, with its label (compared by identity: an encoded list hands every
+   * entry of one label the same bytes) and owner: a run of changes to one list, as a bulk load's edges from one
+   * node are, finds it without building its map key.
+   */
+  private readonly recent: Record<Direction, { list: PendingList; label: Uint8Array; readonly owner: Buffer } | undefined> = { out: undefined, in: undefined };
 
   constructor(private readonly databases: Record<Direction, Database<Buffer, Buffer>>) {}
 
-  /** Puts the entry `edge → other (kind)` into `owner`'s list of `label`, the IDs read from `ids` at their offsets. */
+  /**
+   * Puts the entry `edge → other (kind)` into `owner`'s list of `label`, the IDs read from `ids` at their offsets;
+   * `ids` must stay unchanged until `flush`.
+   */
   put(direction: Direction, ids: Buffer, ownerAt: number, label: Uint8Array, edgeAt: number, otherAt: number, kindByte: number): void {
-    const entry = Buffer.allocUnsafe(ADJACENCY_ENTRY_BYTES);
-    copyBytes(ids, edgeAt, entry, 0, ID_BYTES);
-    copyBytes(ids, otherAt, entry, ID_BYTES, ID_BYTES);
-    entry[2 * ID_BYTES] = kindByte === KIND_BYTE.vector ? KIND_BYTE.vector : KIND_BYTE.node;
-    this.listOf(direction, ids, ownerAt, label).changes.push({ edgeHigh: ids.readUInt32BE(edgeAt), edgeLow: ids.readUInt32BE(edgeAt + 4), entry });
+    this.listOf(direction, ids, ownerAt, label).changes.push({ edgeHigh: ids.readUInt32BE(edgeAt), edgeLow: ids.readUInt32BE(edgeAt + 4), ids, edgeAt, otherAt, kindByte });
   }
 
   /** Deletes `edge` from `owner`'s list of `label` (nothing when it is not there). */
   delete(direction: Direction, ids: Buffer, ownerAt: number, label: Uint8Array, edgeAt: number): void {
-    this.listOf(direction, ids, ownerAt, label).changes.push({ edgeHigh: ids.readUInt32BE(edgeAt), edgeLow: ids.readUInt32BE(edgeAt + 4), entry: undefined });
+    this.listOf(direction, ids, ownerAt, label).changes.push({ edgeHigh: ids.readUInt32BE(edgeAt), edgeLow: ids.readUInt32BE(edgeAt + 4), ids: undefined, edgeAt, otherAt: 0, kindByte: 0 });
   }
 
   private listOf(direction: Direction, ids: Buffer, ownerAt: number, label: Uint8Array): PendingList {
+    const recent = this.recent[direction];
+    if (recent !== undefined && recent.label === label && sameId(ids, ownerAt, recent.owner)) return recent.list;
     // The map key: the direction, the owner's 8 bytes and the label bytes, one character each.
     let name = direction === "out" ? "o" : "i";
     for (let i = 0; i < ID_BYTES; i += 1) name += String.fromCharCode(ids[ownerAt + i]);
@@ -188,6 +208,12 @@ export class AdjacencyWriter {
       list = { direction, headKey: headKeyFrom(ids, ownerAt, label), changes: [] };
       this.lists.set(name, list);
     }
+    if (recent === undefined) this.recent[direction] = { list, label, owner: Buffer.from(ids.subarray(ownerAt, ownerAt + ID_BYTES)) };
+    else {
+      recent.list = list;
+      recent.label = label;
+      copyBytes(ids, ownerAt, recent.owner, 0, ID_BYTES);
+    }
     return list;
   }
 
@@ -195,7 +221,14 @@ export class AdjacencyWriter {
   flush(): void {
     for (const list of this.lists.values()) writeList(this.databases[list.direction], list.headKey, latestPerEdge(list.changes));
     this.lists.clear();
+    this.recent.out = undefined;
+    this.recent.in = undefined;
   }
+}
+
+function sameId(ids: Uint8Array, at: number, id: Uint8Array): boolean {
+  for (let i = 0; i < ID_BYTES; i += 1) if (ids[at + i] !== id[i]) return false;
+  return true;
 }
 
 /** The changes sorted by edge, only the last one of each edge kept. */
@@ -260,23 +293,26 @@ function mergeBlock(entries: Buffer, changes: readonly ListChange[], from: numbe
   const merged = Buffer.allocUnsafe(entries.length + (to - from) * ADJACENCY_ENTRY_BYTES);
   let length = 0;
   let at = 0;
-  let next = from;
-  while (at < entries.length || next < to) {
-    const order =
-      next === to ? -1 : at === entries.length ? 1 : compareWords(entries.readUInt32BE(at), entries.readUInt32BE(at + 4), changes[next].edgeHigh, changes[next].edgeLow);
-    if (order < 0) {
-      entries.copy(merged, length, at, at + ADJACENCY_ENTRY_BYTES);
-      length += ADJACENCY_ENTRY_BYTES;
-      at += ADJACENCY_ENTRY_BYTES;
-      continue;
+  for (let next = from; next < to; next += 1) {
+    const change = changes[next];
+    // The entries below the change's edge, copied as one run (appends copy the whole block at once).
+    let runEnd = at;
+    while (runEnd < entries.length && compareWords(entries.readUInt32BE(runEnd), entries.readUInt32BE(runEnd + 4), change.edgeHigh, change.edgeLow) < 0) runEnd += ADJACENCY_ENTRY_BYTES;
+    if (runEnd > at) {
+      entries.copy(merged, length, at, runEnd);
+      length += runEnd - at;
+      at = runEnd;
     }
-    const entry = changes[next].entry;
-    if (entry !== undefined) {
-      entry.copy(merged, length);
+    // An entry of the same edge is replaced (put) or dropped (delete).
+    if (at < entries.length && entries.readUInt32BE(at) === change.edgeHigh && entries.readUInt32BE(at + 4) === change.edgeLow) at += ADJACENCY_ENTRY_BYTES;
+    if (change.ids !== undefined) {
+      writeEntry(change, change.ids, merged, length);
       length += ADJACENCY_ENTRY_BYTES;
     }
-    next += 1;
-    if (order === 0) at += ADJACENCY_ENTRY_BYTES;
+  }
+  if (at < entries.length) {
+    entries.copy(merged, length, at);
+    length += entries.length - at;
   }
   return merged.subarray(0, length);
 }
