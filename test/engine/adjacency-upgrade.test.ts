@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { open as openLmdb } from "lmdb";
 import { afterAll, describe, expect, it } from "vitest";
-import { Database } from "../../cluster/embedded.js";
+import { Database } from "../../runtime/embedded.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { adjacencyBlockLabel, readBlockEntries } from "../../node/adjacency.js";
 import { META_ADJACENCY_LAYOUT } from "../../node/adjacency-upgrade.js";
