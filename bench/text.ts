@@ -4,8 +4,8 @@
  * by side in the same run with the leanest in-memory BM25 over the same analyzer and the same scoring
  * (bench/text-memory.ts: typed-array postings, one accumulator array):
  *
- * - build: every document written through `TextIndexes.build`, BUILD_CHUNK_DOCUMENTS per write transaction (docs/s);
- *   the in-memory side analyses and adds the same documents; an untimed analysis pass runs first so that both find
+ * - build: every document written through `TextIndexes.build`, BUILD_CHUNK_DOCUMENTS per write transaction, each
+ *   ending with the family's `flush` (docs/s); the in-memory side analyses and adds the same documents; an untimed analysis pass runs first so that both find
  *   the analyzer's stem memo equally warm (its cold rate is printed too);
  * - queries: the 300 test queries, k = 10, repeated for at least QUERY_SECONDS_MIN (queries/s); target (issue 22)
  *   Silk at QPS_RATIO_TARGET of the in-memory side's queries/s or more;
@@ -136,6 +136,7 @@ async function main(): Promise<void> {
         for (let document = at; document < end; document += 1) {
           postings += text.build(definition, { id: BigInt(document + 1), props: { body: corpus.texts[document] } });
         }
+        text.flush();
       });
     }
     const silkBuildSeconds = (performance.now() - started) / 1000;

@@ -542,6 +542,7 @@ export class IndexCatalog {
         bytes += record.bytes;
         operations += family.build(definition, record);
       }
+      family.flush();
       const cursor = chunk.last === undefined ? current.cursor : chunk.last.toString();
       next = { ...current, entities, bytes, operations, cursor };
       const problem = chunk.done ? family.finish(definition) : undefined;

@@ -8,11 +8,14 @@
  * Protocol, for every write transaction of the store: `put`/`delete` for each changed record of a label the family
  * indexes (the catalog reads the committed record once and passes it as `old`), then `flush` once, still inside
  * the transaction; after the transaction committed `commit`, after it failed `discard`. Builds: `build` per record of
- * a chunk (inside the chunk's transaction), then `finish` after the last chunk, then `commit` as after any write.
+ * a chunk, then `flush` (both inside the chunk's transaction), then `finish` after the last chunk, then `commit` as
+ * after any write.
  * `remove` (inside a transaction) deletes every entry of an index: a drop, a reconcile, a blocked build, a retry.
  *
  * Architecture invariant: a family changes storage only inside the transaction it is called in, and in-memory
- * structures (the vector family's graphs) only in `commit`, so a failed transaction leaves nothing behind. A
+ * structures (the vector family's graphs) only in `commit`, so a failed transaction leaves nothing behind. What a
+ * family notes for `flush` (the secondary family's entries, the text family's postings) is held only until `flush`
+ * or `discard`, never across transactions. A
  * SilkError thrown by `put`, `delete`, `flush` or `build` aborts the transaction; during a build it blocks the index
  * with the error's code as its reason and its message.
  */

@@ -286,25 +286,73 @@ export class PostingBlock {
 }
 
 /**
- * A block's value with one more posting after its last (`offset` greater than its last offset, the block not full
- * and still spanning less than BLOCK_SPAN_MAX with it): the common write, a document of a new ID, without decoding
- * the block. The bound pairs of the grown block are those of its old pairs and the new one.
+ * A block being filled with postings after its last (the common write: documents of new IDs), without decoding the
+ * postings it already holds: they are kept as bytes, and the bound pairs of the grown block are those of its old
+ * pairs and the new postings' pairs.
  */
-export function appendToBlock(value: Buffer, offset: number, frequency: number, length: number): Buffer {
-  const pairs = readPairs(value);
-  const start = bodyStart(value);
-  const frequencies = [frequency];
-  const lengths = [length];
-  for (let at = 0; at < pairs.length; at += 2) {
-    frequencies.push(pairs[at]);
-    lengths.push(pairs[at + 1]);
+export class BlockWriter {
+  private readonly frequencies: number[] = [];
+  private readonly lengths: number[] = [];
+  private readonly tail: number[] = [];
+
+  private constructor(
+    readonly first: bigint,
+    private count: number,
+    private lastOffset: number,
+    private readonly body: Uint8Array,
+  ) {}
+
+  /** A new block whose first posting is document `first`'s. */
+  static starting(first: bigint, frequency: number, length: number): BlockWriter {
+    const writer = new BlockWriter(first, 0, 0, EMPTY_BODY);
+    writer.append(0, frequency, length);
+    return writer;
   }
-  const tail: number[] = [];
-  pushVarint(tail, offset - blockLastOffset(value));
-  pushVarint(tail, frequency);
-  pushVarint(tail, length);
-  return blockValue(blockCount(value) + 1, offset, boundPairs(frequencies, lengths), value.subarray(start), tail);
+
+  /** A stored block to append to (`value` is copied: it may be lmdb-js's reused read buffer). */
+  static continuing(first: bigint, value: Uint8Array): BlockWriter {
+    const stored = Buffer.from(value.buffer, value.byteOffset, value.length);
+    const writer = new BlockWriter(first, blockCount(stored), blockLastOffset(stored), Buffer.from(stored.subarray(bodyStart(stored))));
+    const pairs = readPairs(stored);
+    for (let at = 0; at < pairs.length; at += 2) {
+      writer.frequencies.push(pairs[at]);
+      writer.lengths.push(pairs[at + 1]);
+    }
+    return writer;
+  }
+
+  get lastId(): bigint {
+    return this.first + BigInt(this.lastOffset);
+  }
+
+  /**
+   * Appends document `id`'s posting (an ID above the block's last); false, changing nothing, when the block is full
+   * or would span BLOCK_SPAN_MAX IDs or more with it.
+   */
+  tryAppend(id: bigint, frequency: number, length: number): boolean {
+    if (this.count === BLOCK_POSTINGS_MAX) return false;
+    const offset = id - this.first;
+    if (offset >= BLOCK_SPAN_MAX) return false;
+    this.append(Number(offset), frequency, length);
+    return true;
+  }
+
+  private append(offset: number, frequency: number, length: number): void {
+    pushVarint(this.tail, offset - this.lastOffset);
+    pushVarint(this.tail, frequency);
+    pushVarint(this.tail, length);
+    this.frequencies.push(frequency);
+    this.lengths.push(length);
+    this.count += 1;
+    this.lastOffset = offset;
+  }
+
+  encode(): Buffer {
+    return blockValue(this.count, this.lastOffset, boundPairs(this.frequencies, this.lengths), this.body, this.tail);
+  }
 }
+
+const EMPTY_BODY = new Uint8Array(0);
 
 function blockValue(count: number, lastOffset: number, frontier: readonly number[], body: ArrayLike<number>, tail: readonly number[] = []): Buffer {
   const pairs: number[] = [];

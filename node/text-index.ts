@@ -6,8 +6,9 @@
  * Storage: per index and tenant partition, per term its df and its postings (id → tf, document length) in blocks of
  * up to BLOCK_POSTINGS_MAX with block-max bounds, positions apart when kept, one entry per document (its length and
  * distinct terms) and the partition's statistics (documents, total length), all under the index's key prefix so
- * `remove` deletes one key range. The key and value layout is node/text-encoding.ts's; a write changes one or two
- * blocks per term; the top-k search is node/text-search.ts's (block-max MaxScore, exact).
+ * `remove` deletes one key range. The key and value layout is node/text-encoding.ts's; a transaction rewrites
+ * each term it touches once (its last block and new blocks for new documents); the top-k search is
+ * node/text-search.ts's (block-max MaxScore, exact).
  *
  * Rules: a record whose field is absent, or (tenant index) whose tenant property is absent, is not indexed; null or
  * any non-string value (number, boolean, array holding a non-string, object, bytes) is `invalid_type` naming the
@@ -18,8 +19,13 @@
  * idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)), N, df and avgdl taken in the searched tenant partition. A query term
  * repeated counts once. Results: descending score, ties by ascending ID.
  *
- * Architecture invariant: no in-memory state; the family's whole truth is the `text` sub-database, so `flush`,
- * `commit`, `discard` and `load` have nothing to do. Index states (`index_not_ready`) are the catalog's to check.
+ * Writes: a document's entry and positions are written as its record is; its postings and the statistics are noted
+ * (node/text-writes.ts) and written at `flush`, each term's entry and blocks once per transaction however many of
+ * its documents the transaction writes; `discard` forgets them.
+ *
+ * Architecture invariant: no state across transactions; the family's whole truth is the `text` sub-database (what
+ * `flush` has not written yet lives only until the transaction's `flush` or `discard`), so `commit` and `load` have
+ * nothing to do. Index states (`index_not_ready`) are the catalog's to check.
  */
 import type { Database, Transaction } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
@@ -30,32 +36,23 @@ import type { BuildProblem, IndexedRecord, IndexFamilyStore } from "./index-fami
 import { idKey, ID_BYTES, indexPrefix, KEY_BYTES_MAX } from "./keys.js";
 import { analyzeAll, TERM_BYTES_MAX } from "./text-analyzers.js";
 import {
-  BLOCK_POSTINGS_MAX,
-  blockFirst,
   blockKey,
   decodeDocument,
   decodePositions,
   decodeStatistics,
+  decodeTermEntry,
   documentKey,
   encodeDocument,
-  encodeTermEntry,
   encodePositions,
-  encodeStatistics,
   partitionPrefix,
   positionsKey,
-  PostingBlock,
   statisticsKey,
   termEnd,
   termKey,
-  decodeTermEntry,
-  termKeyOf,
-  appendToBlock,
-  blockCount,
-  blockLastOffset,
-  BLOCK_SPAN_MAX,
 } from "./text-encoding.js";
 import { topDocuments, type TermBlocks } from "./text-search.js";
 import { TEXT_LAYOUT } from "./text-upgrade.js";
+import { PendingPostings } from "./text-writes.js";
 
 /** BM25's term-frequency saturation. */
 export const BM25_K1 = 1.2;
@@ -80,6 +77,7 @@ export interface TextSearchOptions {
 
 export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   private readonly prefixes = new Map<string, Buffer>();
+  private readonly pending: PendingPostings;
 
   /**
    * `entries` is the partition's `text` sub-database (binary keys and values). The family keeps nothing in the
@@ -90,7 +88,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   constructor(
     private readonly entries: Database<Buffer, Buffer>,
     private readonly layoutOf: (transaction: Transaction | undefined) => number = () => TEXT_LAYOUT,
-  ) {}
+  ) {
+    this.pending = new PendingPostings(entries);
+  }
 
   /** Refuses a read of entries an older Silk wrote (a read-only handle on a directory no writer has opened since). */
   private checkLayout(transaction: Transaction | undefined): void {
@@ -119,9 +119,16 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (part !== undefined) this.unindex(definition, part, old.id);
   }
 
-  flush(): void {}
+  /** Writes the transaction's noted postings and statistics (node/text-writes.ts), each term once. */
+  flush(): void {
+    this.pending.flush();
+  }
+
   commit(): void {}
-  discard(): void {}
+
+  discard(): void {
+    this.pending.discard();
+  }
 
   /** Indexes one record of a build chunk (replacing what a write already indexed); returns the postings written. */
   build(definition: TextIndexDefinition, record: IndexedRecord): number {
@@ -137,6 +144,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
 
   remove(definition: TextIndexDefinition): void {
     const start = this.prefixOf(definition);
+    this.pending.forget(start);
     const end = Buffer.from(start);
     end[end.length - 1] = 1;
     const keys = [...this.entries.getKeys({ start, end })];
@@ -279,11 +287,11 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     for (const [term, positions] of occurrences) {
       const bytes = Buffer.from(term, "utf8");
       termBytes.push(bytes);
-      this.addPosting(termKeyOf(analysed.part, bytes), id, id8, positions.length, length);
+      this.pending.add(analysed.part, term, bytes, { id, frequency: positions.length, length });
       if (definition.positions) this.entries.putSync(positionsKey(analysed.part, bytes, id8), encodePositions(positions));
     }
     this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, termBytes));
-    this.addStatistics(analysed.part, 1, length);
+    this.pending.addDocument(analysed.part, id, length);
     return occurrences.size;
   }
 
@@ -294,105 +302,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const stored = this.entries.get(key);
     if (stored === undefined) return;
     const document = decodeDocument(stored);
-    for (const term of document.terms) {
-      this.removePosting(termKeyOf(part, term), id, id8);
-      if (definition.positions) this.entries.removeSync(positionsKey(part, term, id8));
-    }
+    this.pending.removeDocument(part, id, document.length, document.terms);
+    if (definition.positions) for (const term of document.terms) this.entries.removeSync(positionsKey(part, term, id8));
     this.entries.removeSync(key);
-    this.addStatistics(part, -1, -document.length);
-  }
-
-  /**
-   * Adds a document's posting to the block whose range it falls in (the last block starting at or before it, else
-   * the first block), a block of its own when that block would span too many IDs; a block grown past
-   * BLOCK_POSTINGS_MAX is split in two. Changes one or two blocks and the term's entry. A document after the last
-   * block's first ID (the common case: a new record) goes to the last block, found through the term's entry.
-   */
-  private addPosting(term: Buffer, id: bigint, id8: Buffer, frequency: number, length: number): void {
-    const stored = this.entries.get(term);
-    if (stored === undefined) {
-      this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
-      this.entries.putSync(term, encodeTermEntry({ frequency: 1, blocks: 1, lastFirst: id8 }));
-      return;
-    }
-    const entry = decodeTermEntry(stored);
-    let found: { key: Buffer; value: Buffer } | undefined;
-    if (Buffer.compare(id8, entry.lastFirst) > 0) {
-      const key = blockKey(term, entry.lastFirst);
-      const value = this.entries.get(key)!;
-      const offset = id - blockFirst(key);
-      if (blockCount(value) < BLOCK_POSTINGS_MAX && offset < BLOCK_SPAN_MAX && Number(offset) > blockLastOffset(value)) {
-        this.entries.putSync(key, appendToBlock(value, Number(offset), frequency, length));
-        this.entries.putSync(term, encodeTermEntry({ ...entry, frequency: entry.frequency + 1 }));
-        return;
-      }
-      found = { key, value };
-    } else found = this.blockAtOrBefore(term, id8) ?? this.firstBlock(term)!;
-    const block = PostingBlock.decode(found.key, found.value);
-    let blocks = entry.blocks;
-    if (!block.insert(id, frequency, length)) {
-      this.entries.putSync(blockKey(term, id8), new PostingBlock(id, [0], [frequency], [length]).encode());
-      blocks += 1;
-    } else {
-      if (block.first !== blockFirst(found.key)) this.entries.removeSync(found.key);
-      const second = block.size > BLOCK_POSTINGS_MAX ? block.splitOff() : undefined;
-      this.putBlock(term, block);
-      if (second !== undefined) {
-        this.putBlock(term, second);
-        blocks += 1;
-      }
-    }
-    this.entries.putSync(term, encodeTermEntry({ frequency: entry.frequency + 1, blocks, lastFirst: this.lastBlock(term) }));
-  }
-
-  /** Removes a document's posting from its block (the block goes when empty, and moves when its first ID goes). */
-  private removePosting(term: Buffer, id: bigint, id8: Buffer): void {
-    const found = this.blockAtOrBefore(term, id8);
-    if (found === undefined) return;
-    const block = PostingBlock.decode(found.key, found.value);
-    if (!block.remove(id)) return;
-    const moved = block.size === 0 || block.first !== blockFirst(found.key);
-    if (moved) this.entries.removeSync(found.key);
-    if (block.size > 0) this.putBlock(term, block);
-    const entry = decodeTermEntry(this.entries.get(term)!);
-    if (entry.frequency === 1) this.entries.removeSync(term);
-    else {
-      const blocks = block.size === 0 ? entry.blocks - 1 : entry.blocks;
-      this.entries.putSync(term, encodeTermEntry({ frequency: entry.frequency - 1, blocks, lastFirst: moved ? this.lastBlock(term) : entry.lastFirst }));
-    }
-  }
-
-  /** The first ID (8 key bytes) of the term's last block (the term has one). */
-  private lastBlock(term: Buffer): Buffer {
-    for (const { key } of this.entries.getRange({ start: termEnd(term), end: term, reverse: true, limit: 1 })) return key.subarray(term.length);
-    throw new SilkError("internal", "internal error (a bug in Silk): a text index term has postings but no block");
-  }
-
-  private putBlock(term: Buffer, block: PostingBlock): void {
-    this.entries.putSync(blockKey(term, idKey(block.first)), block.encode());
-  }
-
-  /** The term's last block whose first ID is at most the given one. */
-  private blockAtOrBefore(term: Buffer, id8: Buffer): { key: Buffer; value: Buffer } | undefined {
-    for (const entry of this.entries.getRange({ start: blockKey(term, id8), end: term, reverse: true, limit: 1 })) return entry;
-    return undefined;
-  }
-
-  private firstBlock(term: Buffer): { key: Buffer; value: Buffer } | undefined {
-    for (const entry of this.entries.getRange({ start: blockKey(term, FIRST_ID), end: termEnd(term), limit: 1 })) return entry;
-    return undefined;
-  }
-
-  private addStatistics(part: Buffer, documents: number, length: number): void {
-    const key = statisticsKey(part);
-    const stored = this.entries.get(key);
-    const before = stored === undefined ? { documents: 0, length: 0 } : decodeStatistics(stored);
-    const total = before.documents + documents;
-    if (total <= 0) {
-      this.entries.removeSync(key);
-      return;
-    }
-    this.entries.putSync(key, encodeStatistics({ documents: total, length: before.length + length }));
   }
 }
 

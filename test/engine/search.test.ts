@@ -52,6 +52,14 @@ QUERY DropAndSearch(doc: ID, v: [F32]) =>
     DROP N<Doc>(doc)
     docs <- SearchV<Doc>(v, 10)
     RETURN docs
+QUERY AddAndSearchText(body: String, q: String) =>
+    d <- AddN<Doc>({body: body, embedding: [7, 7, 7], topic: "new"})
+    docs <- SearchBM25<Doc>(q, 10)
+    RETURN docs
+QUERY AddTwoDocs(first: String, second: String, embedding: [F32]) =>
+    a <- AddN<Doc>({body: first, embedding: [1, 1, 1], topic: "x"})
+    b <- AddN<Doc>({body: second, embedding: embedding, topic: "x"})
+    RETURN a
 QUERY AddChunk(v: [F64], org: String, text: String) =>
     c <- AddV<Chunk>(v, {org: org, text: text})
     RETURN c
@@ -150,6 +158,23 @@ describe.each(BACKENDS)("search ($name)", (backend) => {
     const scores = hits.map((hit) => hit.$score as number);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
     expect(((await t.db.query("Text", { q: "zebra", k: 3 })) as { docs: Row[] }).docs).toEqual([]);
+  });
+
+  it("searches the committed text index inside a write: the invocation's own new text is found by the next one", async () => {
+    const ids = await seed();
+    const during = ((await t.db.query("AddAndSearchText", { body: "zebra crossing databases", q: "zebra databases" })) as { docs: Row[] }).docs;
+    expect(during.map((hit) => hit.id).sort()).toEqual([ids[0], ids[3]].sort());
+    const after = ((await t.db.query("Text", { q: "zebra", k: 10 })) as { docs: Row[] }).docs;
+    expect(after.map((hit) => hit.body)).toEqual(["zebra crossing databases"]);
+  });
+
+  it("keeps nothing of a failed write's texts: the next write's postings and statistics are its own", async () => {
+    await expectCode(t.db.query("AddTwoDocs", { first: "zebra stripes", second: "zebra again", embedding: [1, 2] }), "vector_dimension_mismatch");
+    await t.db.query("AddDoc", { body: "zebra herd", embedding: [0, 0, 1], topic: "x" });
+    const hits = ((await t.db.query("Text", { q: "zebra", k: 10 })) as { docs: Row[] }).docs;
+    expect(hits.map((hit) => hit.body)).toEqual(["zebra herd"]);
+    // One document of two terms, df 1: BM25's score is idf = ln(1 + 0.5 / 1.5) (tf 1 at the average length).
+    expect(hits[0].$score as number).toBeCloseTo(Math.log(1 + 0.5 / 1.5), 12);
   });
 
   it("partitions a V:: type by tenant: a search needs a tenant, an unknown tenant finds nothing", async () => {

@@ -38,6 +38,7 @@ class Fixture {
         for (const definition of definitions) this.text.put(definition, { id, props }, staged.get(id));
         staged.set(id, { id, props });
       }
+      this.text.flush();
     });
     for (const [id, props] of writes) this.records.set(id, { id, props });
   }
@@ -46,6 +47,7 @@ class Fixture {
     const old = this.records.get(id)!;
     this.env.transactionSync(() => {
       for (const definition of definitions) this.text.delete(definition, old);
+      this.text.flush();
     });
     this.records.delete(id);
   }
@@ -211,11 +213,57 @@ describe("maintenance", () => {
         throw new Error("the store failed");
       }),
     ).toThrow("the store failed");
+    // The store discards after a failed transaction; the next transaction's flush writes nothing of the failed one.
+    fixture.text.discard();
     expect(fixture.dump()).toEqual(before);
     expectHits(fixture.search(BODY, "quick"), [
       [2n, 0.6649569031129378],
       [1n, 0.4344571362775707],
     ]);
+    fixture.put([BODY], [[5n, { body: "slow turtle" }]]);
+    expect(fixture.search(BODY, "quick").map(([id]) => id)).toEqual([2n, 1n]);
+    expect(fixture.search(BODY, "zebra")).toEqual([]);
+    expect(fixture.search(BODY, "replaced")).toEqual([]);
+  });
+
+  it("writes nothing of a transaction's postings before flush, and each touched term once at flush", () => {
+    fixture.put([BODY], THREE_DOCS);
+    const before = fixture.dump();
+    const statistics = before.filter((line) => line.includes("53="));
+    env.transactionSync(() => {
+      fixture.text.put(BODY, { id: 4n, props: { body: "quick zebra" } }, undefined);
+      fixture.text.delete(BODY, fixture.records.get(3n)!);
+      const noted = fixture.dump();
+      // The document entries change at once; no term entry, block or statistics does until flush.
+      expect(noted.filter((line) => !before.includes(line)).every((line) => line.includes("44"))).toBe(true);
+      expect(noted.filter((line) => line.includes("53="))).toEqual(statistics);
+      fixture.text.flush();
+    });
+    fixture.records.set(4n, { id: 4n, props: { body: "quick zebra" } });
+    fixture.records.delete(3n);
+    const reference = new Fixture(env, env.openDB<Buffer, Buffer>({ name: "reference", keyEncoding: "binary", encoding: "binary" }));
+    reference.put([BODY], [...fixture.records].sort(([left], [right]) => (left < right ? -1 : 1)).map(([id, record]) => [id, record.props]));
+    expect(fixture.dump()).toEqual(reference.dump());
+  });
+
+  it("indexes a record written twice in one transaction as its last value (an update reads the entry the first wrote)", () => {
+    fixture.put([BODY], THREE_DOCS);
+    env.transactionSync(() => {
+      fixture.text.put(BODY, { id: 4n, props: { body: "first zebra" } }, undefined);
+      fixture.text.put(BODY, { id: 4n, props: { body: "second turtle" } }, { id: 4n, props: { body: "first zebra" } });
+      fixture.text.put(BODY, { id: 1n, props: { body: "quick again" } }, fixture.records.get(1n));
+      fixture.text.put(BODY, { id: 1n, props: { body: "quick once more" } }, { id: 1n, props: { body: "quick again" } });
+      fixture.text.flush();
+    });
+    const reference = new Fixture(env, env.openDB<Buffer, Buffer>({ name: "reference", keyEncoding: "binary", encoding: "binary" }));
+    reference.put([BODY], [
+      [1n, { body: "quick once more" }],
+      [2n, { body: "quick quick dog" }],
+      [3n, { body: "lazy dog sleeps" }],
+      [4n, { body: "second turtle" }],
+    ]);
+    expect(fixture.dump()).toEqual(reference.dump());
+    expect(fixture.search(BODY, "zebra again first")).toEqual([]);
   });
 
   it("does not store terms over 255 bytes (whitespace_lowercase keeps them, keys stay under LMDB's limit)", () => {
