@@ -6,7 +6,7 @@
  * removing one index deletes one key range; `part` is the tenant partition: prefix | u16 byte length | tenantKey
  * UTF-8, the tenant empty for an index without tenant; `term` is u16 byte length | UTF-8):
  *
- *   part | 'S'                       → documents(f64) | total length in terms(f64)
+ *   part | 'S'                       → documents(f64) | total length in terms(f64) | epoch(8) | changes(f64)
  *   part | 'D' | id(8)               → length(u32) | terms(u32) | per distinct term: u16 | UTF-8
  *   part | 'B' | term                → df (u32) | the term's blocks (u32) | its last block's first ID(8)
  *   part | 'B' | term | first id(8)  → one block of the term's postings (below), keyed by its first document's ID
@@ -19,6 +19,12 @@
  * pairs (no other pair has a tf at least as high and a length at most as low): BM25's term score rises with tf and
  * falls with length for every N, df and average length, so the best score of a pair on the frontier is the block's
  * exact best score under any statistics — an upper bound that stays valid as documents are added.
+ *
+ * The statistics' epoch (random, drawn when the partition's statistics are created) and changes (counted by every
+ * write transaction that changes the partition) name the partition's content: a reader may keep what it read of a
+ * partition while they are unchanged (node/text-index.ts's cache). A partition that empties loses its statistics and
+ * draws a new epoch when it is written again, so a count that restarts never names older content. Statistics of 16
+ * bytes (written before the epoch existed) carry no version: nothing read of that partition is kept.
  *
  * Invariants: one term's df and blocks are the one range `part | 'B' | term`, its df first, its blocks in ID order
  * and disjoint; no term's range holds another's (terms are length-prefixed); a posting carries its document's
@@ -40,11 +46,16 @@ export const BLOCK_POSTINGS_MAX = 128;
 export const BLOCK_SPAN_MAX = 2 ** 51;
 const BLOCK_HEADER_BYTES = 11;
 
-/** A partition's statistics: its documents and their total length in terms. */
+/** A partition's statistics: its documents and their total length in terms, and the version of its content. */
 export interface TextStatistics {
   readonly documents: number;
   readonly length: number;
+  readonly epoch: Buffer | undefined;
+  readonly changes: number;
 }
+
+/** The statistics' epoch in bytes. */
+export const EPOCH_BYTES = 8;
 
 /** A document's entry: its length in terms and its distinct terms (UTF-8). */
 export interface TextDocument {
@@ -423,15 +434,26 @@ export function bodyStart(value: Buffer): number {
   return reader.at;
 }
 
-export function encodeStatistics(statistics: TextStatistics): Buffer {
-  const value = Buffer.allocUnsafe(16);
+export function encodeStatistics(statistics: TextStatistics & { readonly epoch: Buffer }): Buffer {
+  const value = Buffer.allocUnsafe(24 + EPOCH_BYTES);
   value.writeDoubleBE(statistics.documents, 0);
   value.writeDoubleBE(statistics.length, 8);
+  statistics.epoch.copy(value, 16);
+  value.writeDoubleBE(statistics.changes, 16 + EPOCH_BYTES);
   return value;
 }
 
+/** A partition's statistics (the epoch copied out of `value`); no epoch for statistics of 16 bytes. */
 export function decodeStatistics(value: Buffer): TextStatistics {
-  return { documents: value.readDoubleBE(0), length: value.readDoubleBE(8) };
+  const documents = value.readDoubleBE(0);
+  const length = value.readDoubleBE(8);
+  if (value.length === 16) return { documents, length, epoch: undefined, changes: 0 };
+  return { documents, length, epoch: Buffer.from(value.subarray(16, 16 + EPOCH_BYTES)), changes: value.readDoubleBE(16 + EPOCH_BYTES) };
+}
+
+/** The version of a partition's content its statistics name (undefined: none, nothing of it may be kept). */
+export function statisticsVersion(statistics: TextStatistics): string | undefined {
+  return statistics.epoch === undefined ? undefined : `${statistics.epoch.toString("hex")}:${statistics.changes}`;
 }
 
 export function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {

@@ -23,11 +23,15 @@
  * (node/text-writes.ts) and written at `flush`, each term's entry and blocks once per transaction however many of
  * its documents the transaction writes; `discard` forgets them.
  *
- * Architecture invariant: no state across transactions; the family's whole truth is the `text` sub-database (what
- * `flush` has not written yet lives only until the transaction's `flush` or `discard`), so `commit` and `load` have
- * nothing to do. Index states (`index_not_ready`) are the catalog's to check.
+ * Searches keep the terms they read (TermCache below) while the partition's version, read with its statistics in
+ * the search's own snapshot, is unchanged.
+ *
+ * Architecture invariant: the family's whole truth is the `text` sub-database: what `flush` has not written yet lives
+ * only until the transaction's `flush` or `discard`, and a cached term serves only a snapshot whose partition version
+ * is the one it was read at, so `commit` and `load` have nothing to do. Index states (`index_not_ready`) are the catalog's to check.
  */
 import type { Database, Transaction } from "lmdb";
+import { randomBytes } from "node:crypto";
 import { SilkError } from "../protocol/errors.js";
 import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
@@ -42,11 +46,13 @@ import {
   decodeStatistics,
   decodeTermEntry,
   documentKey,
+  EPOCH_BYTES,
   encodeDocument,
   encodePositions,
   partitionPrefix,
   positionsKey,
   statisticsKey,
+  statisticsVersion,
   termEnd,
   termKey,
 } from "./text-encoding.js";
@@ -60,6 +66,8 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 /** The longest tenant value a partition key holds, in UTF-8 bytes. */
 export const TENANT_BYTES_MAX = 512;
+/** The most postings the cache of terms read holds per text family (one partition store's), decoded ~24 bytes each. */
+export const TERM_CACHE_POSTINGS_MAX = 1_000_000;
 /** The most distinct terms one query may hold after analysis (each costs a range read). */
 export const QUERY_TERMS_MAX = 1_024;
 
@@ -78,18 +86,21 @@ export interface TextSearchOptions {
 export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
   private readonly prefixes = new Map<string, Buffer>();
   private readonly pending: PendingPostings;
+  private readonly cache = new TermCache();
 
   /**
    * `entries` is the partition's `text` sub-database (binary keys and values). The family keeps nothing in the
    * catalog's `meta` and never reads records itself (it is handed every record). `layoutOf` tells the layout of the
    * entries a read sees (node/text-upgrade.ts): a writer's are current (its open upgraded them); a read-only handle
-   * asks its snapshot until a writer has upgraded them.
+   * asks its snapshot until a writer has upgraded them. `newEpoch` draws the random epoch of a partition's statistics
+   * (node/text-encoding.ts), which with their count of changes validates the cache of terms read.
    */
   constructor(
     private readonly entries: Database<Buffer, Buffer>,
     private readonly layoutOf: (transaction: Transaction | undefined) => number = () => TEXT_LAYOUT,
+    newEpoch: () => Buffer = () => randomBytes(EPOCH_BYTES),
   ) {
-    this.pending = new PendingPostings(entries);
+    this.pending = new PendingPostings(entries, newEpoch);
   }
 
   /** Refuses a read of entries an older Silk wrote (a read-only handle on a directory no writer has opened since). */
@@ -174,7 +185,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     const part = partitionPrefix(this.prefixOf(definition), tenant);
     const stored = this.entries.get(statisticsKey(part), { transaction });
     if (stored === undefined) return [];
-    const { documents, length } = decodeStatistics(stored);
+    const statistics = decodeStatistics(stored);
+    const { documents, length } = statistics;
+    const version = statisticsVersion(statistics);
     const candidates = options.candidates === undefined ? undefined : new Set(options.candidates);
     if (candidates !== undefined && candidates.size === 0) return [];
     const terms = [...new Set(analyzeAll(definition.analyzer, [text]))].sort();
@@ -185,8 +198,13 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     for (const term of terms) {
       const start = termKey(part, term);
       if (start === undefined) continue;
-      const blocks = this.blocksOf(transaction, start, documents);
-      if (blocks !== undefined) postings.push(blocks);
+      const name = version === undefined ? undefined : start.toString("latin1");
+      let blocks = name === undefined ? undefined : this.cache.get(name, version!);
+      if (blocks === undefined) {
+        blocks = this.blocksOf(transaction, start, documents);
+        if (name !== undefined) this.cache.set(name, version!, blocks);
+      }
+      if (blocks !== ABSENT) postings.push(blocks);
     }
     const parameters = { k1: BM25_K1, b: BM25_B, averageLength: length / documents };
     return topDocuments(postings, parameters, k, candidates === undefined ? undefined : (id) => candidates.has(id));
@@ -196,14 +214,15 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
    * A term's blocks and weight idf·(k1 + 1) (df counts every posting of the partition, whatever the candidates), or
    * undefined when no document holds it. The term's entry, then its block by key when it has one, else a range read.
    */
-  private blocksOf(transaction: Transaction | undefined, start: Buffer, documents: number): TermBlocks | undefined {
+  private blocksOf(transaction: Transaction | undefined, start: Buffer, documents: number): TermBlocks | typeof ABSENT {
     const stored = this.readCopy(transaction, start);
-    if (stored === undefined) return undefined;
+    if (stored === undefined) return ABSENT;
     const entry = decodeTermEntry(stored);
     const weight = Math.log(1 + (documents - entry.frequency + 0.5) / (entry.frequency + 0.5)) * (BM25_K1 + 1);
+    const frequency = entry.frequency;
     if (entry.blocks === 1) {
       const key = blockKey(start, entry.lastFirst);
-      return { weight, keys: [key], values: [this.readCopy(transaction, key)!] };
+      return { weight, frequency, keys: [key], values: [this.readCopy(transaction, key)!], decoded: [undefined] };
     }
     const keys: Buffer[] = [];
     const values: Buffer[] = [];
@@ -211,7 +230,7 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
       keys.push(key);
       values.push(value);
     }
-    return { weight, keys, values };
+    return { weight, frequency, keys, values, decoded: new Array<Float64Array | undefined>(keys.length) };
   }
 
   /** A value read by key, copied out of lmdb-js's reused read buffer. */
@@ -347,3 +366,40 @@ function sameValue(left: Value | undefined, right: Value | undefined): boolean {
 /** The smallest ID key: the start of a term's blocks. */
 const FIRST_ID = Buffer.alloc(ID_BYTES);
 
+/** A term no document of the partition holds (kept in the cache like any other). */
+const ABSENT = "absent";
+
+/**
+ * The terms searches read, with their blocks as read and as decoded by searches (text-search.ts), least recently used
+ * first. An entry serves a search only while its partition's version (its statistics' epoch and count of changes,
+ * node/text-encoding.ts) is the one it was read at, so every write to the partition, in this process or another,
+ * makes it be read again. Bounded by TERM_CACHE_POSTINGS_MAX postings (a term counted by its df, at least 1).
+ */
+class TermCache {
+  private readonly terms = new Map<string, { version: string; blocks: TermBlocks | typeof ABSENT; postings: number }>();
+  private postings = 0;
+
+  get(name: string, version: string): TermBlocks | typeof ABSENT | undefined {
+    const entry = this.terms.get(name);
+    if (entry === undefined || entry.version !== version) return undefined;
+    this.terms.delete(name);
+    this.terms.set(name, entry);
+    return entry.blocks;
+  }
+
+  set(name: string, version: string, blocks: TermBlocks | typeof ABSENT): void {
+    const postings = blocks === ABSENT ? 1 : Math.max(1, blocks.frequency);
+    const old = this.terms.get(name);
+    if (old !== undefined) {
+      this.terms.delete(name);
+      this.postings -= old.postings;
+    }
+    this.terms.set(name, { version, blocks, postings });
+    this.postings += postings;
+    for (const [oldest, entry] of this.terms) {
+      if (this.postings <= TERM_CACHE_POSTINGS_MAX) break;
+      this.terms.delete(oldest);
+      this.postings -= entry.postings;
+    }
+  }
+}

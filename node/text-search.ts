@@ -1,13 +1,15 @@
 /**
- * Top-k BM25 over a text index's posting blocks (node/text-encoding.ts), document at a time with block-max MaxScore:
- * a cursor per query term walks its blocks in ID order, decoding a block only when a document in it is scored. The
- * terms are ordered by their best possible score; once the k-th best score so far (the threshold) exceeds the sum of
- * the lowest terms' bests, those terms are "non-essential": only documents of the other terms are candidates, and a
- * candidate's non-essential terms are looked at, best first, only while the candidate can still beat the threshold
- * given the best scores of the blocks they are in (read from the block headers, without decoding).
+ * Top-k BM25 over a text index's posting blocks (node/text-encoding.ts) with block-max MaxScore, a batch of IDs at a
+ * time (Lucene's MaxScoreBulkScorer): a cursor per query term walks its blocks in ID order, decoding a block only
+ * when a document in it is scored. The terms are ordered by their best possible score; once the k-th best score so
+ * far (the threshold) exceeds the sum of the lowest terms' bests, those terms are "non-essential": only documents of
+ * the other terms are candidates. Per batch of up to BATCH_IDS_MAX consecutive IDs, the essential terms' postings are
+ * scored term after term into dense per-ID arrays (no per-document cursor juggling); then each candidate of the
+ * batch, in ID order, looks at its non-essential terms, best first, only while it can still beat the threshold given
+ * the best scores of the blocks they are in (read from the block headers, without decoding).
  *
- * Exactness: a document's score is always the sum of its terms' scores in the query's term order, exactly the
- * arithmetic of an exhaustive scoring; pruning only skips documents whose upper bound cannot beat the threshold
+ * Exactness: a document's score is always the sum of its terms' scores in the query's term order (the batch keeps
+ * each term's score apart until then), exactly the arithmetic of an exhaustive scoring; pruning only skips documents whose upper bound cannot beat the threshold
  * (bounds inflated by BOUND_SLACK against rounding). Documents come in ascending ID order, so a later document with a
  * score equal to the k-th never displaces it: ties rank by ascending ID.
  *
@@ -17,13 +19,21 @@
  * window). A partition's IDs rarely span 2^52, so a search nearly always runs in one window.
  */
 import type { SearchHit } from "../protocol/records.js";
-import { BLOCK_POSTINGS_MAX, blockBestFraction, blockCount, blockLastOffset, bodyStart, readVarint } from "./text-encoding.js";
+import { blockBestFraction, blockCount, blockLastOffset, bodyStart, readVarint } from "./text-encoding.js";
 
-/** One query term's postings as read from the index: its weight idf·(k1 + 1) and its blocks' keys and values. */
+/**
+ * One query term's postings as read from the index: its weight idf·(k1 + 1), its df, its blocks' keys and values, and
+ * what searches derive from them, kept with the blocks so that a cached term (node/text-index.ts) is worked out once:
+ * per block its postings once decoded (offsets, then tfs, then lengths), and the blocks' best scores for an average
+ * length.
+ */
 export interface TermBlocks {
   readonly weight: number;
+  readonly frequency: number;
   readonly keys: readonly Buffer[];
   readonly values: readonly Buffer[];
+  readonly decoded: (Float64Array | undefined)[];
+  bounds?: { readonly averageLength: number; readonly blocks: Float64Array; readonly best: number };
 }
 
 /** BM25's parameters and the partition's average document length. */
@@ -41,9 +51,6 @@ const TWO_32 = 4_294_967_296;
 /** A bound is multiplied by this before it is compared with the threshold, against rounding in the sums. */
 const BOUND_SLACK = 1 + 1e-9;
 
-/** Every cursor's decoded block, grown to the largest query so far (searches run one at a time, synchronously). */
-let scratch = new Float64Array(0);
-
 /** An ID as two 32-bit words. */
 interface Base {
   high: number;
@@ -56,10 +63,8 @@ class TermCursor {
   private readonly lastRelative: Float64Array;
   readonly blockBounds: Float64Array;
   readonly best: number;
-  /** The decoded block: offsets, tfs and lengths, views into the shared scratch (a search runs synchronously). */
-  private readonly offsets: Float64Array;
-  private readonly frequencies: Float64Array;
-  private readonly lengths: Float64Array;
+  /** The decoded block: its offsets, then its tfs, then its lengths (`size` of each). */
+  private postingsOf: Float64Array = EMPTY_BLOCK;
   private block = 0;
   private decoded = -1;
   private size = 0;
@@ -75,27 +80,24 @@ class TermCursor {
     private readonly postings: TermBlocks,
     private readonly parameters: Bm25Parameters,
   ) {
-    const at = term * 3 * BLOCK_POSTINGS_MAX;
-    this.offsets = scratch.subarray(at, at + BLOCK_POSTINGS_MAX);
-    this.frequencies = scratch.subarray(at + BLOCK_POSTINGS_MAX, at + 2 * BLOCK_POSTINGS_MAX);
-    this.lengths = scratch.subarray(at + 2 * BLOCK_POSTINGS_MAX, at + 3 * BLOCK_POSTINGS_MAX);
     const count = postings.keys.length;
     this.firstRelative = new Float64Array(count);
     this.lastRelative = new Float64Array(count);
-    this.blockBounds = new Float64Array(count);
-    let best = 0;
-    for (let block = 0; block < count; block += 1) {
-      const bound = postings.weight * blockBestFraction(postings.values[block], parameters.k1, parameters.b, parameters.averageLength);
-      this.blockBounds[block] = bound;
-      if (bound > best) best = bound;
+    if (postings.bounds === undefined || postings.bounds.averageLength !== parameters.averageLength) {
+      const bounds = new Float64Array(count);
+      for (let block = 0; block < count; block += 1) {
+        bounds[block] = postings.weight * blockBestFraction(postings.values[block], parameters.k1, parameters.b, parameters.averageLength);
+      }
+      postings.bounds = { averageLength: parameters.averageLength, blocks: bounds, best: bounds.reduce((best, bound) => Math.max(best, bound), 0) };
     }
-    this.best = best;
+    this.blockBounds = postings.bounds.blocks;
+    this.best = postings.bounds.best;
   }
 
   /** The ID of the current document (the cursor is on a decoded block). */
   currentId(): bigint {
     const key = this.postings.keys[this.block];
-    return key.readBigUInt64BE(key.length - 8) + BigInt(this.offsets[this.position]);
+    return key.readBigUInt64BE(key.length - 8) + BigInt(this.postingsOf[this.position]);
   }
 
   /** The first ID of the first block, as two words. */
@@ -118,7 +120,7 @@ class TermCursor {
   }
 
   private relative(position: number): number {
-    const doc = this.firstRelative[this.block] + this.offsets[position];
+    const doc = this.firstRelative[this.block] + this.postingsOf[position];
     return doc >= WINDOW ? WINDOW : doc;
   }
 
@@ -133,7 +135,8 @@ class TermCursor {
     if (this.decoded !== this.block) this.decode();
     let position = this.position;
     const first = this.firstRelative[this.block];
-    while (first + this.offsets[position] < target) position += 1;
+    const offsets = this.postingsOf;
+    while (first + offsets[position] < target) position += 1;
     this.position = position;
     this.doc = this.relative(position);
   }
@@ -173,28 +176,129 @@ class TermCursor {
   }
 
   private decode(): void {
-    const value = this.postings.values[this.block];
-    const count = blockCount(value);
-    const reader = { at: bodyStart(value) };
-    let offset = 0;
-    for (let at = 0; at < count; at += 1) {
-      offset += readVarint(value, reader);
-      this.offsets[at] = offset;
-      this.frequencies[at] = readVarint(value, reader);
-      this.lengths[at] = readVarint(value, reader);
+    let postings = this.postings.decoded[this.block];
+    if (postings === undefined) {
+      postings = decodeBlock(this.postings.values[this.block]);
+      this.postings.decoded[this.block] = postings;
     }
-    this.size = count;
+    this.postingsOf = postings;
+    this.size = postings.length / 3;
     this.position = 0;
     this.decoded = this.block;
+  }
+
+  /**
+   * Scores every document of this term from the current one up to `end` (exclusive, relative IDs) into the batch
+   * starting at `start`, and moves past them: the same arithmetic as `score`, a block at a time.
+   */
+  collect(start: number, end: number, batch: Batch): void {
+    const { k1, b, averageLength } = this.parameters;
+    const weight = this.postings.weight;
+    const term = this.term;
+    const terms = batch.terms;
+    while (this.doc < end) {
+      const postings = this.postingsOf;
+      const size = this.size;
+      const first = this.firstRelative[this.block];
+      let position = this.position;
+      for (; position < size; position += 1) {
+        const doc = first + postings[position];
+        if (doc >= end) break;
+        const tf = postings[size + position];
+        const score = weight * (tf / (tf + k1 * (1 - b + (b * postings[2 * size + position]) / averageLength)));
+        const slot = doc - start;
+        if (batch.marked[slot] === 0) batch.mark(slot);
+        batch.scores[slot * terms + term] = score;
+        batch.essentialSums[slot] += score;
+      }
+      this.position = position;
+      if (position < size) {
+        this.doc = this.relative(position);
+        return;
+      }
+      this.next();
+    }
   }
 
   /** The current document's score for this term (the expression of an exhaustive scoring, bit for bit). */
   score(): number {
     const { k1, b, averageLength } = this.parameters;
-    const tf = this.frequencies[this.position];
-    return this.postings.weight * (tf / (tf + k1 * (1 - b + (b * this.lengths[this.position]) / averageLength)));
+    const tf = this.postingsOf[this.size + this.position];
+    return this.postings.weight * (tf / (tf + k1 * (1 - b + (b * this.postingsOf[2 * this.size + this.position]) / averageLength)));
   }
 }
+
+const EMPTY_BLOCK = new Float64Array(0);
+
+/** A block's postings: its offsets, then its tfs, then its lengths. */
+function decodeBlock(value: Buffer): Float64Array {
+  const count = blockCount(value);
+  const postings = new Float64Array(3 * count);
+  const reader = { at: bodyStart(value) };
+  let offset = 0;
+  for (let at = 0; at < count; at += 1) {
+    offset += readVarint(value, reader);
+    postings[at] = offset;
+    postings[count + at] = readVarint(value, reader);
+    postings[2 * count + at] = readVarint(value, reader);
+  }
+  return postings;
+}
+
+/** The IDs a batch spans at most, and the most per-term scores it holds (IDs times query terms). */
+const BATCH_IDS_MAX = 1_024;
+const BATCH_SCORES_MAX = 65_536;
+
+/**
+ * A batch of consecutive IDs being scored (Lucene's MaxScoreBulkScorer's window): per ID slot, each term's score
+ * (zero where the term is absent) and the sum of the essential terms' scores, and the slots any essential term
+ * holds. Slots are cleared as they are ranked, so one batch serves every search (searches run one at a time,
+ * synchronously, and each leaves it clear).
+ */
+class Batch {
+  readonly scores = new Float64Array(BATCH_SCORES_MAX);
+  readonly essentialSums = new Float64Array(BATCH_IDS_MAX);
+  readonly marked = new Uint8Array(BATCH_IDS_MAX);
+  private readonly slots = new Int32Array(BATCH_IDS_MAX);
+  private size = 0;
+  /** The IDs a batch spans and the terms per slot, for the current search. */
+  ids = BATCH_IDS_MAX;
+  terms = 1;
+
+  /** Shapes the batch for a query of `terms` terms. */
+  shape(terms: number): this {
+    this.terms = terms;
+    this.ids = Math.max(1, Math.min(BATCH_IDS_MAX, Math.floor(BATCH_SCORES_MAX / terms)));
+    return this;
+  }
+
+  mark(slot: number): void {
+    this.marked[slot] = 1;
+    this.slots[this.size++] = slot;
+  }
+
+  /**
+   * The marked slots below `span` in ascending order: sorted when they are few, else read off the marks. The batch
+   * then holds none until the next collect (each slot is cleared as it is ranked).
+   */
+  sortedSlots(span: number): Int32Array {
+    const size = this.size;
+    this.size = 0;
+    if (size * 16 < span) return this.slots.subarray(0, size).sort();
+    let at = 0;
+    for (let slot = 0; slot < span; slot += 1) if (this.marked[slot] !== 0) this.slots[at++] = slot;
+    return this.slots.subarray(0, at);
+  }
+
+  clear(slot: number): void {
+    const terms = this.terms;
+    for (let at = slot * terms, end = at + terms; at < end; at += 1) this.scores[at] = 0;
+    this.essentialSums[slot] = 0;
+    this.marked[slot] = 0;
+  }
+}
+
+const batch = new Batch();
 
 interface Ranked {
   readonly id: bigint;
@@ -247,7 +351,6 @@ class TopK {
  * score, ties by ascending ID; `accept` (when given) chooses which documents may be ranked.
  */
 export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Parameters, k: number, accept?: (id: bigint) => boolean): SearchHit[] {
-  if (scratch.length < terms.length * 3 * BLOCK_POSTINGS_MAX) scratch = new Float64Array(terms.length * 3 * BLOCK_POSTINGS_MAX);
   const cursors = terms.map((postings, term) => new TermCursor(term, postings, parameters));
   const top = new TopK(k);
   if (cursors.length === 0) return [];
@@ -260,67 +363,66 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
   for (const cursor of cursors) cursor.rebase(base);
   for (const cursor of cursors) cursor.advance(0);
 
-  // Terms by ascending best score; bests[i] the sum of the best scores of the first i + 1.
+  // Terms by ascending best score; sums[i] the sum of the best scores of the first i + 1.
   const order = [...cursors].sort((left, right) => left.best - right.best);
   const count = order.length;
   const sums = new Float64Array(count);
   order.reduce((sum, cursor, at) => (sums[at] = sum + cursor.best), 0);
-  const scores = new Float64Array(count);
+  batch.shape(count);
   const blockSums = new Float64Array(count);
   let essential = 0;
   let threshold = 0;
 
   for (;;) {
-    let doc = EXHAUSTED;
-    for (let at = essential; at < count; at += 1) if (order[at].doc < doc) doc = order[at].doc;
-    if (doc === EXHAUSTED) break;
-    if (doc === WINDOW) {
+    let start = EXHAUSTED;
+    for (let at = essential; at < count; at += 1) if (order[at].doc < start) start = order[at].doc;
+    if (start === EXHAUSTED) break;
+    if (start === WINDOW) {
       baseId = smallestCurrent(order.slice(essential));
       base = { high: Number(baseId / BigInt(TWO_32)), low: Number(baseId % BigInt(TWO_32)) };
       for (const cursor of cursors) cursor.rebase(base);
       continue;
     }
-    let sum = 0;
-    for (let at = essential; at < count; at += 1) {
-      const cursor = order[at];
-      if (cursor.doc !== doc) continue;
-      const score = cursor.score();
-      scores[cursor.term] = score;
-      sum += score;
-      cursor.next();
-    }
-    let pruned = false;
-    if (essential > 0) {
-      let bound = 0;
-      for (let at = 0; at < essential; at += 1) blockSums[at] = bound += order[at].blockBound(doc);
-      for (let at = essential - 1; at >= 0; at -= 1) {
-        if ((sum + blockSums[at]) * BOUND_SLACK <= threshold) {
-          pruned = true;
-          break;
+    // The essential terms' postings of a batch of IDs, scored term after term; the terms that are essential stay so
+    // for the whole batch (a threshold that rises inside it only prunes more from the next batch on).
+    const end = Math.min(start + batch.ids, WINDOW);
+    for (let at = essential; at < count; at += 1) order[at].collect(start, end, batch);
+    const slots = batch.sortedSlots(end - start);
+    for (const slot of slots) {
+      const doc = start + slot;
+      let sum = batch.essentialSums[slot];
+      let pruned = false;
+      if (essential > 0) {
+        let bound = 0;
+        for (let at = 0; at < essential; at += 1) blockSums[at] = bound += order[at].blockBound(doc);
+        for (let at = essential - 1; at >= 0; at -= 1) {
+          if ((sum + blockSums[at]) * BOUND_SLACK <= threshold) {
+            pruned = true;
+            break;
+          }
+          const cursor = order[at];
+          cursor.advance(doc);
+          if (cursor.doc !== doc) continue;
+          const score = cursor.score();
+          batch.scores[slot * count + cursor.term] = score;
+          sum += score;
         }
-        const cursor = order[at];
-        cursor.advance(doc);
-        if (cursor.doc !== doc) continue;
-        const score = cursor.score();
-        scores[cursor.term] = score;
-        sum += score;
       }
-    }
-    if (!pruned && sum * BOUND_SLACK > threshold) {
-      let total = 0;
-      for (let term = 0; term < count; term += 1) total += scores[term];
-      if (total > threshold) {
-        const id = baseId + BigInt(doc);
-        if (accept === undefined || accept(id)) {
-          top.offer({ id, score: total });
-          if (top.threshold > threshold) {
+      if (!pruned && sum * BOUND_SLACK > threshold) {
+        // The exhaustive scoring's sum: every term's score in the query's term order.
+        let total = 0;
+        for (let term = 0; term < count; term += 1) total += batch.scores[slot * count + term];
+        if (total > threshold) {
+          const id = baseId + BigInt(doc);
+          if (accept === undefined || accept(id)) {
+            top.offer({ id, score: total });
             threshold = top.threshold;
-            while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
           }
         }
       }
+      batch.clear(slot);
     }
-    for (let term = 0; term < count; term += 1) scores[term] = 0;
+    while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
   }
   return top.sorted();
 }

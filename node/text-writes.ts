@@ -75,7 +75,11 @@ export class PendingPostings {
   /** By partition key prefix (as a latin1 string). */
   private partitions = new Map<string, PartitionChanges>();
 
-  constructor(private readonly entries: Database<Buffer, Buffer>) {}
+  /** `newEpoch` draws a partition's epoch (EPOCH_BYTES random bytes; tests pass their own). */
+  constructor(
+    private readonly entries: Database<Buffer, Buffer>,
+    private readonly newEpoch: () => Buffer,
+  ) {}
 
   /** Notes a document's posting of `term` (its UTF-8 bytes in `bytes`) and, once per document, its statistics. */
   add(part: Buffer, term: string, bytes: Buffer, posting: Posting): void {
@@ -117,8 +121,9 @@ export class PendingPostings {
     const partitions = this.partitions;
     this.discard();
     for (const partition of partitions.values()) {
-      for (const changes of partition.terms.values()) this.writeTerm(changes);
-      this.writeStatistics(partition.part, partition.documents, partition.length);
+      let changed = false;
+      for (const changes of partition.terms.values()) if (this.writeTerm(changes)) changed = true;
+      if (changed || partition.documents !== 0 || partition.length !== 0) this.writeStatistics(partition.part, partition.documents, partition.length);
     }
   }
 
@@ -145,20 +150,23 @@ export class PendingPostings {
     return changes;
   }
 
-  private writeTerm(changes: TermChanges): void {
+  /** Writes one term's changes; false when there were none to write. */
+  private writeTerm(changes: TermChanges): boolean {
     const { term, removals } = changes;
     const additions = sortedAdditions(changes);
-    if (removals.length === 0 && additions.length === 0) return;
+    if (removals.length === 0 && additions.length === 0) return false;
     const stored = this.read(term);
     if (stored === undefined) {
       // Nothing committed: a removal has nothing to remove.
-      if (additions.length > 0) this.writeBlocks(term, 0, 0, undefined, additions);
-      return;
+      if (additions.length === 0) return false;
+      this.writeBlocks(term, 0, 0, undefined, additions);
+      return true;
     }
     const entry = decodeTermEntry(stored);
-    if (removals.length === 0 && this.appendToLast(term, entry, additions)) return;
+    if (removals.length === 0 && this.appendToLast(term, entry, additions)) return true;
     removals.sort(compareIds);
     this.rewriteBlocks(term, entry, removals, additions);
+    return true;
   }
 
   /**
@@ -260,17 +268,22 @@ export class PendingPostings {
     throw new SilkError("internal", "internal error (a bug in Silk): a text index term has an entry but no block");
   }
 
+  /**
+   * Adds to a partition's statistics and counts one more change of its content (the partition's version, see
+   * text-encoding.ts); statistics created (or without an epoch yet) draw a new epoch; a partition left with no
+   * document loses them.
+   */
   private writeStatistics(part: Buffer, documents: number, length: number): void {
-    if (documents === 0 && length === 0) return;
     const key = statisticsKey(part);
     const stored = this.entries.get(key);
-    const before = stored === undefined ? { documents: 0, length: 0 } : decodeStatistics(stored);
-    const total = before.documents + documents;
+    const before = stored === undefined ? undefined : decodeStatistics(stored);
+    const total = (before?.documents ?? 0) + documents;
     if (total <= 0) {
-      this.entries.removeSync(key);
+      if (stored !== undefined) this.entries.removeSync(key);
       return;
     }
-    this.entries.putSync(key, encodeStatistics({ documents: total, length: before.length + length }));
+    const epoch = before?.epoch ?? this.newEpoch();
+    this.entries.putSync(key, encodeStatistics({ documents: total, length: (before?.length ?? 0) + length, epoch, changes: (before?.changes ?? 0) + 1 }));
   }
 }
 

@@ -12,7 +12,9 @@ import { SilkError } from "../../protocol/errors.js";
 import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
 import type { IndexedRecord } from "../../node/index-family.js";
-import { QUERY_TERMS_MAX, TextIndexes } from "../../node/text-index.js";
+import { indexPrefix } from "../../node/keys.js";
+import { decodeStatistics, partitionPrefix, statisticsKey, statisticsVersion } from "../../node/text-encoding.js";
+import { BM25_B, BM25_K1, QUERY_TERMS_MAX, TextIndexes } from "../../node/text-index.js";
 
 const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
 const TITLE: TextIndexDefinition = { ...BODY, field: "title", name: "Doc.title", positions: true };
@@ -56,9 +58,15 @@ class Fixture {
     return this.text.search(undefined, definition, query, k, options).map((hit) => [hit.id, hit.score]);
   }
 
-  /** Every key and value of the `text` sub-database, in hex. */
+  /**
+   * Every key and value of the `text` sub-database, in hex; statistics as documents and length only (their epoch is
+   * random and their count of changes counts transactions: the keys' IDs here never end in 0x53, 'S').
+   */
   dump(): string[] {
-    return [...this.entries.getRange({})].map(({ key, value }) => `${key.toString("hex")}=${value.toString("hex")}`);
+    return [...this.entries.getRange({})].map(({ key, value }) => {
+      const statistics = key[key.length - 1] === 0x53 && value.length === 32;
+      return `${key.toString("hex")}=${(statistics ? value.subarray(0, 16) : value).toString("hex")}`;
+    });
   }
 }
 
@@ -415,5 +423,113 @@ describe("builds and remove", () => {
     expect(fixture.search(TITLE, "story").map(([id]) => id)).toEqual([1n, 2n]);
     env.transactionSync(() => fixture.text.remove(TITLE));
     expect(fixture.dump()).toEqual([]);
+  });
+});
+
+describe("the partition's version and the cache of terms read", () => {
+  const statisticsOf = (entries: Database<Buffer, Buffer>) => {
+    const stored = entries.get(statisticsKey(partitionPrefix(indexPrefix("node", "Doc", "body"), "")));
+    return stored === undefined ? undefined : decodeStatistics(stored);
+  };
+
+  it("counts every write transaction that changes a partition, and draws a new epoch when an emptied one is written again", () => {
+    let drawn = 0;
+    const text = new TextIndexes(fixture.entries, undefined, () => Buffer.alloc(8, ++drawn));
+    const write = (body: (text: TextIndexes) => void) => env.transactionSync(() => (body(text), text.flush()));
+    write((text) => text.put(BODY, { id: 1n, props: { body: "quick fox" } }, undefined));
+    expect(statisticsVersion(statisticsOf(fixture.entries)!)).toBe(`${"01".repeat(8)}:1`);
+    // Same documents and total length, other terms: still a change.
+    write((text) => text.put(BODY, { id: 1n, props: { body: "slow dog" } }, { id: 1n, props: { body: "quick fox" } }));
+    expect(statisticsVersion(statisticsOf(fixture.entries)!)).toBe(`${"01".repeat(8)}:2`);
+    write(() => undefined);
+    expect(statisticsOf(fixture.entries)!.changes).toBe(2);
+    write((text) => text.delete(BODY, { id: 1n, props: { body: "slow dog" } }));
+    expect(statisticsOf(fixture.entries)).toBeUndefined();
+    write((text) => text.put(BODY, { id: 2n, props: { body: "quick fox" } }, undefined));
+    expect(statisticsVersion(statisticsOf(fixture.entries)!)).toBe(`${"02".repeat(8)}:1`);
+  });
+
+  it("serves a search from the terms it read only while the partition is unchanged, whoever wrote it", () => {
+    let drawn = 0;
+    const newEpoch = () => Buffer.alloc(8, ++drawn);
+    const writer = new TextIndexes(fixture.entries, undefined, newEpoch);
+    const reader = new TextIndexes(fixture.entries, undefined, newEpoch);
+    const write = (body: (text: TextIndexes) => void) => env.transactionSync(() => (body(writer), writer.flush()));
+    const ids = (query: string) => reader.search(undefined, BODY, query, 10, {}).map((hit) => hit.id);
+    write((text) => text.put(BODY, { id: 1n, props: { body: "quick fox" } }, undefined));
+    expect(ids("quick zebra")).toEqual([1n]);
+    expect(ids("quick zebra")).toEqual([1n]);
+    write((text) => text.put(BODY, { id: 2n, props: { body: "zebra quick quick" } }, undefined));
+    expect(ids("quick zebra")).toEqual([2n, 1n]);
+    // Emptied and refilled to the count of changes the cached terms were read at (2), with other texts: a new epoch, so nothing stale is served.
+    write((text) => {
+      text.delete(BODY, { id: 1n, props: { body: "quick fox" } });
+      text.delete(BODY, { id: 2n, props: { body: "zebra quick quick" } });
+    });
+    write((text) => text.put(BODY, { id: 3n, props: { body: "zebra" } }, undefined));
+    write((text) => text.put(BODY, { id: 5n, props: { body: "lazy" } }, undefined));
+    expect(statisticsOf(fixture.entries)!.changes).toBe(2);
+    expect(ids("quick zebra")).toEqual([3n]);
+    // A snapshot read before a write keeps its own version: the older snapshot and the newer each see their own.
+    const before = env.useReadTransaction();
+    write((text) => text.put(BODY, { id: 4n, props: { body: "quick" } }, undefined));
+    expect(reader.search(before, BODY, "quick zebra", 10, {}).map((hit) => hit.id)).toEqual([3n]);
+    expect(ids("quick zebra")).toEqual([3n, 4n]);
+    expect(reader.search(before, BODY, "quick zebra", 10, {}).map((hit) => hit.id)).toEqual([3n]);
+    before.done();
+  });
+});
+
+describe("top-k against scoring every posting", () => {
+  /** A small deterministic generator (xorshift32), so a failure replays. */
+  function random(seed: number): () => number {
+    let state = seed;
+    return () => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return (state >>> 0) / 2 ** 32;
+    };
+  }
+
+  it("gives the exhaustive scoring's hits, scores bit for bit and ties by ascending ID, over IDs spanning many batches", () => {
+    const next = random(22);
+    const vocabulary = Array.from({ length: 40 }, (_, at) => `w${at}`);
+    // Zipf-like: low words are common, so some terms turn non-essential as the threshold rises.
+    const word = () => vocabulary[Math.floor(vocabulary.length * next() ** 2.5)];
+    const records: [bigint, Properties][] = [];
+    let id = 0n;
+    for (let at = 0; at < 3_000; at += 1) {
+      id += BigInt(1 + Math.floor(next() * 4));
+      records.push([id, { body: Array.from({ length: 1 + Math.floor(next() * 12) }, word).join(" ") }]);
+    }
+    for (let at = 0; at < records.length; at += 700) fixture.put([BODY], records.slice(at, at + 700));
+
+    const documents = records.map(([id, props]) => ({ id, terms: (props.body as string).split(" ") }));
+    const averageLength = documents.reduce((sum, document) => sum + document.terms.length, 0) / documents.length;
+    const exhaustive = (query: string, k: number): [bigint, number][] => {
+      const terms = [...new Set(query.split(" "))].sort();
+      const weights = terms.map((term) => {
+        const frequency = documents.filter((document) => document.terms.includes(term)).length;
+        return Math.log(1 + (documents.length - frequency + 0.5) / (frequency + 0.5)) * (BM25_K1 + 1);
+      });
+      const hits: [bigint, number][] = [];
+      for (const document of documents) {
+        let total = 0;
+        let matched = false;
+        terms.forEach((term, at) => {
+          const tf = document.terms.filter((candidate) => candidate === term).length;
+          if (tf === 0) return;
+          matched = true;
+          total += weights[at] * (tf / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * document.terms.length) / averageLength)));
+        });
+        if (matched) hits.push([document.id, total]);
+      }
+      return hits.sort(([leftId, left], [rightId, right]) => right - left || (leftId < rightId ? -1 : 1)).slice(0, k);
+    };
+    for (let query = 0; query < 60; query += 1) {
+      const text = Array.from({ length: 1 + Math.floor(next() * 8) }, word).join(" ");
+      for (const k of [1, 3, 10, 200]) expect(fixture.search(BODY, text, k)).toEqual(exhaustive(text, k));
+    }
   });
 });

@@ -17,7 +17,7 @@ import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
 import { idKey, indexPrefix } from "../../node/keys.js";
 import { analyzeAll } from "../../node/text-analyzers.js";
-import { documentKey, encodeDocument, encodeStatistics, partitionPrefix, statisticsKey, termKey } from "../../node/text-encoding.js";
+import { documentKey, encodeDocument, partitionPrefix, statisticsKey, termKey } from "../../node/text-encoding.js";
 import { TextIndexes } from "../../node/text-index.js";
 import { TEXT_LAYOUT, TEXT_LAYOUT_KEY, textLayout, upgradeTextLayout } from "../../node/text-upgrade.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
@@ -53,7 +53,13 @@ function writeLayout1(entries: LmdbDatabase<Buffer, Buffer>, definition: TextInd
     const partition = statistics.get(tenant) ?? { part, documents: 0, length: 0 };
     statistics.set(tenant, { part, documents: partition.documents + 1, length: partition.length + terms.length });
   }
-  for (const { part, documents, length } of statistics.values()) entries.putSync(statisticsKey(part), encodeStatistics({ documents, length }));
+  for (const { part, documents, length } of statistics.values()) {
+    // Layout 1's statistics: documents and total length, no epoch.
+    const value = Buffer.alloc(16);
+    value.writeDoubleBE(documents, 0);
+    value.writeDoubleBE(length, 8);
+    entries.putSync(statisticsKey(part), value);
+  }
 }
 
 function varint(value: number): number[] {
@@ -95,8 +101,15 @@ class Environment {
     }
   }
 
+  /**
+   * Every key and value of the `text` sub-database, in hex; statistics as documents and length only (their epoch is
+   * random and their count of changes counts transactions: the keys' IDs here never end in 0x53, 'S').
+   */
   dump(): string[] {
-    return [...this.entries.getRange({})].map(({ key, value }) => `${key.toString("hex")}=${value.toString("hex")}`);
+    return [...this.entries.getRange({})].map(({ key, value }) => {
+      const statistics = key[key.length - 1] === 0x53 && value.length === 32;
+      return `${key.toString("hex")}=${(statistics ? value.subarray(0, 16) : value).toString("hex")}`;
+    });
   }
 
   search(definition: TextIndexDefinition, query: string, k = 1_000, tenant?: string): [bigint, number][] {
