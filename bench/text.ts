@@ -14,7 +14,9 @@
  *
  * A document is indexed as the [String] value [title, text]: both analysed, positions continuing, one field (the
  * same terms as "title text"). The analyzer is standard_stem_en unless `--analyzer <name>` says otherwise. Runs the
- * TypeScript sources through tsx (both sides alike). Exits 1 when the dataset is missing or a target is missed.
+ * TypeScript sources through tsx (both sides alike). Exits 1 when the dataset is missing or on a correctness failure
+ * (nDCG@10 under NDCG_TARGET, or a query whose top 10 differs from the in-memory side's); the queries/s target is
+ * reported, met or not, and never fails the run.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,6 +29,7 @@ import { TextIndexes } from "../node/text-index.js";
 import { TEXT_ANALYZERS, type TextAnalyzer, type TextIndexDefinition } from "../protocol/indexes.js";
 import { formatMachine, machineInfo } from "./report.js";
 import { MemoryBm25 } from "./text-memory.js";
+import { textBenchVerdict } from "./text-verdict.js";
 
 const DATASET = fileURLToPath(new URL("../../shared/datasets/beir-scifact/", import.meta.url));
 const CORPUS_PARTS = ["corpus.part1.jsonl", "corpus.part2.jsonl", "corpus.part3.jsonl"];
@@ -168,11 +171,17 @@ async function main(): Promise<void> {
     for (const row of rows) console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  "));
     console.log(`\nanalysis alone (first pass, cold stem memo): ${(corpus.texts.length / analysisSeconds).toFixed(0)} docs/s`);
     console.log(`postings written: ${postings}; identical top-${K} rankings: ${sameRankings}/${tests.size}`);
-    const ndcgPass = silkNdcg >= NDCG_TARGET;
-    const ratioPass = silk.perSecond / plain.perSecond >= QPS_RATIO_TARGET;
-    console.log(`nDCG@10 target >= ${NDCG_TARGET} (BEIR BM25 0.665): ${ndcgPass ? "PASS" : "FAIL"}`);
-    console.log(`queries/s target >= ${QPS_RATIO_TARGET} of the in-memory BM25's: ${ratioPass ? "PASS" : "FAIL"}`);
-    if (!ndcgPass || !ratioPass) process.exitCode = 1;
+    const verdict = textBenchVerdict({
+      ndcg: silkNdcg,
+      ndcgTarget: NDCG_TARGET,
+      sameRankings,
+      queries: tests.size,
+      k: K,
+      queryRatio: silk.perSecond / plain.perSecond,
+      queryRatioTarget: QPS_RATIO_TARGET,
+    });
+    for (const line of verdict.lines) console.log(line);
+    process.exitCode = verdict.exitCode;
   } finally {
     await env.close();
     rmSync(directory, { recursive: true, force: true });
