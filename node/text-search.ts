@@ -24,8 +24,8 @@ import { blockBestFraction, blockCount, blockLastOffset, bodyStart, readVarint }
 /**
  * One query term's postings as read from the index: its weight idf·(k1 + 1), its df, its blocks' keys and values, and
  * what searches derive from them, kept with the blocks so that a cached term (node/text-index.ts) is worked out once:
- * per block its postings once decoded (offsets, then tfs, then lengths), and the blocks' best scores for an average
- * length.
+ * per block its postings once decoded (offsets, then tfs, then lengths), the blocks' best scores for an average
+ * length, and the blocks' places (first IDs as two words, last offsets).
  */
 export interface TermBlocks {
   readonly weight: number;
@@ -34,6 +34,7 @@ export interface TermBlocks {
   readonly values: readonly Buffer[];
   readonly decoded: (Float64Array | undefined)[];
   bounds?: { readonly averageLength: number; readonly blocks: Float64Array; readonly best: number };
+  places?: { readonly firstHigh: Uint32Array; readonly firstLow: Uint32Array; readonly lastOffsets: Float64Array };
 }
 
 /** BM25's parameters and the partition's average document length. */
@@ -108,13 +109,12 @@ class TermCursor {
 
   /** Recomputes every block's place relative to a new base, and the current document's. */
   rebase(base: Base): void {
-    const { keys, values } = this.postings;
-    for (let block = 0; block < keys.length; block += 1) {
-      const key = keys[block];
-      const high = key.readUInt32BE(key.length - 8) - base.high;
-      const first = high >= 0x10_0000 ? WINDOW : high <= -0x10_0000 ? BEFORE_BASE : high * TWO_32 + (key.readUInt32BE(key.length - 4) - base.low);
+    const { firstHigh, firstLow, lastOffsets } = placesOf(this.postings);
+    for (let block = 0; block < firstHigh.length; block += 1) {
+      const high = firstHigh[block] - base.high;
+      const first = high >= 0x10_0000 ? WINDOW : high <= -0x10_0000 ? BEFORE_BASE : high * TWO_32 + (firstLow[block] - base.low);
       this.firstRelative[block] = first;
-      this.lastRelative[block] = first === WINDOW ? WINDOW : first + blockLastOffset(values[block]);
+      this.lastRelative[block] = first === WINDOW ? WINDOW : first + lastOffsets[block];
     }
     if (this.doc !== EXHAUSTED) this.doc = this.decoded === this.block ? this.relative(this.position) : BEFORE_BASE;
   }
@@ -155,6 +155,19 @@ class TermCursor {
     }
     this.decode();
     this.doc = this.relative(0);
+  }
+
+  /**
+   * The best score of the blocks that may hold a document in [start, end), moving to the first of them without
+   * decoding it (0: none).
+   */
+  batchBound(start: number, end: number): number {
+    if (this.doc < start) this.shallow(start);
+    let bound = 0;
+    for (let block = this.block; block < this.firstRelative.length && this.firstRelative[block] < end; block += 1) {
+      if (this.blockBounds[block] > bound) bound = this.blockBounds[block];
+    }
+    return bound;
   }
 
   /** The best score of the block that may hold `target`, moving to that block without decoding it (0: none left). */
@@ -229,6 +242,21 @@ class TermCursor {
 }
 
 const EMPTY_BLOCK = new Float64Array(0);
+
+/** The blocks' first IDs as two words and their last offsets, read from their keys and headers once per term. */
+function placesOf(postings: TermBlocks): NonNullable<TermBlocks["places"]> {
+  if (postings.places !== undefined) return postings.places;
+  const { keys, values } = postings;
+  const places = { firstHigh: new Uint32Array(keys.length), firstLow: new Uint32Array(keys.length), lastOffsets: new Float64Array(keys.length) };
+  for (let block = 0; block < keys.length; block += 1) {
+    const key = keys[block];
+    places.firstHigh[block] = key.readUInt32BE(key.length - 8);
+    places.firstLow[block] = key.readUInt32BE(key.length - 4);
+    places.lastOffsets[block] = blockLastOffset(values[block]);
+  }
+  postings.places = places;
+  return places;
+}
 
 /** A block's postings: its offsets, then its tfs, then its lengths. */
 function decodeBlock(value: Buffer): Float64Array {
@@ -387,12 +415,15 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
     // for the whole batch (a threshold that rises inside it only prunes more from the next batch on).
     const end = Math.min(start + batch.ids, WINDOW);
     for (let at = essential; at < count; at += 1) order[at].collect(start, end, batch);
+    // What the non-essential terms can add to any document of the batch at most.
+    let batchBound = 0;
+    for (let at = 0; at < essential; at += 1) batchBound += order[at].batchBound(start, end);
     const slots = batch.sortedSlots(end - start);
     for (const slot of slots) {
       const doc = start + slot;
       let sum = batch.essentialSums[slot];
-      let pruned = false;
-      if (essential > 0) {
+      let pruned = (sum + batchBound) * BOUND_SLACK <= threshold;
+      if (!pruned && essential > 0) {
         let bound = 0;
         for (let at = 0; at < essential; at += 1) blockSums[at] = bound += order[at].blockBound(doc);
         for (let at = essential - 1; at >= 0; at -= 1) {
