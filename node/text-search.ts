@@ -220,7 +220,7 @@ class TermCursor {
         const tf = postings[size + position];
         const score = weight * (tf / (tf + k1 * (1 - b + (b * postings[2 * size + position]) / averageLength)));
         const slot = doc - start;
-        if (batch.marked[slot] === 0) batch.mark(slot);
+        batch.marks[slot >> 5] |= 1 << (slot & 31);
         batch.scores[slot * terms + term] = score;
         batch.essentialSums[slot] += score;
       }
@@ -286,9 +286,8 @@ const BATCH_SCORES_MAX = 65_536;
 class Batch {
   readonly scores = new Float64Array(BATCH_SCORES_MAX);
   readonly essentialSums = new Float64Array(BATCH_IDS_MAX);
-  readonly marked = new Uint8Array(BATCH_IDS_MAX);
-  private readonly slots = new Int32Array(BATCH_IDS_MAX);
-  private size = 0;
+  /** One bit per slot that an essential term holds. */
+  readonly marks = new Uint32Array(BATCH_IDS_MAX / 32);
   /** The IDs a batch spans and the terms per slot, for the current search. */
   ids = BATCH_IDS_MAX;
   terms = 1;
@@ -296,33 +295,28 @@ class Batch {
   /** Shapes the batch for a query of `terms` terms. */
   shape(terms: number): this {
     this.terms = terms;
-    this.ids = Math.max(1, Math.min(BATCH_IDS_MAX, Math.floor(BATCH_SCORES_MAX / terms)));
+    this.ids = Math.max(32, Math.min(BATCH_IDS_MAX, 32 * Math.floor(BATCH_SCORES_MAX / terms / 32)));
     return this;
   }
 
-  mark(slot: number): void {
-    this.marked[slot] = 1;
-    this.slots[this.size++] = slot;
-  }
-
   /**
-   * The marked slots below `span` in ascending order: sorted when they are few, else read off the marks. The batch
-   * then holds none until the next collect (each slot is cleared as it is ranked).
+   * Calls `rank` with each marked slot below `span`, in ascending order, then clears it (its scores and mark): the
+   * batch is clear again for the next one.
    */
-  sortedSlots(span: number): Int32Array {
-    const size = this.size;
-    this.size = 0;
-    if (size * 16 < span) return this.slots.subarray(0, size).sort();
-    let at = 0;
-    for (let slot = 0; slot < span; slot += 1) if (this.marked[slot] !== 0) this.slots[at++] = slot;
-    return this.slots.subarray(0, at);
-  }
-
-  clear(slot: number): void {
+  drain(span: number, rank: (slot: number) => void): void {
     const terms = this.terms;
-    for (let at = slot * terms, end = at + terms; at < end; at += 1) this.scores[at] = 0;
-    this.essentialSums[slot] = 0;
-    this.marked[slot] = 0;
+    for (let word = 0; word < (span + 31) >> 5; word += 1) {
+      let bits = this.marks[word];
+      this.marks[word] = 0;
+      while (bits !== 0) {
+        const lowest = bits & -bits;
+        bits ^= lowest;
+        const slot = (word << 5) + 31 - Math.clz32(lowest);
+        rank(slot);
+        for (let at = slot * terms, end = at + terms; at < end; at += 1) this.scores[at] = 0;
+        this.essentialSums[slot] = 0;
+      }
+    }
   }
 }
 
@@ -418,19 +412,15 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
     // What the non-essential terms can add to any document of the batch at most.
     let batchBound = 0;
     for (let at = 0; at < essential; at += 1) batchBound += order[at].batchBound(start, end);
-    const slots = batch.sortedSlots(end - start);
-    for (const slot of slots) {
+    batch.drain(end - start, (slot) => {
       const doc = start + slot;
       let sum = batch.essentialSums[slot];
-      let pruned = (sum + batchBound) * BOUND_SLACK <= threshold;
-      if (!pruned && essential > 0) {
+      if ((sum + batchBound) * BOUND_SLACK <= threshold) return;
+      if (essential > 0) {
         let bound = 0;
         for (let at = 0; at < essential; at += 1) blockSums[at] = bound += order[at].blockBound(doc);
         for (let at = essential - 1; at >= 0; at -= 1) {
-          if ((sum + blockSums[at]) * BOUND_SLACK <= threshold) {
-            pruned = true;
-            break;
-          }
+          if ((sum + blockSums[at]) * BOUND_SLACK <= threshold) return;
           const cursor = order[at];
           cursor.advance(doc);
           if (cursor.doc !== doc) continue;
@@ -439,20 +429,16 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
           sum += score;
         }
       }
-      if (!pruned && sum * BOUND_SLACK > threshold) {
-        // The exhaustive scoring's sum: every term's score in the query's term order.
-        let total = 0;
-        for (let term = 0; term < count; term += 1) total += batch.scores[slot * count + term];
-        if (total > threshold) {
-          const id = baseId + BigInt(doc);
-          if (accept === undefined || accept(id)) {
-            top.offer({ id, score: total });
-            threshold = top.threshold;
-          }
-        }
-      }
-      batch.clear(slot);
-    }
+      if (sum * BOUND_SLACK <= threshold) return;
+      // The exhaustive scoring's sum: every term's score in the query's term order.
+      let total = 0;
+      for (let term = 0; term < count; term += 1) total += batch.scores[slot * count + term];
+      if (total <= threshold) return;
+      const id = baseId + BigInt(doc);
+      if (accept !== undefined && !accept(id)) return;
+      top.offer({ id, score: total });
+      threshold = top.threshold;
+    });
     while (essential < count && sums[essential] * BOUND_SLACK <= threshold) essential += 1;
   }
   return top.sorted();
