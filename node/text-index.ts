@@ -194,15 +194,15 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (terms.length > QUERY_TERMS_MAX) {
       throw new SilkError("limit_exceeded", `text search on ${definition.name}: the query has ${terms.length} distinct terms, at most ${QUERY_TERMS_MAX}`);
     }
+    const cached = version === undefined ? undefined : this.cache.partition(part.toString("latin1"), version);
     const postings: TermBlocks[] = [];
     for (const term of terms) {
-      const start = termKey(part, term);
-      if (start === undefined) continue;
-      const name = version === undefined ? undefined : start.toString("latin1");
-      let blocks = name === undefined ? undefined : this.cache.get(name, version!);
+      let blocks = cached?.terms.get(term);
       if (blocks === undefined) {
+        const start = termKey(part, term);
+        if (start === undefined) continue;
         blocks = this.blocksOf(transaction, start, documents);
-        if (name !== undefined) this.cache.set(name, version!, blocks);
+        if (cached !== undefined) this.cache.add(cached, term, blocks);
       }
       if (blocks !== ABSENT) postings.push(blocks);
     }
@@ -369,37 +369,50 @@ const FIRST_ID = Buffer.alloc(ID_BYTES);
 /** A term no document of the partition holds (kept in the cache like any other). */
 const ABSENT = "absent";
 
+/** The cached terms of one tenant partition of an index, at one version of its content. */
+interface CachedPartition {
+  readonly version: string;
+  readonly terms: Map<string, TermBlocks | typeof ABSENT>;
+  postings: number;
+}
+
 /**
- * The terms searches read, with their blocks as read and as decoded by searches (text-search.ts), least recently used
- * first. An entry serves a search only while its partition's version (its statistics' epoch and count of changes,
- * node/text-encoding.ts) is the one it was read at, so every write to the partition, in this process or another,
- * makes it be read again. Bounded by TERM_CACHE_POSTINGS_MAX postings (a term counted by its df, at least 1).
+ * The terms searches read, with their blocks as read and as decoded by searches (text-search.ts), per tenant
+ * partition. A partition's terms serve a search only while its version (its statistics' epoch and count of changes,
+ * node/text-encoding.ts) is the one they were read at: a search that reads another version starts the partition's
+ * terms afresh, so every write to the partition, in this process or another, makes them be read again. Bounded by
+ * TERM_CACHE_POSTINGS_MAX postings (a term counted by its df, at least 1): past it the least recently searched
+ * partitions go first, then the current one's terms.
  */
 class TermCache {
-  private readonly terms = new Map<string, { version: string; blocks: TermBlocks | typeof ABSENT; postings: number }>();
+  private readonly partitions = new Map<string, CachedPartition>();
   private postings = 0;
 
-  get(name: string, version: string): TermBlocks | typeof ABSENT | undefined {
-    const entry = this.terms.get(name);
-    if (entry === undefined || entry.version !== version) return undefined;
-    this.terms.delete(name);
-    this.terms.set(name, entry);
-    return entry.blocks;
+  /** The partition's cached terms at `version` (none when it had another), now the most recently searched. */
+  partition(name: string, version: string): CachedPartition {
+    let partition = this.partitions.get(name);
+    if (partition !== undefined) this.partitions.delete(name);
+    if (partition === undefined || partition.version !== version) {
+      if (partition !== undefined) this.postings -= partition.postings;
+      partition = { version, terms: new Map(), postings: 0 };
+    }
+    this.partitions.set(name, partition);
+    return partition;
   }
 
-  set(name: string, version: string, blocks: TermBlocks | typeof ABSENT): void {
+  add(partition: CachedPartition, term: string, blocks: TermBlocks | typeof ABSENT): void {
     const postings = blocks === ABSENT ? 1 : Math.max(1, blocks.frequency);
-    const old = this.terms.get(name);
-    if (old !== undefined) {
-      this.terms.delete(name);
-      this.postings -= old.postings;
-    }
-    this.terms.set(name, { version, blocks, postings });
+    partition.terms.set(term, blocks);
+    partition.postings += postings;
     this.postings += postings;
-    for (const [oldest, entry] of this.terms) {
-      if (this.postings <= TERM_CACHE_POSTINGS_MAX) break;
-      this.terms.delete(oldest);
-      this.postings -= entry.postings;
+    for (const [name, oldest] of this.partitions) {
+      if (this.postings <= TERM_CACHE_POSTINGS_MAX) return;
+      this.postings -= oldest.postings;
+      if (oldest !== partition) this.partitions.delete(name);
+      else {
+        partition.terms.clear();
+        partition.postings = 0;
+      }
     }
   }
 }
