@@ -3,7 +3,8 @@
  * time (Lucene's MaxScoreBulkScorer): a cursor per query term walks its blocks in ID order, decoding a block only
  * when a document in it is scored. The terms are ordered by their best possible score; once the k-th best score so
  * far (the threshold) exceeds the sum of the lowest terms' bests, those terms are "non-essential": only documents of
- * the other terms are candidates. Per batch of up to BATCH_IDS_MAX consecutive IDs, the essential terms' postings are
+ * the other terms are candidates. Per batch of consecutive IDs (BATCH_IDS_FIRST, doubling up to BATCH_IDS_MAX: a small
+ * first batch sets a threshold early), the essential terms' postings are
  * scored term after term into dense per-ID arrays (no per-document cursor juggling); then each candidate of the
  * batch, in ID order, looks at its non-essential terms, best first, only while it can still beat the threshold given
  * the best scores of the blocks they are in (read from the block headers, without decoding).
@@ -273,8 +274,12 @@ function decodeBlock(value: Buffer): Float64Array {
   return postings;
 }
 
-/** The IDs a batch spans at most, and the most per-term scores it holds (IDs times query terms). */
+/**
+ * The IDs a batch spans at most, the IDs of a search's first batch (each next one twice its last, up to the most),
+ * and the most per-term scores a batch holds (IDs times query terms).
+ */
 const BATCH_IDS_MAX = 1_024;
+const BATCH_IDS_FIRST = 64;
 const BATCH_SCORES_MAX = 65_536;
 
 /**
@@ -394,6 +399,8 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
   const blockSums = new Float64Array(count);
   let essential = 0;
   let threshold = 0;
+  // Batches start small, so that a threshold (and with it pruning) comes early, and double up to the batch's size.
+  let span = Math.min(BATCH_IDS_FIRST, batch.ids);
 
   for (;;) {
     let start = EXHAUSTED;
@@ -407,7 +414,8 @@ export function topDocuments(terms: readonly TermBlocks[], parameters: Bm25Param
     }
     // The essential terms' postings of a batch of IDs, scored term after term; the terms that are essential stay so
     // for the whole batch (a threshold that rises inside it only prunes more from the next batch on).
-    const end = Math.min(start + batch.ids, WINDOW);
+    const end = Math.min(start + span, WINDOW);
+    span = Math.min(2 * span, batch.ids);
     for (let at = essential; at < count; at += 1) order[at].collect(start, end, batch);
     // What the non-essential terms can add to any document of the batch at most.
     let batchBound = 0;
