@@ -4,10 +4,11 @@
  * when a document in it is scored. The terms are ordered by their best possible score; once the k-th best score so
  * far (the threshold) exceeds the sum of the lowest terms' bests, those terms are "non-essential": only documents of
  * the other terms are candidates. Per batch of consecutive IDs (BATCH_IDS_FIRST, doubling up to BATCH_IDS_MAX: a small
- * first batch sets a threshold early), the essential terms' postings are
- * scored term after term into dense per-ID arrays (no per-document cursor juggling); then each candidate of the
- * batch, in ID order, looks at its non-essential terms, best first, only while it can still beat the threshold given
- * the best scores of the blocks they are in (read from the block headers, without decoding).
+ * first batch sets a threshold early), the essential terms' postings are scored term after term into dense per-ID
+ * arrays (no per-document cursor juggling); a candidate whose essential sum plus the non-essential terms' best block
+ * scores over the batch cannot beat the threshold is dropped at once; any other, in ID order, looks at its
+ * non-essential terms, best first, only while it can still beat the threshold given the best scores of the blocks
+ * they are in (read from the block headers, without decoding).
  *
  * Exactness: a document's score is always the sum of its terms' scores in the query's term order (the batch keeps
  * each term's score apart until then), exactly the arithmetic of an exhaustive scoring; pruning only skips documents whose upper bound cannot beat the threshold
