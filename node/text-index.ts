@@ -303,14 +303,15 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (occurrences.size === 0) return 0;
     const id8 = idKey(id);
     const termBytes: Buffer[] = [];
+    const partition = this.pending.partitionOf(analysed.part);
     for (const [term, positions] of occurrences) {
       const bytes = Buffer.from(term, "utf8");
       termBytes.push(bytes);
-      this.pending.add(analysed.part, term, bytes, { id, frequency: positions.length, length });
+      this.pending.add(partition, term, bytes, { id, frequency: positions.length, length });
       if (definition.positions) this.entries.putSync(positionsKey(analysed.part, bytes, id8), encodePositions(positions));
     }
     this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, termBytes));
-    this.pending.addDocument(analysed.part, id, length);
+    this.pending.addDocument(partition, id, length);
     return occurrences.size;
   }
 

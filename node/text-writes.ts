@@ -55,7 +55,7 @@ interface TermChanges {
 }
 
 /** What the transaction did to one tenant partition of an index. */
-interface PartitionChanges {
+export interface PartitionChanges {
   readonly part: Buffer;
   /** By term (the string the analyzer gave). */
   readonly terms: Map<string, TermChanges>;
@@ -81,17 +81,27 @@ export class PendingPostings {
     private readonly newEpoch: () => Buffer,
   ) {}
 
-  /** Notes a document's posting of `term` (its UTF-8 bytes in `bytes`) and, once per document, its statistics. */
-  add(part: Buffer, term: string, bytes: Buffer, posting: Posting): void {
-    const changes = this.termOf(this.partitionOf(part), term, bytes);
+  /** What this transaction noted for a tenant partition (its key prefix), to note more. */
+  partitionOf(part: Buffer): PartitionChanges {
+    const name = part.toString("latin1");
+    let partition = this.partitions.get(name);
+    if (partition === undefined) {
+      partition = { part, terms: new Map(), indexed: new Set(), documents: 0, length: 0 };
+      this.partitions.set(name, partition);
+    }
+    return partition;
+  }
+
+  /** Notes a document's posting of `term` (its UTF-8 bytes in `bytes`) in a partition. */
+  add(partition: PartitionChanges, term: string, bytes: Buffer, posting: Posting): void {
+    const changes = this.termOf(partition, term, bytes);
     changes.ids.push(posting.id);
     changes.frequencies.push(posting.frequency);
     changes.lengths.push(posting.length);
   }
 
   /** Notes that a document was indexed: it counts in the statistics, and its postings may be cancelled. */
-  addDocument(part: Buffer, id: bigint, length: number): void {
-    const partition = this.partitionOf(part);
+  addDocument(partition: PartitionChanges, id: bigint, length: number): void {
     partition.indexed.add(id);
     partition.documents += 1;
     partition.length += length;
@@ -129,16 +139,6 @@ export class PendingPostings {
 
   discard(): void {
     this.partitions = new Map();
-  }
-
-  private partitionOf(part: Buffer): PartitionChanges {
-    const name = part.toString("latin1");
-    let partition = this.partitions.get(name);
-    if (partition === undefined) {
-      partition = { part, terms: new Map(), indexed: new Set(), documents: 0, length: 0 };
-      this.partitions.set(name, partition);
-    }
-    return partition;
   }
 
   private termOf(partition: PartitionChanges, term: string, bytes: Buffer): TermChanges {
