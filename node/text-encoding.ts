@@ -456,18 +456,18 @@ export function statisticsVersion(statistics: TextStatistics): string | undefine
   return statistics.epoch === undefined ? undefined : `${statistics.epoch.toString("hex")}:${statistics.changes}`;
 }
 
-export function encodeDocument(length: number, terms: readonly Buffer[]): Buffer {
-  let bytes = 8;
-  for (const term of terms) bytes += 2 + term.length;
-  const value = Buffer.allocUnsafe(bytes);
+/** A document's entry: its length and its distinct terms (each at most TERM_BYTES_MAX bytes of UTF-8). */
+export function encodeDocument(length: number, terms: readonly string[]): Buffer {
+  const sizes = terms.map((term) => Buffer.byteLength(term, "utf8"));
+  const value = Buffer.allocUnsafe(sizes.reduce((bytes, size) => bytes + 2 + size, 8));
   value.writeUInt32BE(length, 0);
   value.writeUInt32BE(terms.length, 4);
   let at = 8;
-  for (const term of terms) {
-    value.writeUInt16BE(term.length, at);
-    term.copy(value, at + 2);
-    at += 2 + term.length;
-  }
+  terms.forEach((term, index) => {
+    value.writeUInt16BE(sizes[index], at);
+    value.write(term, at + 2, "utf8");
+    at += 2 + sizes[index];
+  });
   return value;
 }
 

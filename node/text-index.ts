@@ -291,28 +291,29 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
 
   /** Writes a document's postings, entry and statistics; returns the postings written (0: no term, not indexed). */
   private index(definition: TextIndexDefinition, analysed: Analysed, id: bigint): number {
-    const occurrences = new Map<string, number[]>();
+    const counts = new Map<string, number>();
+    const positions = definition.positions ? new Map<string, number[]>() : undefined;
     let length = 0;
     analysed.terms.forEach((term, position) => {
       if (term.length * 3 > TERM_BYTES_MAX && Buffer.byteLength(term, "utf8") > TERM_BYTES_MAX) return;
       length += 1;
-      const list = occurrences.get(term);
-      if (list === undefined) occurrences.set(term, [position]);
-      else list.push(position);
+      counts.set(term, (counts.get(term) ?? 0) + 1);
+      if (positions !== undefined) {
+        const list = positions.get(term);
+        if (list === undefined) positions.set(term, [position]);
+        else list.push(position);
+      }
     });
-    if (occurrences.size === 0) return 0;
+    if (counts.size === 0) return 0;
     const id8 = idKey(id);
-    const termBytes: Buffer[] = [];
     const partition = this.pending.partitionOf(analysed.part);
-    for (const [term, positions] of occurrences) {
-      const bytes = Buffer.from(term, "utf8");
-      termBytes.push(bytes);
-      this.pending.add(partition, term, bytes, { id, frequency: positions.length, length });
-      if (definition.positions) this.entries.putSync(positionsKey(analysed.part, bytes, id8), encodePositions(positions));
+    for (const [term, frequency] of counts) {
+      this.pending.add(partition, term, { id, frequency, length });
+      if (positions !== undefined) this.entries.putSync(positionsKey(analysed.part, Buffer.from(term, "utf8"), id8), encodePositions(positions.get(term)!));
     }
-    this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, termBytes));
+    this.entries.putSync(documentKey(analysed.part, id8), encodeDocument(length, [...counts.keys()]));
     this.pending.addDocument(partition, id, length);
-    return occurrences.size;
+    return counts.size;
   }
 
   /** Removes a document's postings, entry and statistics, if it is indexed in this partition. */

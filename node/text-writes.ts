@@ -93,8 +93,8 @@ export class PendingPostings {
   }
 
   /** Notes a document's posting of `term` (its UTF-8 bytes in `bytes`) in a partition. */
-  add(partition: PartitionChanges, term: string, bytes: Buffer, posting: Posting): void {
-    const changes = this.termOf(partition, term, bytes);
+  add(partition: PartitionChanges, term: string, posting: Posting): void {
+    const changes = this.termOf(partition, term);
     changes.ids.push(posting.id);
     changes.frequencies.push(posting.frequency);
     changes.lengths.push(posting.length);
@@ -114,7 +114,7 @@ export class PendingPostings {
     partition.length -= length;
     const cancels = partition.indexed.has(id);
     for (const bytes of terms) {
-      const changes = this.termOf(partition, bytes.toString("utf8"), bytes);
+      const changes = this.termOf(partition, bytes.toString("utf8"));
       if (cancels) cancel(changes, id);
       else changes.removals.push(id);
     }
@@ -141,10 +141,10 @@ export class PendingPostings {
     this.partitions = new Map();
   }
 
-  private termOf(partition: PartitionChanges, term: string, bytes: Buffer): TermChanges {
+  private termOf(partition: PartitionChanges, term: string): TermChanges {
     let changes = partition.terms.get(term);
     if (changes === undefined) {
-      changes = { term: termKeyOf(partition.part, bytes), ids: [], frequencies: [], lengths: [], removals: [] };
+      changes = { term: termKeyOf(partition.part, Buffer.from(term, "utf8")), ids: [], frequencies: [], lengths: [], removals: [] };
       partition.terms.set(term, changes);
     }
     return changes;
@@ -153,19 +153,19 @@ export class PendingPostings {
   /** Writes one term's changes; false when there were none to write. */
   private writeTerm(changes: TermChanges): boolean {
     const { term, removals } = changes;
-    const additions = sortedAdditions(changes);
-    if (removals.length === 0 && additions.length === 0) return false;
+    const added = sortAdditions(changes);
+    if (removals.length === 0 && added === 0) return false;
     const stored = this.read(term);
     if (stored === undefined) {
       // Nothing committed: a removal has nothing to remove.
-      if (additions.length === 0) return false;
-      this.writeBlocks(term, 0, 0, undefined, additions);
+      if (added === 0) return false;
+      this.writeBlocks(term, 0, 0, undefined, changes);
       return true;
     }
     const entry = decodeTermEntry(stored);
-    if (removals.length === 0 && this.appendToLast(term, entry, additions)) return true;
+    if (removals.length === 0 && this.appendToLast(term, entry, changes)) return true;
     removals.sort(compareIds);
-    this.rewriteBlocks(term, entry, removals, additions);
+    this.rewriteBlocks(term, entry, removals, additionsOf(changes));
     return true;
   }
 
@@ -173,25 +173,27 @@ export class PendingPostings {
    * Writes postings that all lie after the term's last posting: into `last` (the term's last block, when it has one)
    * until it is full, then into new full blocks; then the term's entry.
    */
-  private writeBlocks(term: Buffer, frequency: number, blocks: number, last: BlockWriter | undefined, additions: readonly Posting[]): void {
+  private writeBlocks(term: Buffer, frequency: number, blocks: number, last: BlockWriter | undefined, additions: TermChanges): void {
+    const { ids, frequencies, lengths } = additions;
     let writer = last;
-    for (const { id, frequency: tf, length } of additions) {
-      if (writer !== undefined && writer.tryAppend(id, tf, length)) continue;
+    for (let at = 0; at < ids.length; at += 1) {
+      if (writer !== undefined && writer.tryAppend(ids[at], frequencies[at], lengths[at])) continue;
       if (writer !== undefined) this.entries.putSync(blockKey(term, idKey(writer.first)), writer.encode());
-      writer = BlockWriter.starting(id, tf, length);
+      writer = BlockWriter.starting(ids[at], frequencies[at], lengths[at]);
       blocks += 1;
     }
     const lastFirst = idKey(writer!.first);
     this.entries.putSync(blockKey(term, lastFirst), writer!.encode());
-    this.entries.putSync(term, encodeTermEntry({ frequency: frequency + additions.length, blocks, lastFirst }));
+    this.entries.putSync(term, encodeTermEntry({ frequency: frequency + ids.length, blocks, lastFirst }));
   }
 
   /** Appends postings that all lie after the term's last posting; false (nothing written) when they do not. */
-  private appendToLast(term: Buffer, entry: TermEntry, additions: readonly Posting[]): boolean {
+  private appendToLast(term: Buffer, entry: TermEntry, additions: TermChanges): boolean {
     const lastFirst = entry.lastFirst.readBigUInt64BE(0);
-    if (additions[0].id <= lastFirst) return false;
+    const first = additions.ids[0];
+    if (first === undefined || first <= lastFirst) return false;
     const last = BlockWriter.continuing(lastFirst, this.read(blockKey(term, entry.lastFirst))!);
-    if (additions[0].id <= last.lastId) return false;
+    if (first <= last.lastId) return false;
     this.writeBlocks(term, entry.frequency, entry.blocks, last, additions);
     return true;
   }
@@ -287,16 +289,26 @@ export class PendingPostings {
   }
 }
 
-/** The postings a term's changes add, in ID order. */
-function sortedAdditions({ ids, frequencies, lengths }: TermChanges): Posting[] {
-  const additions: Posting[] = [];
+/** Puts a term's added postings in ID order (they nearly always are: documents come in ID order); returns their count. */
+function sortAdditions(changes: TermChanges): number {
+  const { ids, frequencies, lengths } = changes;
   let sorted = true;
-  for (let at = 0; at < ids.length; at += 1) {
-    additions.push({ id: ids[at], frequency: frequencies[at], length: lengths[at] });
-    if (at > 0 && ids[at] < ids[at - 1]) sorted = false;
+  for (let at = 1; at < ids.length && sorted; at += 1) if (ids[at] < ids[at - 1]) sorted = false;
+  if (!sorted) {
+    const order = ids.map((_, at) => at).sort((left, right) => compareIds(ids[left], ids[right]));
+    const [byId, byFrequency, byLength] = [order.map((at) => ids[at]), order.map((at) => frequencies[at]), order.map((at) => lengths[at])];
+    for (let at = 0; at < ids.length; at += 1) {
+      ids[at] = byId[at];
+      frequencies[at] = byFrequency[at];
+      lengths[at] = byLength[at];
+    }
   }
-  if (!sorted) additions.sort((left, right) => compareIds(left.id, right.id));
-  return additions;
+  return ids.length;
+}
+
+/** A term's added postings (in ID order) as objects, for a rewrite of its blocks. */
+function additionsOf({ ids, frequencies, lengths }: TermChanges): Posting[] {
+  return ids.map((id, at) => ({ id, frequency: frequencies[at], length: lengths[at] }));
 }
 
 /** Cancels the noted posting of a document indexed in this transaction. */

@@ -49,7 +49,7 @@ function writeLayout1(entries: LmdbDatabase<Buffer, Buffer>, definition: TextInd
       const deltas = positions.map((position, at) => position - (at === 0 ? 0 : positions[at - 1]));
       entries.putSync(key, definition.positions ? Buffer.concat([head, Buffer.from(deltas.flatMap(varint))]) : head);
     }
-    entries.putSync(documentKey(part, idKey(id)), encodeDocument(terms.length, termBytes));
+    entries.putSync(documentKey(part, idKey(id)), encodeDocument(terms.length, termBytes.map((bytes) => bytes.toString("utf8"))));
     const partition = statistics.get(tenant) ?? { part, documents: 0, length: 0 };
     statistics.set(tenant, { part, documents: partition.documents + 1, length: partition.length + terms.length });
   }
