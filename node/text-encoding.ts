@@ -259,30 +259,6 @@ export class PostingBlock {
     return true;
   }
 
-  /** Removes a document's posting; false when the block does not hold it. The first ID moves with its posting. */
-  remove(id: bigint): boolean {
-    if (id < this.first || id - this.first >= BLOCK_SPAN_MAX) return false;
-    const at = this.offsets.indexOf(Number(id - this.first));
-    if (at === -1) return false;
-    this.offsets.splice(at, 1);
-    this.frequencies.splice(at, 1);
-    this.lengths.splice(at, 1);
-    if (at === 0 && this.offsets.length > 0) {
-      const shift = this.offsets[0];
-      for (let index = 0; index < this.offsets.length; index += 1) this.offsets[index] -= shift;
-      this.first += BigInt(shift);
-    }
-    return true;
-  }
-
-  /** The block's second half as a block of its own, removed from this one. */
-  splitOff(): PostingBlock {
-    const half = this.offsets.length >> 1;
-    const shift = this.offsets[half];
-    const offsets = this.offsets.splice(half).map((offset) => offset - shift);
-    return new PostingBlock(this.first + BigInt(shift), offsets, this.frequencies.splice(half), this.lengths.splice(half));
-  }
-
   encode(): Buffer {
     const body: number[] = [];
     let previous = 0;

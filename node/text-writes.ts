@@ -22,6 +22,7 @@ import { ID_BYTES, idKey } from "./keys.js";
 import {
   BLOCK_POSTINGS_MAX,
   BLOCK_SPAN_MAX,
+  blockFirst,
   blockKey,
   BlockWriter,
   decodeStatistics,
@@ -232,7 +233,7 @@ export class PendingPostings {
       frequency += after.length - before.length;
       const split = chunks(after, !block.key.equals(lastKey));
       blocks += split.length - 1;
-      if (split.length === 0 || split[0][0].id !== blockFirstOf(block.key)) this.entries.removeSync(block.key);
+      if (split.length === 0 || split[0][0].id !== blockFirst(block.key)) this.entries.removeSync(block.key);
       for (const posting of split) this.putBlock(term, posting);
     }
     if (frequency === 0) {
@@ -322,10 +323,6 @@ function cancel(changes: TermChanges, id: bigint): void {
 
 function compareIds(left: bigint, right: bigint): number {
   return left < right ? -1 : left > right ? 1 : 0;
-}
-
-function blockFirstOf(key: Buffer): bigint {
-  return key.readBigUInt64BE(key.length - ID_BYTES);
 }
 
 function postingsOf(block: PostingBlock): Posting[] {
