@@ -369,10 +369,10 @@ function sameValue(left: Value | undefined, right: Value | undefined): boolean {
 const FIRST_ID = Buffer.alloc(ID_BYTES);
 
 /** A term no document of the partition holds (kept in the cache like any other). */
-const ABSENT = "absent";
+export const ABSENT = "absent";
 
 /** The cached terms of one tenant partition of an index, at one version of its content. */
-interface CachedPartition {
+export interface CachedPartition {
   readonly version: string;
   readonly terms: Map<string, TermBlocks | typeof ABSENT>;
   postings: number;
@@ -386,9 +386,11 @@ interface CachedPartition {
  * TERM_CACHE_POSTINGS_MAX postings (a term counted by its df, at least 1): past it the least recently searched
  * partitions go first, then the current one's terms.
  */
-class TermCache {
+export class TermCache {
   private readonly partitions = new Map<string, CachedPartition>();
   private postings = 0;
+
+  constructor(private readonly postingsMax = TERM_CACHE_POSTINGS_MAX) {}
 
   /** The partition's cached terms at `version` (none when it had another), now the most recently searched. */
   partition(name: string, version: string): CachedPartition {
@@ -408,7 +410,7 @@ class TermCache {
     partition.postings += postings;
     this.postings += postings;
     for (const [name, oldest] of this.partitions) {
-      if (this.postings <= TERM_CACHE_POSTINGS_MAX) return;
+      if (this.postings <= this.postingsMax) return;
       this.postings -= oldest.postings;
       if (oldest !== partition) this.partitions.delete(name);
       else {

@@ -93,7 +93,7 @@ export class PendingPostings {
     return partition;
   }
 
-  /** Notes a document's posting of `term` (its UTF-8 bytes in `bytes`) in a partition. */
+  /** Notes a document's posting of `term` in a partition. */
   add(partition: PartitionChanges, term: string, posting: Posting): void {
     const changes = this.termOf(partition, term);
     changes.ids.push(posting.id);

@@ -14,7 +14,8 @@ import type { Properties } from "../../protocol/values.js";
 import type { IndexedRecord } from "../../node/index-family.js";
 import { indexPrefix } from "../../node/keys.js";
 import { decodeStatistics, partitionPrefix, statisticsKey, statisticsVersion } from "../../node/text-encoding.js";
-import { BM25_B, BM25_K1, QUERY_TERMS_MAX, TextIndexes } from "../../node/text-index.js";
+import { ABSENT, BM25_B, BM25_K1, QUERY_TERMS_MAX, TermCache, TextIndexes } from "../../node/text-index.js";
+import type { TermBlocks } from "../../node/text-search.js";
 
 const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
 const TITLE: TextIndexDefinition = { ...BODY, field: "title", name: "Doc.title", positions: true };
@@ -415,6 +416,19 @@ describe("builds and remove", () => {
     expect(fixture.text.finish()).toBeUndefined();
   });
 
+  it("remove in a transaction that wrote to the index leaves nothing of it for flush to write", () => {
+    fixture.put([BODY, TITLE], [[1n, { body: "quick fox", title: "fox story" }]]);
+    env.transactionSync(() => {
+      fixture.text.put(BODY, { id: 2n, props: { body: "slow dog" } }, undefined);
+      fixture.text.put(TITLE, { id: 2n, props: { title: "dog story" } }, undefined);
+      fixture.text.remove(BODY);
+      fixture.text.flush();
+    });
+    expect(fixture.search(BODY, "quick slow fox dog")).toEqual([]);
+    expect(fixture.dump().every((line) => line.startsWith(indexPrefix("node", "Doc", "title").toString("hex")))).toBe(true);
+    expect(fixture.search(TITLE, "story").map(([id]) => id)).toEqual([1n, 2n]);
+  });
+
   it("remove deletes every key of one index and nothing of another", () => {
     fixture.put([BODY, TITLE], [[1n, { body: "quick fox", title: "fox story" }], [2n, { body: "dog", title: "dog story" }]]);
     const titleOnly = new TextIndexes(fixture.entries);
@@ -477,6 +491,30 @@ describe("the partition's version and the cache of terms read", () => {
     expect(ids("quick zebra")).toEqual([3n, 4n]);
     expect(reader.search(before, BODY, "quick zebra", 10, {}).map((hit) => hit.id)).toEqual([3n]);
     before.done();
+  });
+});
+
+describe("the term cache's bound", () => {
+  const blocksOf = (frequency: number): TermBlocks => ({ weight: 1, frequency, keys: [], values: [], decoded: [] });
+
+  it("drops the least recently searched partitions first, then the current one's terms, and a partition at another version", () => {
+    const cache = new TermCache(10);
+    const first = cache.partition("a", "v1");
+    cache.add(first, "x", blocksOf(4));
+    const second = cache.partition("b", "v1");
+    cache.add(second, "y", blocksOf(4));
+    cache.add(second, "missing", ABSENT);
+    expect(cache.partition("a", "v1").terms.get("x")).toBeDefined();
+    // 4 + 4 + 1 + 3 = 12 > 10: "b" (searched less recently than "a") goes.
+    cache.add(cache.partition("a", "v1"), "z", blocksOf(3));
+    expect(cache.partition("b", "v1").terms.size).toBe(0);
+    expect(cache.partition("a", "v1").terms.size).toBe(2);
+    // A term alone past the bound: the current partition's terms go too.
+    const current = cache.partition("a", "v1");
+    cache.add(current, "huge", blocksOf(11));
+    expect(current.terms.size).toBe(0);
+    cache.add(cache.partition("c", "v1"), "w", blocksOf(2));
+    expect(cache.partition("c", "v2").terms.size).toBe(0);
   });
 });
 
