@@ -23,8 +23,8 @@
  * (node/text-writes.ts) and written at `flush`, each term's entry and blocks once per transaction however many of
  * its documents the transaction writes; `discard` forgets them.
  *
- * Searches keep the terms they read (TermCache below) while the partition's version, read with its statistics in
- * the search's own snapshot, is unchanged.
+ * Searches through a read snapshot keep the terms they read (TermCache below) while the partition's version, read
+ * with its statistics in the search's own snapshot, is unchanged.
  *
  * Architecture invariant: the family's whole truth is the `text` sub-database: what `flush` has not written yet lives
  * only until the transaction's `flush` or `discard`, and a cached term serves only a snapshot whose partition version
@@ -194,7 +194,9 @@ export class TextIndexes implements IndexFamilyStore<TextIndexDefinition> {
     if (terms.length > QUERY_TERMS_MAX) {
       throw new SilkError("limit_exceeded", `text search on ${definition.name}: the query has ${terms.length} distinct terms, at most ${QUERY_TERMS_MAX}`);
     }
-    const cached = version === undefined ? undefined : this.cache.partition(part.toString("latin1"), version);
+    // Only a read snapshot's terms are kept: a write transaction's version may still be rolled back (and named again
+    // by other content).
+    const cached = version === undefined || transaction === undefined ? undefined : this.cache.partition(part.toString("latin1"), version);
     const postings: TermBlocks[] = [];
     for (const term of terms) {
       let blocks = cached?.terms.get(term);

@@ -469,7 +469,12 @@ describe("the partition's version and the cache of terms read", () => {
     const writer = new TextIndexes(fixture.entries, undefined, newEpoch);
     const reader = new TextIndexes(fixture.entries, undefined, newEpoch);
     const write = (body: (text: TextIndexes) => void) => env.transactionSync(() => (body(writer), writer.flush()));
-    const ids = (query: string) => reader.search(undefined, BODY, query, 10, {}).map((hit) => hit.id);
+    const ids = (query: string) => {
+      const snapshot = env.useReadTransaction();
+      const hits = reader.search(snapshot, BODY, query, 10, {}).map((hit) => hit.id);
+      snapshot.done();
+      return hits;
+    };
     write((text) => text.put(BODY, { id: 1n, props: { body: "quick fox" } }, undefined));
     expect(ids("quick zebra")).toEqual([1n]);
     expect(ids("quick zebra")).toEqual([1n]);
@@ -491,6 +496,32 @@ describe("the partition's version and the cache of terms read", () => {
     expect(ids("quick zebra")).toEqual([3n, 4n]);
     expect(reader.search(before, BODY, "quick zebra", 10, {}).map((hit) => hit.id)).toEqual([3n]);
     before.done();
+  });
+});
+
+describe("the term cache and write transactions", () => {
+  it("keeps nothing a search inside a write transaction read (its version may be rolled back and named again)", () => {
+    const text = new TextIndexes(fixture.entries, undefined, () => Buffer.alloc(8, 9));
+    const read = (query: string) => {
+      const snapshot = env.useReadTransaction();
+      const hits = text.search(snapshot, BODY, query, 10, {}).map((hit) => hit.id);
+      snapshot.done();
+      return hits;
+    };
+    env.transactionSync(() => (text.put(BODY, { id: 1n, props: { body: "quick" } }, undefined), text.flush()));
+    expect(read("quick zebra")).toEqual([1n]);
+    expect(() =>
+      env.transactionSync(() => {
+        text.put(BODY, { id: 2n, props: { body: "quick zebra" } }, undefined);
+        text.flush();
+        expect(text.search(undefined, BODY, "quick zebra", 10, {}).map((hit) => hit.id)).toEqual([2n, 1n]);
+        throw new Error("rolled back");
+      }),
+    ).toThrow("rolled back");
+    text.discard();
+    // Committed with the version the rolled-back transaction had (same epoch, 2 changes), other texts.
+    env.transactionSync(() => (text.put(BODY, { id: 3n, props: { body: "zebra" } }, undefined), text.flush()));
+    expect(read("quick zebra")).toEqual([1n, 3n]);
   });
 });
 
