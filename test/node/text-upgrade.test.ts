@@ -17,7 +17,7 @@ import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
 import { idKey, indexPrefix } from "../../node/keys.js";
 import { analyzeAll } from "../../node/text-analyzers.js";
-import { documentKey, encodeDocument, partitionPrefix, statisticsKey, termKey } from "../../node/text-encoding.js";
+import { decodeStatistics, documentKey, encodeDocument, partitionPrefix, statisticsKey, statisticsVersion, termKey } from "../../node/text-encoding.js";
 import { TextIndexes } from "../../node/text-index.js";
 import { TEXT_LAYOUT, TEXT_LAYOUT_KEY, textLayout, upgradeTextLayout } from "../../node/text-upgrade.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
@@ -167,6 +167,13 @@ describe("upgrade of layout 1", () => {
     expect(old.text.positions(undefined, TITLE, "dog", 1n)).toEqual([3]);
     expect(old.env.transactionSync(() => upgradeTextLayout(old.meta, old.entries))).toBe(0);
     expect(old.dump()).toEqual(today.dump());
+
+    // Upgraded statistics carry no version (searches keep nothing of the partition) until a write gives them one.
+    const statistics = () => decodeStatistics(old.entries.get(statisticsKey(partitionPrefix(indexPrefix("node", "Doc", "body"), "")))!);
+    expect(statisticsVersion(statistics())).toBeUndefined();
+    old.index(BODY, [[9n, { body: "new words" }]]);
+    expect(statistics()).toMatchObject({ documents: DOCS.length + 1, changes: 1 });
+    expect(statisticsVersion(statistics())).toMatch(/^[0-9a-f]{16}:1$/);
   });
 
   it("regroups a term's 300 postings into blocks of at most 128 that answer every search as indexing today does", () => {
