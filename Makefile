@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test soak nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
+.PHONY: install build run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -36,6 +36,10 @@ test: build redis-server nats-server
 # every acknowledged write is there exactly once, the .mdb files stayed bounded and /health's p99 stayed under 100 ms.
 soak: build
 	npx tsx test/soak/soak.ts
+
+# Acknowledged writes against read-only processes SIGKILLed at random moments (4 minutes; SOAK_SECONDS changes it).
+soak-readers: build
+	npx tsx test/soak/dead-readers.ts
 
 # The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
 # suite fails naming the package where we cannot).

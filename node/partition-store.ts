@@ -172,6 +172,12 @@ export class PartitionStore {
       path: options.path,
       readOnly: options.readOnly,
       noSync: options.noSync,
+      // lmdb-js turns overlappingSync on by default on Linux: a commit returns before its fsync, which then runs in
+      // the background. With it, a committed and acknowledged write was lost while a read-only process of the same
+      // directory was SIGKILLed (1 write in ~30 such kills; the next write's transaction started from the snapshot
+      // before it: test/soak/dead-readers.ts), and an acknowledged write was not yet durable against power loss.
+      // Off, a commit returns once it is on disk, which is what Silk acknowledges.
+      overlappingSync: false,
       mapSize: options.mapSizeBytes,
       maxDbs: 16,
       encoding: "binary",
