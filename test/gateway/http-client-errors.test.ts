@@ -34,9 +34,9 @@ function slowDatabase(inner: Database): GatewayDatabase {
     },
     queryJson: (name, parameters) => inner.queryJson(name, parameters),
     indexStatuses: () => inner.indexStatuses(),
-    runV2: async (tree) => {
+    run: async (tree) => {
       await new Promise((done) => setTimeout(done, TIMEOUTS.requestMs * 2));
-      return inner.runV2(tree);
+      return inner.run(tree);
     },
   };
 }
