@@ -74,7 +74,7 @@ describe("silk index", () => {
     expect(schemaless.stderr).toMatch(/^silk index: invalid_option: .* holds a database with a schema \(version 1\): open it with its project's schema/);
     const after = await runSilk(["index", "status", ...base]);
     expect(lines(after.stdout)).toEqual([expect.objectContaining({ index: "User.handle", unique: true, state: "active" })]);
-  }, 60_000);
+  }, 120_000);
 
   it("takes no --schema for a schemaless database", async () => {
     const data = join(temporaryDirectory(), "db");
@@ -88,5 +88,5 @@ describe("silk index", () => {
     expect(lines(created.stdout)).toEqual([expect.objectContaining({ index: "Doc.n", family: "secondary", unique: false })]);
     const watched = await runSilk(["index", "status", "--data", data, "--watch"]);
     expect(lines(watched.stdout)).toEqual([expect.objectContaining({ index: "Doc.n", state: "active", entities: 20 })]);
-  }, 60_000);
+  }, 120_000);
 });
