@@ -65,6 +65,10 @@ class ReloadingDatabase implements GatewayDatabase {
     return this.use((database) => database.run(tree));
   }
 
+  runV2(tree: unknown): Promise<Record<string, unknown>> {
+    return this.use((database) => database.runV2(tree));
+  }
+
   queryJson(name: string, parameters: Readonly<Record<string, unknown>>): Promise<string> {
     return this.use((database) => database.queryJson(name, parameters));
   }

@@ -2,20 +2,21 @@
  * `POST /v2/query`: the operation tree (protocol/tree.ts) as a JSON body, run as one transaction, answered with
  * the result's JSON. Bodies must be `application/json` and at most REQUEST_BODY_BYTES_MAX; the JSON parser is
  * fastify's, which refuses `__proto__` and `constructor.prototype` keys rather than let them reach the engine, and a
- * body it accepted that holds an integer beyond 2^53 is read again losslessly (request-json.ts).
+ * body it accepted that holds an integer beyond 2^53 is read again losslessly (request-json.ts). The answer's IDs are
+ * JSON numbers, as HelixDB v3 answers them, written digit for digit (an ID beyond 2^53 too; protocol/ids.ts JsonId).
  */
 import type { FastifyPluginAsync } from "fastify";
 import type { QueryResult } from "../protocol/messages.js";
 import { SilkError } from "../protocol/errors.js";
-import { stringifyJson } from "./json.js";
+import { stringifyAnswer } from "./json.js";
 import { mayHoldUnsafeInteger, parseLossless } from "./request-json.js";
 
 /** The largest `/v2/query` body, in bytes; a bigger one answers 413 payload_too_large before it is read. */
 export const REQUEST_BODY_BYTES_MAX = 16 * 1024 * 1024;
 
-/** What the route needs from the database: running one request body. */
+/** What the route needs from the database: running one request body, its IDs as JsonId (Database.runV2). */
 export interface QueryRunner {
-  run(tree: unknown): Promise<QueryResult>;
+  runV2(tree: unknown): Promise<QueryResult>;
 }
 
 export interface QueryV2Options {
@@ -42,7 +43,7 @@ export const queryV2Routes: FastifyPluginAsync<QueryV2Options> = async (app, opt
     if (request.body === undefined || request.body === null) {
       throw new SilkError("invalid_query_json", "the request body is empty; send the operation tree as a JSON object");
     }
-    const result = await options.database.run(request.body);
-    return reply.type("application/json; charset=utf-8").send(stringifyJson(result));
+    const result = await options.database.runV2(request.body);
+    return reply.type("application/json; charset=utf-8").send(stringifyAnswer(result));
   });
 };

@@ -12,7 +12,6 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { AggregateFunction, Step } from "../protocol/tree.js";
-import { idToString } from "../protocol/ids.js";
 import { compareStringsByCodePoint, compareValues, getPath, isPlainObject, totalOrder, type Properties, type Value } from "../protocol/values.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
 import { propertyJson } from "./projection.js";
@@ -163,7 +162,7 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
       groups.set(key, found);
     }
     found.count += 1;
-    if (step.op === "aggregate_by") found.items.push(recordToJson(element.record!));
+    if (step.op === "aggregate_by") found.items.push(recordToJson(element.record!, scope.context.renderId));
   }
   const rows = [...groups.values()].map(({ row, count, items: members }) => {
     if (step.op === "group_count") return { ...row, count };
@@ -187,9 +186,9 @@ export async function groupsByValue(path: string, withIds: boolean, input: Strea
   // Array.prototype.sort is stable: a group's records keep their stream order.
   entries.sort((a, b) => totalOrder(a.key, b.key));
   const rows: Record<string, unknown>[] = [];
-  let ids: string[] = [];
+  let ids: unknown[] = [];
   for (let i = 0; i < entries.length; i++) {
-    ids.push(idToString(entries[i].id));
+    ids.push(scope.context.renderId(entries[i].id));
     if (i + 1 < entries.length && totalOrder(entries[i].key, entries[i + 1].key) === 0) continue;
     const fields: [string, unknown][] = [[path, entries[i].json], ["count", ids.length]];
     if (withIds) fields.push(["ids", ids]);

@@ -31,7 +31,7 @@ export async function bindings(step: Extract<Step, { op: "bind" | "project_bindi
       const rows: unknown[] = [];
       for (const edge of edges) {
         if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-        rows.push(recordToJson(edge.record!));
+        rows.push(recordToJson(edge.record!, scope.context.renderId));
       }
       return valuesStream(rows);
     }

@@ -55,7 +55,7 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
       }
     }
   }
-  return concatStreams(pieces, scope.context.view);
+  return concatStreams(pieces, scope.context.view, scope.context.renderId);
 }
 
 /**

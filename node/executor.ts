@@ -7,7 +7,7 @@
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString } from "../protocol/ids.js";
+import { idRendererOf } from "../protocol/ids.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
 import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
@@ -36,8 +36,9 @@ export type { Element, ExecutionContext, Stream } from "./streams.js";
  * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits
  * them) and renders what it returns, plus `$explain` when the plan asks for it.
  */
-export async function executePlan(plan: Plan, base: ExecutionContext, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
-  const context: ExecutionContext = plan.explain ? { ...base, explain: new ExplainLog() } : base;
+export async function executePlan(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
+  const renderId = idRendererOf(plan);
+  const context: ExecutionContext = plan.explain ? { ...base, renderId, explain: new ExplainLog() } : { ...base, renderId };
   const variables = new Map<string, Stream>();
   checkReturns(plan);
   await runEntries(plan.entries, context, variables, parameters, false);
@@ -376,7 +377,7 @@ async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "
     case "exists":
       return { kind: "scalar", value: (input.kind === "scalar" || input.items.length > 0) !== step.negate };
     case "id":
-      return { kind: "values", items: elementsOf(input, "id").map((item) => idToString(item.id)) };
+      return { kind: "values", items: elementsOf(input, "id").map((item) => scope.context.renderId(item.id)) };
     case "label":
       return { kind: "values", items: (await loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
     default: {
@@ -483,8 +484,8 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
  * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
  */
 async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
-  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view);
+  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view, context.renderId);
   // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
   const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
-  return streamToJson({ kind: "elements", items }, context.view);
+  return streamToJson({ kind: "elements", items }, context.view, context.renderId);
 }

@@ -17,7 +17,7 @@
  * step dropped from FAST_STEPS.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString } from "../protocol/ids.js";
+import { idRendererOf, type IdRenderer } from "../protocol/ids.js";
 import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
@@ -82,6 +82,8 @@ interface Scope {
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly variables: Map<string, Stream>;
   readonly deadline: Deadline;
+  /** The executor's ExecutionContext.renderId: how rendered JSON writes IDs. */
+  readonly renderId: IdRenderer;
 }
 
 /** Thrown inside a fast read whose slice is spent; executeFastRead turns it into undefined. */
@@ -93,7 +95,7 @@ class SliceSpent {}
  */
 export function executeFastRead(plan: Plan, reader: SnapshotReader, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): QueryResult | undefined {
   try {
-    return fastRead(plan, { reader, parameters, variables: new Map(), deadline });
+    return fastRead(plan, { reader, parameters, variables: new Map(), deadline, renderId: idRendererOf(plan) });
   } catch (cause) {
     if (cause instanceof SliceSpent) return undefined;
     throw cause;
@@ -176,14 +178,14 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
       return { kind: "scalar", value: (input.kind === "scalar" || input.items.length > 0) !== step.negate };
     }
     case "id":
-      return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => idToString(item.id)) };
+      return { kind: "values", items: elementsOf(evaluate(step.input, scope), "id").map((item) => scope.renderId(item.id)) };
     case "label":
       return { kind: "values", items: loaded(scope, elementsOf(evaluate(step.input, scope, true), "label")).map((item) => item.record!.label) };
     case "value_map": {
       const rows: unknown[] = [];
       for (const element of loaded(scope, elementsOf(evaluate(step.input, scope, true), step.op))) {
         if (scope.deadline.tick()) throw new SliceSpent();
-        rows.push(recordToJson(element.record!));
+        rows.push(recordToJson(element.record!, scope.renderId));
       }
       return valuesStream(rows);
     }
@@ -273,5 +275,5 @@ function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: Sc
 function render(stream: Stream, scope: Scope): unknown {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return loaded(scope, stream.items).map((item) => recordToJson(item.record!));
+  return loaded(scope, stream.items).map((item) => recordToJson(item.record!, scope.renderId));
 }

@@ -7,7 +7,7 @@
  * searches from one node to one node, at most `maxDepth` hops, and answers the path's node IDs.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
 import type { Expr, PathAlgorithm, PathDirection, Ref, Step } from "../protocol/tree.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
@@ -62,8 +62,9 @@ async function nodeIdPath(sources: readonly Element[], search: Search): Promise<
   }
   const found = sources.length === 0 ? undefined : await breadthFirst(sources[0], search);
   if (found === undefined) return valuesStream([]);
-  const ids: string[] = [];
-  for (let id: bigint | undefined = found.target; id !== undefined; id = found.reached.get(id)!.previous) ids.push(idToString(id));
+  const ids: unknown[] = [];
+  const { renderId } = search.scope.context;
+  for (let id: bigint | undefined = found.target; id !== undefined; id = found.reached.get(id)!.previous) ids.push(renderId(id));
   return valuesStream(ids.reverse());
 }
 
@@ -223,8 +224,8 @@ async function renderPath(found: Found, scope: EvalScope): Promise<Record<string
   edges.reverse();
   const { view } = scope.context;
   return {
-    nodes: (await loaded(view, nodes)).map((item) => recordToJson(item.record!)),
-    edges: (await loaded(view, edges)).map((item) => recordToJson(item.record!)),
+    nodes: (await loaded(view, nodes)).map((item) => recordToJson(item.record!, scope.context.renderId)),
+    edges: (await loaded(view, edges)).map((item) => recordToJson(item.record!, scope.context.renderId)),
     hops: edges.length,
     weight: found.weight ?? edges.length,
   };

@@ -125,9 +125,9 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     case "var":
       return variable(expr.name, scope);
     case "traversal":
-      return (await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view)) as Value;
+      return (await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId)) as Value;
     case "first": {
-      const json = await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view);
+      const json = await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId);
       return (Array.isArray(json) ? (json[0] ?? null) : json) as Value;
     }
     case "call": {

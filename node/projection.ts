@@ -18,7 +18,7 @@ import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, ty
  * and rerankers), which the hit keeps until a step leaves the hit stream.
  */
 export async function propertyJson(element: Element, path: string, scope: EvalScope): Promise<unknown> {
-  const virtual = virtualPropertyJson(element.record!, path);
+  const virtual = virtualPropertyJson(element.record!, path, scope.context.renderId);
   if (virtual !== undefined) return virtual;
   const { hit } = element;
   if (path === "$distance") return hit?.measure === "distance" ? hit.score : undefined;
@@ -48,7 +48,7 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
       const rows: unknown[] = [];
       for (const element of items) {
         if (deadline.tick()) await deadline.pause();
-        rows.push(step.properties === undefined ? recordToJson(element.record!) : await selectedRow(element, step.properties, scope));
+        rows.push(step.properties === undefined ? recordToJson(element.record!, scope.context.renderId) : await selectedRow(element, step.properties, scope));
       }
       return valuesStream(rows);
     }
@@ -79,7 +79,7 @@ async function selectedRow(element: Element, paths: readonly string[], scope: Ev
 
 /** One row of `project`: the whole record first when `all` (less `exclude`), then each projection in order. */
 async function projectRow(step: Extract<Step, { op: "project" }>, element: Element, scope: EvalScope): Promise<Record<string, unknown>> {
-  const row: Record<string, unknown> = step.all ? recordToJson(element.record!) : {};
+  const row: Record<string, unknown> = step.all ? recordToJson(element.record!, scope.context.renderId) : {};
   for (const name of step.exclude) delete row[name];
   for (const projection of step.projections) {
     if (projection.kind === "property") {

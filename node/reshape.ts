@@ -18,7 +18,7 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
   switch (step.op) {
     case "fold":
       // One array of the stream's JSON form (records as record objects): a barrier, like Gremlin's fold.
-      return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view)] : await streamToJson(input, view) };
+      return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view, scope.context.renderId)] : await streamToJson(input, view, scope.context.renderId) };
     case "unfold":
       return unfold(input);
     case "order_by":
@@ -113,7 +113,7 @@ export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> 
     case "store": {
       const stream = await scope.evalStep(step.input, scope);
       const earlier = variables.get(step.name);
-      variables.set(step.name, earlier === undefined ? stream : await concatStreams([earlier, stream], scope.context.view));
+      variables.set(step.name, earlier === undefined ? stream : await concatStreams([earlier, stream], scope.context.view, scope.context.renderId));
       return stream;
     }
     case "select":
@@ -122,7 +122,7 @@ export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> 
     case "inject": {
       const injected = lookup(step.variable);
       if (step.input === undefined) return injected;
-      return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view);
+      return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
     }
     default: {
       const unreachable: never = step;

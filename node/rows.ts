@@ -10,7 +10,7 @@
  * `path` and `sack` only after `sack_get`, bindings by name in sorted order. IDs are decimal strings, as everywhere
  * in Silk's answers (HelixDB writes numbers).
  */
-import { idToString } from "../protocol/ids.js";
+import type { IdRenderer } from "../protocol/ids.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import { recordField, type Element } from "./streams.js";
 
@@ -74,16 +74,16 @@ export function showsRow(row: RowState | undefined): row is RowState {
   return row !== undefined && (row.bindings.size > 0 || row.pathVisible || row.sackVisible);
 }
 
-function referenceJson(element: { readonly kind: Element["kind"]; readonly id: bigint }): Record<string, string> {
-  return { [element.kind]: idToString(element.id) };
+function referenceJson(element: { readonly kind: Element["kind"]; readonly id: bigint }, renderId: IdRenderer): Record<string, unknown> {
+  return { [element.kind]: renderId(element.id) };
 }
 
 /** An element with a shown row in its JSON form (see the module comment). */
-export function rowToJson(element: Element, row: RowState): Record<string, unknown> {
+export function rowToJson(element: Element, row: RowState, renderId: IdRenderer): Record<string, unknown> {
   const bindings: Record<string, unknown> = {};
-  for (const name of [...row.bindings.keys()].sort()) bindings[name] = referenceJson(row.bindings.get(name)!);
-  const json: Record<string, unknown> = { current: referenceJson(element), bindings };
-  if (row.pathVisible) json.path = pathElements(row.path).map(referenceJson);
+  for (const name of [...row.bindings.keys()].sort()) bindings[name] = referenceJson(row.bindings.get(name)!, renderId);
+  const json: Record<string, unknown> = { current: referenceJson(element, renderId), bindings };
+  if (row.pathVisible) json.path = pathElements(row.path).map((link) => referenceJson(link, renderId));
   if (row.sackVisible) json.sack = row.sack === undefined ? null : valueToJson(row.sack);
   return json;
 }

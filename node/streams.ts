@@ -4,7 +4,7 @@
  * of them imports another's step logic.
  */
 import { SilkError } from "../protocol/errors.js";
-import { idOf, idToString, parseId } from "../protocol/ids.js";
+import { idOf, idToString, parseId, type IdRenderer } from "../protocol/ids.js";
 import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { AdjacencyEntry, Direction, RecordKind, StoredRecord } from "../protocol/records.js";
@@ -67,6 +67,11 @@ export interface ExecutionContext {
   readonly runtimeIndex?: RuntimeIndexLookup;
   /** Turns `Embed(text)` into vectors; absent, Embed is `embedding_not_configured`. */
   readonly embedder?: Embedder;
+  /**
+   * How rendered JSON writes IDs (records, rows, `id`, paths): decimal strings, or JsonId for a plan that asks for
+   * `idsAsNumbers` (`/v2/query`). Expressions read IDs as bigints (recordField) and never through this.
+   */
+  readonly renderId: IdRenderer;
 }
 
 export const RESULT_ELEMENTS_MAX = 1_000_000;
@@ -183,12 +188,15 @@ export function recordField(record: StoredRecord, path: string): Value | undefin
   }
 }
 
-/** A record in its JSON form: `$id`, `$label`, `$from`/`$to` for edges, `$vector` for vectors, then properties. */
-export function recordToJson(record: StoredRecord): Record<string, unknown> {
-  const json: Record<string, unknown> = { $id: idToString(record.id), $label: record.label };
+/**
+ * A record in its JSON form: `$id`, `$label`, `$from`/`$to` for edges, `$vector` for vectors, then properties; its
+ * IDs as `renderId` writes them (ExecutionContext).
+ */
+export function recordToJson(record: StoredRecord, renderId: IdRenderer): Record<string, unknown> {
+  const json: Record<string, unknown> = { $id: renderId(record.id), $label: record.label };
   if (record.kind === "edge") {
-    json.$from = idToString(record.from);
-    json.$to = idToString(record.to);
+    json.$from = renderId(record.from);
+    json.$to = renderId(record.to);
   }
   if (record.kind === "vector") json.$vector = Array.from(loadedVector(record));
   // Decoded properties are plain objects, so for-in sees exactly their own keys.
@@ -198,12 +206,12 @@ export function recordToJson(record: StoredRecord): Record<string, unknown> {
 }
 
 /** A stream in its JSON form: records as `recordToJson` objects, values as they are, a scalar as its JSON value. */
-export async function streamToJson(stream: Stream, view: TxnView): Promise<unknown> {
+export async function streamToJson(stream: Stream, view: TxnView, renderId: IdRenderer): Promise<unknown> {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
   return (await loaded(view, stream.items)).map((item) => {
-    if (showsRow(item.row)) return rowToJson(item, item.row);
-    return item.hit === undefined ? recordToJson(item.record!) : hitToJson(item.record!, item.hit);
+    if (showsRow(item.row)) return rowToJson(item, item.row, renderId);
+    return item.hit === undefined ? recordToJson(item.record!, renderId) : hitToJson(item.record!, item.hit, renderId);
   });
 }
 
@@ -211,27 +219,27 @@ export async function streamToJson(stream: Stream, view: TxnView): Promise<unkno
  * What a returned entry answers: the stream's JSON form (`streamToJson`), except that a values stream with an
  * `answer` (a `values` step's one object per element) answers that.
  */
-export async function streamToAnswer(stream: Stream, view: TxnView): Promise<unknown> {
+export async function streamToAnswer(stream: Stream, view: TxnView, renderId: IdRenderer): Promise<unknown> {
   if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
-  return streamToJson(stream, view);
+  return streamToJson(stream, view, renderId);
 }
 
 /** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */
-export function hitToJson(record: StoredRecord, hit: SearchTag): Record<string, unknown> {
-  return { ...recordToJson(record), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
+export function hitToJson(record: StoredRecord, hit: SearchTag, renderId: IdRenderer): Record<string, unknown> {
+  return { ...recordToJson(record, renderId), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
 }
 
 /** `$id`, `$label`, and an edge's `$from` and `$to`, of a record in JSON form; undefined for anything else. */
-export function virtualPropertyJson(record: StoredRecord, name: string): unknown {
+export function virtualPropertyJson(record: StoredRecord, name: string, renderId: IdRenderer): unknown {
   switch (name) {
     case "$id":
-      return idToString(record.id);
+      return renderId(record.id);
     case "$label":
       return record.label;
     case "$from":
-      return record.kind === "edge" ? idToString(record.from) : undefined;
+      return record.kind === "edge" ? renderId(record.from) : undefined;
     case "$to":
-      return record.kind === "edge" ? idToString(record.to) : undefined;
+      return record.kind === "edge" ? renderId(record.to) : undefined;
     default:
       return undefined;
   }
@@ -270,11 +278,11 @@ export function yieldsSomething(stream: Stream): boolean {
  * Streams one after another: records stay records when every piece is records; otherwise every piece becomes
  * values (records in their JSON form, a scalar as one value), so a mix still renders as one array.
  */
-export async function concatStreams(pieces: readonly Stream[], view: TxnView): Promise<Stream> {
+export async function concatStreams(pieces: readonly Stream[], view: TxnView, renderId: IdRenderer): Promise<Stream> {
   if (pieces.every((piece) => piece.kind === "elements")) return elements(pieces.flatMap((piece) => (piece as { items: Element[] }).items));
   const items: unknown[] = [];
   for (const piece of pieces) {
-    const json = await streamToJson(piece, view);
+    const json = await streamToJson(piece, view, renderId);
     if (piece.kind === "scalar") items.push(json);
     // One push per value: spreading a piece of a million values into push's arguments overflows the stack.
     else for (const value of json as unknown[]) items.push(value);

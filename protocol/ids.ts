@@ -1,6 +1,7 @@
 /**
  * Record identifiers. Node, edge and vector IDs are unsigned 64-bit integers: `bigint` everywhere inside Silk and
- * decimal strings in JSON, because a JSON number loses precision above 2^53 and most JSON parsers silently round.
+ * decimal strings in JSON, because a JSON number loses precision above 2^53 and most JSON parsers silently round;
+ * `/v2/query` answers alone write them as JSON numbers (JsonId), as HelixDB v3 does and its SDKs expect.
  * This module is the one place that decides what counts as a valid ID on input.
  */
 
@@ -61,6 +62,42 @@ export function idOf(input: unknown): bigint | undefined {
 /** The JSON form of an ID: its decimal string. */
 export function idToString(id: bigint): string {
   return id.toString(10);
+}
+
+/**
+ * An ID that an answer writes as a bare JSON number: HelixDB v3's wire (`POST /v2/query`) answers its i64 IDs as
+ * numbers, an ID beyond 2^53 too, and its SDKs read them as `number | bigint`. JSON.stringify cannot write digits
+ * without quotes, so `toJSON` gives ID_NUMBER_MARK and the digits, and `writeIdNumbers` unquotes them in the text:
+ * the digits are the bigint's own, never a double's. The mark is a lone surrogate, which no stored or requested
+ * string can hold (values.ts checkInputValue) and which JSON.stringify always escapes, so only an ID matches.
+ */
+export class JsonId {
+  constructor(readonly id: bigint) {}
+
+  toJSON(): string {
+    return ID_NUMBER_MARK + idToString(this.id);
+  }
+}
+
+const ID_NUMBER_MARK = "\ud800";
+/** How JSON.stringify writes a JsonId: the escaped mark and the digits, quoted. */
+const ID_NUMBER_TEXT = /"\\ud800([0-9]+)"/g;
+
+/** How an answer renders an ID: `idToString` (the embedded API, HelixQL routes) or `idToJsonId` (`/v2/query`). */
+export type IdRenderer = (id: bigint) => string | JsonId;
+
+export function idToJsonId(id: bigint): JsonId {
+  return new JsonId(id);
+}
+
+/** The renderer of a plan's answer: JsonId when it asks for `idsAsNumbers` (protocol/tree.ts Plan), else strings. */
+export function idRendererOf(plan: { readonly idsAsNumbers?: boolean }): IdRenderer {
+  return plan.idsAsNumbers === true ? idToJsonId : idToString;
+}
+
+/** JSON text (JSON.stringify's) with every JsonId written as a bare JSON number of its digits. */
+export function writeIdNumbers(json: string): string {
+  return json.includes("\\ud800") ? json.replace(ID_NUMBER_TEXT, "$1") : json;
 }
 
 /** A short rendering of a rejected ID for error messages, long strings cut so a message stays readable. */

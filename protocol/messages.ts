@@ -2,8 +2,9 @@
  * The messages between the coordinator and partition actors. They cross the transport msgpackr-encoded (in-process
  * today; NATS in the cluster), so they carry only plain data: bigints, strings, typed arrays, decoded plans.
  */
-import { Packr } from "msgpackr";
+import { addExtension, Packr } from "msgpackr";
 import type { ErrorCode } from "./errors.js";
+import { JsonId } from "./ids.js";
 import type { IndexDefinition, IndexStatus } from "./indexes.js";
 import type {
   AdjacencyEntry,
@@ -19,8 +20,9 @@ import type {
 import type { Plan } from "./tree.js";
 
 /**
- * Result rows per returned name, already in JSON form (IDs as decimal strings): what running a plan answers, on a
- * partition (the `result` reply), through the coordinator, and to the embedded API and the gateway.
+ * Result rows per returned name, already in JSON form (IDs as decimal strings, or as JsonId where the plan asks for
+ * `idsAsNumbers`): what running a plan answers, on a partition (the `result` reply), through the coordinator, and to
+ * the embedded API and the gateway.
  */
 export type QueryResult = Record<string, unknown>;
 
@@ -106,6 +108,9 @@ export type PartitionReply =
  * bytes, which msgpack carries without a copy per element.
  */
 const wire = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
+/** A JsonId in a `result` reply stays one (msgpack would make it a plain map): extension type 73, its bigint. */
+const JSON_ID_EXTENSION_TYPE = 73;
+addExtension({ Class: JsonId, type: JSON_ID_EXTENSION_TYPE, write: (json: JsonId) => json.id, read: (id: bigint) => new JsonId(id) });
 
 /**
  * msgpackr packs each message after the previous one in one shared buffer, and when a big message (a bulk-import

@@ -37,6 +37,11 @@ export interface Plan {
   readonly explain?: boolean;
   /** The request's `"timeout_ms"`: its execution deadline, which overrides the server's default. */
   readonly timeoutMs?: number;
+  /**
+   * Set by the caller, never by the request: the answer's IDs as JsonId, which `/v2/query` writes as JSON numbers
+   * (HelixDB v3's wire); absent, decimal strings (the embedded API, HelixQL routes).
+   */
+  readonly idsAsNumbers?: boolean;
 }
 
 export type Entry =

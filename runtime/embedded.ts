@@ -405,6 +405,16 @@ export class Database {
   }
 
   /**
+   * Runs a `/v2/query` body as that route answers it, HelixDB v3's wire: as `run` does, but the answer's IDs are
+   * JsonId (protocol/ids.ts), which the route writes as JSON numbers. `run` keeps decimal strings: an application
+   * in the same process gets IDs it can hold in JavaScript without losing digits.
+   */
+  async runV2(tree: unknown): Promise<QueryResult> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    return this.coordinator.run({ ...decodeRequest(tree), idsAsNumbers: true });
+  }
+
+  /**
    * Decodes and checks a tree once for many runs; each `run(parameters)` is one transaction with the tree's
    * parameters overridden by the given ones. This is how repeated queries avoid re-sending and re-decoding the
    * tree (HelixQL endpoints are prepared this way). Call `release()` when done with it.

@@ -1,14 +1,21 @@
 /**
  * Silk's TypeScript client: calls a project's query routes (`POST /<QueryName>`) and the operation-tree endpoint
- * (`POST /v2/query`) over `fetch`, with no dependencies, so the same file runs in Node 20, browsers and workers.
+ * (`POST /v2/query`) over `fetch`, with one small dependency (lossless-json, through json.ts), so the same file runs
+ * in Node 20, browsers and workers.
  * Every answer that is not a 2xx becomes a `SilkClientError` carrying the HTTP status, the stable `error` code of
  * the body and its `msg` (SPEC "Errors" rule 2); clients branch on `code`, never on `message`.
  *
- * Architecture invariant: this file imports nothing (not even protocol/), so an application can bundle it alone.
+ * Architecture invariant: this file imports nothing of the database (not even protocol/), so an application can
+ * bundle it alone.
  */
+import { parseJsonExact, stringifyJsonExact } from "./json.js";
 
-/** A JSON value as the server sends it. IDs and integers beyond 2^53 arrive as decimal strings. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/**
+ * A JSON value as the server sends it. Query routes send IDs as decimal strings; `/v2/query` sends them as JSON
+ * numbers, as HelixDB v3 does, and the client reads an integer beyond 2^53 there as a bigint (a cluster's IDs past
+ * its first partition start at 2^63), which requests may carry back unchanged.
+ */
+export type Json = null | boolean | number | bigint | string | Json[] | { [key: string]: Json };
 
 export interface SilkClientOptions {
   /** The server's base address, e.g. `http://127.0.0.1:6969`; a trailing slash is ignored. */
@@ -72,15 +79,18 @@ export class SilkClient {
    */
   query<T = Json>(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<T> {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a query name`);
-    return this.post<T>(`/${name}`, parameters);
+    return this.post<T>(`/${name}`, parameters, JSON.parse);
   }
 
-  /** Runs an operation tree (docs/OPERATION_TREE.md; builder.ts makes them) and resolves to its result object. */
+  /**
+   * Runs an operation tree (docs/OPERATION_TREE.md; builder.ts makes them) and resolves to its result object, read
+   * exactly: IDs are numbers, those beyond 2^53 bigints.
+   */
   v2<T = { [name: string]: Json }>(tree: Readonly<Record<string, unknown>>): Promise<T> {
-    return this.post<T>("/v2/query", tree);
+    return this.post<T>("/v2/query", tree, parseJsonExact);
   }
 
-  private async post<T>(path: string, body: unknown): Promise<T> {
+  private async post<T>(path: string, body: unknown, parseAnswer: (text: string) => unknown): Promise<T> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.apiKey !== undefined) headers.authorization = `Bearer ${this.apiKey}`;
     let response: Response;
@@ -88,7 +98,7 @@ export class SilkClient {
       response = await this.fetchFunction(`${this.baseUrl}${path}`, {
         method: "POST",
         headers,
-        body: JSON.stringify(body),
+        body: stringifyJsonExact(body),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (cause) {
@@ -99,7 +109,7 @@ export class SilkClient {
     const text = await response.text();
     if (response.ok) {
       try {
-        return JSON.parse(text) as T;
+        return parseAnswer(text) as T;
       } catch {
         throw new SilkClientError(response.status, "bad_response", `POST ${path} answered ${response.status} with a body that is not JSON: ${excerpt(text)}`);
       }

@@ -5,4 +5,5 @@
  */
 export * from "./builder.js";
 export * from "./client.js";
+export * from "./json.js";
 export * from "./retry.js";

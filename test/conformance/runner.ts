@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { stringify } from "lossless-json";
 import { open, type Database } from "../../runtime/embedded.js";
-import { stringifyJson } from "../../gateway/json.js";
+import { stringifyAnswer, stringifyJson } from "../../gateway/json.js";
 import { SilkError } from "../../protocol/errors.js";
 import { listeningGateway } from "../helpers/gateway.js";
 import { type Answer, type Call, type Case, type CheckedCall, QUERY_FILE, TREE_CALL } from "./case-file.js";
@@ -34,9 +34,11 @@ export async function embeddedSession(database: Database): Promise<Session> {
   return {
     run: async (call, parameters) => {
       try {
-        const result = call.name === TREE_CALL ? await database.run(parameters) : await database.query(call.name, parameters as Record<string, unknown>);
-        // The embedded answer is compared in its JSON form, the form the cases write.
-        return { kind: "value", value: JSON.parse(stringifyJson(result) ?? "null") as unknown };
+        // The embedded answer is compared in its JSON form, the form the cases write. A tree runs as `/v2/query` runs it
+        // (Database.runV2: IDs as JSON numbers, HelixDB v3's wire), so both modes answer alike; `run`, which keeps IDs as
+        // decimal strings, has its own test (test/engine/id-answers.test.ts).
+        const text = call.name === TREE_CALL ? stringifyAnswer(await database.runV2(parameters)) : stringifyJson(await database.query(call.name, parameters as Record<string, unknown>));
+        return { kind: "value", value: JSON.parse(text ?? "null") as unknown };
       } catch (cause) {
         if (!(cause instanceof SilkError)) throw cause;
         return { kind: "error", code: cause.code, status: cause.status, msg: cause.message };

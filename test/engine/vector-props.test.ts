@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { open } from "lmdb";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
+import { idToString } from "../../protocol/ids.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import { VECTOR_NOT_LOADED } from "../../node/record-codec.js";
@@ -205,8 +206,8 @@ describe("vector records read without their vectors", () => {
 
   it("refuses to render or compare a vector it did not read", () => {
     const record = { kind: "vector" as const, id: 7n, label: "Note", vector: VECTOR_NOT_LOADED, props: { text: "x" } };
-    expectCode(() => recordToJson(record), "internal");
+    expectCode(() => recordToJson(record, idToString), "internal");
     expectCode(() => vectorOfHit({ kind: "vector", id: 7n, record }), "internal");
-    expect(recordToJson({ ...record, vector: Float64Array.of(1, 2) })).toEqual({ $id: "7", $label: "Note", $vector: [1, 2], text: "x" });
+    expect(recordToJson({ ...record, vector: Float64Array.of(1, 2) }, idToString)).toEqual({ $id: "7", $label: "Note", $vector: [1, 2], text: "x" });
   });
 });

@@ -34,9 +34,9 @@ function slowDatabase(inner: Database): GatewayDatabase {
     },
     queryJson: (name, parameters) => inner.queryJson(name, parameters),
     indexStatuses: () => inner.indexStatuses(),
-    run: async (tree) => {
+    runV2: async (tree) => {
       await new Promise((done) => setTimeout(done, TIMEOUTS.requestMs * 2));
-      return inner.run(tree);
+      return inner.runV2(tree);
     },
   };
 }

@@ -67,13 +67,13 @@ describe("admin routes", () => {
 });
 
 describe("POST /v2/query", () => {
-  it("runs a write and a read; IDs come back as decimal strings", async () => {
+  it("runs a write and a read; IDs come back as JSON numbers, as HelixDB v3 answers them", async () => {
     const created = await post(JSON.stringify(write({ ann: addUser("Ann", "ann") })));
     expect(created.status).toBe(200);
-    const body = (await created.json()) as { ann: { $id: string; $label: string; name: string }[] };
+    const body = (await created.json()) as { ann: { $id: number; $label: string; name: string }[] };
     expect(body.ann).toHaveLength(1);
     expect(body.ann[0]).toMatchObject({ $label: "User", name: "Ann", handle: "ann" });
-    expect(body.ann[0].$id).toMatch(/^[0-9]+$/);
+    expect(Number.isSafeInteger(body.ann[0].$id)).toBe(true);
     const counted = await post(JSON.stringify(countRequest({ users: nodesLabeled("User"), all: allNodes })), "application/json; charset=utf-8");
     expect(counted.status).toBe(200);
     expect(await counted.json()).toEqual({ users: 1, all: 1 });
@@ -144,7 +144,7 @@ describe("replies the engine cannot give through a real database", () => {
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
     const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
-    const gateway = await listeningGateway({ run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] });
+    const gateway = await listeningGateway({ runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] });
     return { url: `${gateway.base}/v2/query`, close: () => gateway.app.close() };
   }
 
@@ -185,7 +185,7 @@ describe("replies the engine cannot give through a real database", () => {
       throw new TypeError("boom");
     };
     const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
-    const app = await buildGateway({ database: { run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] }, logger });
+    const app = await buildGateway({ database: { runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] }, logger });
     try {
       // A client may put a credential in the query string: its value must never reach the log.
       const failed = await app.inject({ method: "POST", url: "/v2/query?api_key=silk_secret&x=1", payload: "{}", headers: { "content-type": "application/json" } });

@@ -88,10 +88,13 @@ describe("SilkClient on query routes", () => {
 
 describe("SilkClient on /v2/query", () => {
   it("runs built trees with typed parameters", async () => {
-    const created = await client.v2<{ u: { $id: string; name: string }[] }>(
+    const created = await client.v2<{ u: { $id: number; name: string }[] }>(
       write().entry("u", addN("User", { name: lit.string("Dee"), age: param("age") })).returns("u").parameter("age", 52, ptype.i64).build(),
     );
-    expect(created.u[0]).toMatchObject({ $id: expect.stringMatching(/^[0-9]+$/), name: "Dee", age: 52 });
+    // /v2/query answers IDs as JSON numbers, as HelixDB v3 does; one read back names the same record.
+    expect(created.u[0]).toMatchObject({ $id: expect.any(Number), name: "Dee", age: 52 });
+    const again = await client.v2<{ u: { name: string }[] }>(read().entry("u", nodes.byIds([created.u[0].$id])).returns("u").build());
+    expect(again.u.map((row) => row.name)).toEqual(["Dee"]);
     // values answers one object per element, as HelixDB v3 does.
     const older = await client.v2<{ names: { name: string }[] }>(
       read().entry("names", nodes.where(gte(prop("age"), param("min"))).values(["name"])).returns("names").parameter("min", 41).build(),
@@ -116,6 +119,11 @@ describe("SilkClient on answers that are not Silk's", () => {
     stub.post("/Html", async (_request, reply) => reply.code(502).type("text/html").send("<h1>Bad Gateway</h1>"));
     stub.post("/OtherJson", async (_request, reply) => reply.code(500).send({ message: "not ours" }));
     stub.post("/NotJson", async (_request, reply) => reply.code(200).type("text/plain").send("hello"));
+    // Answers an ID of a cluster's second partition (beyond 2^53) as a bare number, and echoes the body it was sent.
+    stub.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => done(null, body));
+    stub.post("/v2/query", async (request, reply) =>
+      reply.type("application/json").send(`{"u":[{"$id":9223372036854775809,"age":5,"score":0.25}],"sent":${JSON.stringify(request.body)}}`),
+    );
     await stub.listen({ port: 0, host: "127.0.0.1" });
     const address = stub.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");
@@ -135,6 +143,12 @@ describe("SilkClient on answers that are not Silk's", () => {
     expect([other.status, other.code]).toEqual([500, "bad_response"]);
     const text = await failure(stubClient.query("NotJson"));
     expect([text.status, text.code]).toEqual([200, "bad_response"]);
+  });
+
+  it("reads /v2/query IDs beyond 2^53 exactly, as bigints, and sends bigints back as bare JSON integers", async () => {
+    const answer = await new SilkClient({ url: stubUrl }).v2<{ u: { $id: bigint; age: number; score: number }[]; sent: string }>({ id: 9223372036854775809n, n: 1 });
+    expect(answer.u).toEqual([{ $id: 9223372036854775809n, age: 5, score: 0.25 }]);
+    expect(answer.sent).toBe('{"id":9223372036854775809,"n":1}');
   });
 
   it("gives network_error with status 0 when nothing answers", async () => {

@@ -71,7 +71,7 @@ describe("silk serve with a schema, driven by HelixDB's v3 SDK over HTTP", () =>
       .send();
     expect(answer).toEqual({
       counts: [{ active: false, count: 1 }, { active: true, count: 2 }],
-      groups: [{ active: false, count: 1, ids: ["2"] }, { active: true, count: 2, ids: ["1", "3"] }],
+      groups: [{ active: false, count: 1, ids: [2] }, { active: true, count: 2, ids: [1, 3] }],
       ends: [{ from: "graph databases", to_rank: 2 }],
     });
   });

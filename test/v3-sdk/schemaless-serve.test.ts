@@ -91,16 +91,17 @@ describe("a schemaless silk serve, driven by HelixDB's v3 SDK", () => {
     expect({ status: notJson.status, body: await notJson.json() }).toMatchObject({ status: 400, body: { error: "invalid_query_json" } });
   });
 
-  // Bug (issue 14): HelixDB v3 answers IDs as JSON numbers (its row property `$id` is an i64) and the SDK types them
-  // `NodeId = number | bigint`; Silk answers decimal strings, so an ID read from an answer cannot be handed back to
-  // the SDK: NodeRef.id refuses it and g().n() takes it for a variable's name. This asserts today's answer; when
-  // /v2/query answers numbers, flip it to the round trip working.
-  it("answers IDs as decimal strings, which the SDK does not take back (bug: HelixDB answers numbers)", async () => {
-    const { g, writeBatch, NodeRef } = server.sdk;
-    const created = (await server.client.query(writeBatch().varAs("dee", g().addN("Person", { name: "Dee" })).returning(["dee"]).toQueryRequest()).send()) as { dee: { $id: unknown }[] };
-    const id = created.dee[0].$id;
-    expect(typeof id).toBe("string");
-    expect(() => NodeRef.id(id as number)).toThrow(TypeError);
-    expect(JSON.parse(writeBatch().varAs("again", g().n(id as number)).returning(["again"]).toQueryJson()).query.write.entries[0].query.root).toEqual({ nodes: { reference: { var: id } } });
+  // HelixDB v3 answers IDs as JSON numbers (its `$id` is an i64) and the SDK types them `NodeId = number | bigint`:
+  // an ID read from an answer goes straight back into NodeRef.id and g().n().
+  it("answers IDs as JSON numbers, which the SDK takes back as they are", async () => {
+    const { g, readBatch, writeBatch, NodeRef } = server.sdk;
+    type Answer = Record<string, { $id: number; $from?: number; $to?: number }[]>;
+    const created = (await server.client.query(writeBatch().varAs("dee", g().addN("Person", { name: "Dee" })).varAs("eve", g().addN("Person", { name: "Eve" })).returning(["dee", "eve"]).toQueryRequest()).send()) as Answer;
+    const [dee, eve] = [created.dee[0].$id, created.eve[0].$id];
+    expect([typeof dee, typeof eve]).toEqual(["number", "number"]);
+    const linked = (await server.client.query(writeBatch().varAs("e", g().n(NodeRef.id(dee)).addE("Knows", NodeRef.id(eve), { since: 2024 })).returning(["e"]).toQueryRequest()).send()) as Answer;
+    expect(linked.e[0]).toMatchObject({ $from: dee, $to: eve, since: 2024 });
+    const read = await server.client.query(readBatch().varAs("dee", g().n(dee).valueMap(["name"])).varAs("knows", g().n(dee).out("Knows").id()).returning(["dee", "knows"]).toQueryRequest()).send();
+    expect(read).toEqual({ dee: [{ name: "Dee" }], knows: [eve] });
   });
 });
