@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
+.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -26,10 +26,16 @@ dist/.built: node_modules/.installed $(BUILD_SOURCES)
 
 build: dist/.built
 
+# The tests and benchmarks are type-checked too (vitest and tsx strip types without checking them): a test that
+# calls an engine function with a wrong signature fails here, not at run time as a confusing TypeError.
+typecheck: build
+	npx tsc -p test/tsconfig.json
+	npx tsc -p bench/tsconfig.json
+
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
-test: build redis-server nats-server
+test: build typecheck redis-server nats-server
 	node scripts/run-tests.mjs
 
 # A 10-minute mixed load (SOAK_SECONDS) on a real server with a SIGKILL every minute and dead readers, then checks that

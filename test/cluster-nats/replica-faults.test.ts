@@ -42,7 +42,7 @@ describe("partition replicas under faults", () => {
           nats.kill(killed);
         }
         // A fixed request id per write: the retries of one write are one entry in the log.
-        const reply = await askLeader(client, "faults-kill", { type: "apply", batch: createUser(BigInt(i), `u${i}`) }, `kill-write-${i}`, 40_000);
+        const reply = await askLeader(client, "faults-kill", { type: "apply", batch: createUser(BigInt(i), `u${i}`) }, `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, 40_000);
         expect(reply.body).toEqual({ type: "done" });
         expected.push(`${i}:u${i}`);
       }

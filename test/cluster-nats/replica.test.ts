@@ -14,6 +14,9 @@ import { ID_RESERVATION_BLOCK } from "../../node/partition-actor.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { LEASE_TTL_MS, ask, askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";
 
+/** One request id (a UUID, as the transport makes them) sent twice: the log holds it once. */
+const SIX_REQUEST = "00000000-0000-4000-8000-000000000006";
+
 let nats: LocalNatsCluster;
 
 beforeAll(async () => {
@@ -37,9 +40,9 @@ describe("partition replicas on JetStream", () => {
       const client = replicas[0]!.nc;
       for (let i = 1; i <= 5; i++) await askLeader(client, "rep-one", { type: "apply", batch: createUser(BigInt(i), `u${i}`) });
       // The same requestId twice: the second is a duplicate in the log, applied once.
-      await askLeader(client, "rep-one", { type: "apply", batch: createUser(6n, "six") }, "request-six");
+      await askLeader(client, "rep-one", { type: "apply", batch: createUser(6n, "six") }, SIX_REQUEST);
       const sequence = leader.replica.appliedSequence();
-      const again = await askLeader(client, "rep-one", { type: "apply", batch: createUser(6n, "six") }, "request-six");
+      const again = await askLeader(client, "rep-one", { type: "apply", batch: createUser(6n, "six") }, SIX_REQUEST);
       expect(again.body).toEqual({ type: "done" });
       expect(leader.replica.appliedSequence()).toBe(sequence);
       const expected = ["1:u1", "2:u2", "3:u3", "4:u4", "5:u5", "6:six"];

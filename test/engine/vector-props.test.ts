@@ -204,10 +204,10 @@ describe("vector records read without their vectors", () => {
     expect(error.message).toContain("holds data format 4; this Silk reads 1, 2 and 3");
   });
 
-  it("refuses to render or compare a vector it did not read", () => {
+  it("refuses to render or compare a vector it did not read", async () => {
     const record = { kind: "vector" as const, id: 7n, label: "Note", vector: VECTOR_NOT_LOADED, props: { text: "x" } };
-    expectCode(() => recordToJson(record, idToString), "internal");
-    expectCode(() => vectorOfHit({ kind: "vector", id: 7n, record }), "internal");
+    await expectCode(() => recordToJson(record, idToString), "internal");
+    await expectCode(() => vectorOfHit({ kind: "vector", id: 7n, record }), "internal");
     expect(recordToJson({ ...record, vector: Float64Array.of(1, 2) }, idToString)).toEqual({ $id: "7", $label: "Note", $vector: [1, 2], text: "x" });
   });
 });

@@ -150,7 +150,8 @@ describe("the timeouts a gateway gets by default", () => {
   it("are the documented ones", async () => {
     const standard = await buildGateway({ database });
     try {
-      const { headersTimeout, requestTimeout, keepAliveTimeout, maxHeaderSize } = standard.server;
+      // maxHeaderSize is set through fastify's `http` options; Node's Server has it at run time, its types do not.
+      const { headersTimeout, requestTimeout, keepAliveTimeout, maxHeaderSize } = standard.server as typeof standard.server & { maxHeaderSize: number };
       expect({ headersTimeout, requestTimeout, keepAliveTimeout, maxHeaderSize }).toEqual({
         headersTimeout: HTTP_HEADERS_TIMEOUT_MS,
         requestTimeout: HTTP_REQUEST_TIMEOUT_MS,

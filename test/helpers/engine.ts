@@ -124,7 +124,7 @@ export async function expectRefused(t: TestDatabase, request: unknown, code: Err
 }
 
 /** Awaits `work` and asserts it failed with a SilkError of the given stable code. Returns the error. */
-export async function expectCode(work: Promise<unknown> | (() => Promise<unknown>), code: ErrorCode): Promise<SilkError> {
+export async function expectCode(work: Promise<unknown> | (() => unknown), code: ErrorCode): Promise<SilkError> {
   let outcome: unknown;
   try {
     const value = await (typeof work === "function" ? work() : work);

@@ -235,7 +235,7 @@ export const removeProperty = (target: TreeNode, name: string): TreeNode => ({ r
 // ---------------------------------------------------------------------------------------------------------------
 // Entries and requests.
 
-export type Entry = { query: { [key: string]: Json } } | { for_each: { param: string; body: Json[] } };
+export type Entry = { query: { [key: string]: Json } } | { for_each: { param?: string; var?: string; as?: string; body: Json[] } };
 
 /** A named entry (`name <- root`); pass `undefined` as name for a bare operation. */
 export const entry = (name: string | undefined, root: TreeNode): Entry => ({

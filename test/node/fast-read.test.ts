@@ -181,7 +181,7 @@ function plans(): fc.Arbitrary<{ request: unknown }> {
   return fc
     .record({ first: step, second: terminal, returns: fc.constantFrom(["a", "r"], ["r"], ["a"]), p: fc.option(parameter, { nil: undefined }) })
     .map(({ first, second, returns, p }) => ({
-      request: read([entry("a", first), entry("r", second)], returns, p === undefined ? {} : { p }),
+      request: read([entry("a", first), entry("r", second)], [...returns], p === undefined ? {} : { p }),
     }));
 }
 

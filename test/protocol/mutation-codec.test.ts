@@ -47,7 +47,7 @@ describe("mutation codec", () => {
 
   it("stores negative zero as zero, as msgpack does for every stored property", () => {
     const [decoded] = decodeMutations(encodeMutations([{ op: "put_record", record: { kind: "node", id: 1n, label: "N", props: { z: -0 } } }]));
-    expect(Object.is((decoded as { record: { props: { z: number } } }).record.props.z, 0)).toBe(true);
+    expect(Object.is((decoded as unknown as { record: { props: { z: number } } }).record.props.z, 0)).toBe(true);
   });
 
   it("refuses a truncated or padded list", () => {

@@ -409,7 +409,7 @@ V::Doc { title: String }
 QUERY Last() =>
     x <- N<User>
 `).declarations;
-    expect(declarations.map((d) => `${d.kind} ${d.name.text}`)).toEqual(["node User", "query Add", "edge Follows", "query Get", "vector Doc", "query Last"]);
+    expect(declarations.map((d) => `${d.kind} ${"name" in d ? d.name.text : ""}`)).toEqual(["node User", "query Add", "edge Follows", "query Get", "vector Doc", "query Last"]);
     expect((declarations[1] as QueryDeclAst).body).toHaveLength(1);
   });
 });

@@ -80,7 +80,7 @@ describe("a schemaless silk gateway, driven by HelixDB's v3 SDK", () => {
       limited = cause;
     }
     expect(limited).toBeInstanceOf(sdk.HelixError);
-    const error = limited as InstanceType<typeof sdk.HelixError>;
+    const error = limited as { statusCode: number; code: string; isRateLimited(): boolean };
     expect({ status: error.statusCode, code: error.code, rateLimited: error.isRateLimited() }).toEqual({ status: 429, code: "rate_limited", rateLimited: true });
     const refused = await fetch(`${gateway.url}/v2/query`, { method: "POST", body: addUser("cy").toJsonString(), headers: { "content-type": "application/json", ...bearer } });
     expect(refused.status).toBe(429);
