@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
+.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -74,6 +74,10 @@ bench-http: build
 # Secondary-index lookups on MovieLens ratings against a label scan, and the index build rate (docs/BENCHMARKS.md).
 bench-secondary: build
 	npx tsx bench/secondary.ts
+
+# What an acknowledged write costs on disk (one fsync each) next to raw lmdb-js: sync, batched, overlapping.
+bench-commit: build
+	npx tsx bench/commit.ts
 
 # What the hosted gateway's rate limit costs per request, in process and in Redis, and /v2/query next to the
 # per-query route (docs/GATEWAY.md).
