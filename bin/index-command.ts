@@ -18,7 +18,7 @@
 import type { Command } from "commander";
 import { Database } from "../runtime/embedded.js";
 import { answerOf, type IndexAnswer } from "../cluster/index-operations.js";
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { TEXT_ANALYZERS, VECTOR_FIELD, VECTOR_METRICS, type IndexStatus } from "../protocol/indexes.js";
 import type { RecordKind } from "../protocol/records.js";
 import { loadSchemaSources } from "./schema-files.js";
@@ -184,10 +184,8 @@ function withFamily(answer: IndexAnswer, status: IndexStatus): Record<string, un
       return { index, kind, family: "vector", metric: status.metric, ...(status.dimension === undefined ? {} : { dimension: status.dimension }), ...tenant, ...rest };
     case "text":
       return { index, kind, family: "text", analyzer: status.analyzer, positions: status.positions, ...tenant, ...rest };
-    default: {
-      const unreachable: never = status;
-      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(status, "index family");
   }
 }
 

@@ -10,7 +10,7 @@
  * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either. An
  * operation given in HelixDB's form answers HelixDB's receipt or status around that (index-receipts.ts).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import {
   describeIndex,
   mergeIndexStatuses,
@@ -170,10 +170,8 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       await send(holders, { type: "index_drop", kind, name });
       return { answer: answerOf(status, "aborted"), before: status.state, family: status.family };
     }
-    default: {
-      const unreachable: never = operation;
-      throw new Error(`unknown index action ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(operation, "index action");
   }
 }
 
@@ -224,10 +222,8 @@ function declaredDefinition(operation: NamedIndexOperation, schema: Schema | und
       }
       return { family: "text", kind, label, field, name, analyzer: spec.analyzer, positions: spec.positions, ...optionalEntry("tenant", tenantOf(spec.tenant)) };
     }
-    default: {
-      const unreachable: never = spec;
-      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(spec, "index family");
   }
 }
 
@@ -253,10 +249,8 @@ function schemalessDefinition(operation: NamedIndexOperation): IndexDefinition {
       return { family: "vector", kind, label, field, name, metric: spec.metric, ...optionalEntry("dimension", spec.dimension), ...optionalEntry("tenant", schemalessTenant(spec.tenant)), ...optionalEntry("ef", spec.ef) };
     case "text":
       return { family: "text", kind, label, field, name, analyzer: spec.analyzer, positions: spec.positions, ...optionalEntry("tenant", schemalessTenant(spec.tenant)) };
-    default: {
-      const unreachable: never = spec;
-      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(spec, "index family");
   }
 }
 

@@ -15,6 +15,7 @@
 import type { IndexFamily, IndexStateName } from "../protocol/indexes.js";
 import type { IndexAnswer } from "./index-operations.js";
 import { indexNumericId, indexOperationId } from "./index-operation-ids.js";
+import { unreachable } from "../protocol/errors.js";
 
 /** Silk keeps one build per index: its generation never changes. */
 const GENERATION = "1";
@@ -81,9 +82,7 @@ function statusAndStage(answer: IndexAnswer): [string, string] {
     case "dropped":
       // Only drop_index answers this state, and it answers a receipt; kept for the switch to stay exhaustive.
       return ["succeeded", "finalize"];
-    default: {
-      const unreachable: never = answer.state;
-      throw new Error(`unknown index state ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(answer.state, "index state");
   }
 }

@@ -10,7 +10,7 @@
  * `[{"<property>_<Function>": number}]` over the numeric values (numbers, and strings that read as one; anything
  * else is skipped), with 0 for min, max and mean of nothing.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { AggregateFunction, Step } from "../protocol/tree.js";
 import { compareStringsByCodePoint, compareValues, getPath, isPlainObject, totalOrder, type Properties, type Value } from "../protocol/values.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
@@ -36,10 +36,8 @@ async function aggregatedValues(step: Extract<Step, { op: "aggregate" }>, input:
     case "scalar":
       raw = [input.value as Value];
       break;
-    default: {
-      const unreachable: never = input;
-      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      unreachable(input, "stream");
   }
   return raw.filter((value): value is Value => value !== undefined && value !== null);
 }
@@ -77,10 +75,8 @@ export async function aggregate(step: Extract<Step, { op: "aggregate" }>, input:
       }
       return { kind: "scalar", value: best };
     }
-    default: {
-      const unreachable: never = step.fn;
-      throw new Error(`unknown aggregate ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(step.fn, "aggregate");
   }
 }
 
@@ -129,10 +125,8 @@ function fold(fn: AggregateFunction, numbers: readonly number[]): number {
       return numbers.length === 0 ? 0 : numbers.reduce((best, number) => Math.min(best, number));
     case "max":
       return numbers.length === 0 ? 0 : numbers.reduce((best, number) => Math.max(best, number));
-    default: {
-      const unreachable: never = fn;
-      throw new Error(`unknown aggregate ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(fn, "aggregate");
   }
 }
 

@@ -18,6 +18,7 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
 import { rowOf, withRow } from "./rows.js";
 import { elements, elementsOf, loaded, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { unreachable } from "../protocol/errors.js";
 
 export async function bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Promise<Stream> {
   const items = elementsOf(await scope.evalStep(step.input, scope), step.op);
@@ -35,10 +36,8 @@ export async function bindings(step: Extract<Step, { op: "bind" | "project_bindi
       }
       return valuesStream(rows);
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }
 

@@ -5,7 +5,7 @@
  * batched read per step. Results keep the input's order: element by element, then branch by branch. `intersect`
  * runs its sub-traversal once per element too, and keeps what every run reached.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { Predicate, Step } from "../protocol/tree.js";
 import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, type Element, type Stream } from "./streams.js";
@@ -49,10 +49,8 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
         pieces.push(chosen === undefined ? unit : await runFrom(chosen, unit, scope));
         break;
       }
-      default: {
-        const unreachable: never = step;
-        throw new Error(`unknown branch ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        unreachable(step, "branch");
     }
   }
   return concatStreams(pieces, scope.context.view, scope.context.renderId);

@@ -3,7 +3,7 @@
  * any) and `drop_edge_by_id` (edges named by reference). Edges that do not exist are simply not there to drop; the
  * steps write through the view like every mutation, so a failed invocation drops nothing.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { parseId } from "../protocol/ids.js";
 import type { Ref, Step } from "../protocol/tree.js";
 import { type EvalScope } from "./predicates.js";
@@ -25,10 +25,8 @@ function referencedIds(ref: Ref, scope: EvalScope, where: string): ReadonlySet<b
       const raw = lookupParameter(ref.name, scope.parameters, where);
       return new Set((Array.isArray(raw) ? raw : [raw]).map((id, i) => parseId(id, `parameter ${ref.name}[${i}]`)));
     }
-    default: {
-      const unreachable: never = ref;
-      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(ref, "reference");
   }
 }
 
@@ -59,9 +57,7 @@ export async function dropEdges(step: Extract<Step, { op: "drop_edge" | "drop_ed
       await dropEdgeIds(named === "all" ? await scope.context.view.allIds("edge") : named, scope);
       return input;
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }

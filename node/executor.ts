@@ -6,7 +6,7 @@
  * This module runs entries and the reading steps (sources, traversals, filters, paging, ordering) and hands the
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { idRendererOf } from "../protocol/ids.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
@@ -86,10 +86,8 @@ function collectNames(entries: readonly Entry[], names: Set<string>): void {
       case "index_operation":
         if (entry.name !== undefined) names.add(entry.name);
         break;
-      default: {
-        const unreachable: never = entry;
-        throw new Error(`unknown entry ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        unreachable(entry, "entry");
     }
   }
 }
@@ -181,10 +179,8 @@ function conditionHolds(condition: NonNullable<Extract<Entry, { kind: "query" }>
       return streamSize(variables.get(condition.name) ?? { kind: "elements", items: [] }) >= condition.size;
     case "prev_not_empty":
       return previous !== undefined && streamSize(previous) > 0;
-    default: {
-      const unreachable: never = condition;
-      throw new Error(`unknown condition ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(condition, "condition");
   }
 }
 
@@ -199,10 +195,8 @@ async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: s
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
       return existing(view, kind, parameterIds(scope.parameters, ref.name, where));
-    default: {
-      const unreachable: never = ref;
-      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(ref, "reference");
   }
 }
 
@@ -342,10 +336,8 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "upsert_e":
       requireWritable(scope, step.op);
       return upsert(step, await evalStep(step.input, scope), scope);
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }
 
@@ -380,10 +372,8 @@ async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "
       return { kind: "values", items: elementsOf(input, "id").map((item) => scope.context.renderId(item.id)) };
     case "label":
       return { kind: "values", items: (await loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
-    default: {
-      const unreachable: never = op;
-      throw new Error(`unknown step ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(op, "step");
   }
 }
 
@@ -424,10 +414,8 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
       }
       return elements(ends);
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown traversal ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "traversal");
   }
 }
 
@@ -458,10 +446,8 @@ async function filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_k
       return filterElements(items, (element) => evaluatePredicate({ kind: "has_key", path: step.path }, element, scope), scope);
     case "where":
       return filterElements(items, (element) => evaluatePredicate(step.predicate, element, scope), scope);
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown filter ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "filter");
   }
 }
 

@@ -16,7 +16,7 @@
  * render) and streams.ts (loaded, existing): a change to one of those steps there must be made here too, or the
  * step dropped from FAST_STEPS.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { idRendererOf, type IdRenderer } from "../protocol/ids.js";
 import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
@@ -210,10 +210,8 @@ function resolve(ref: Ref, kind: RecordKind, scope: Scope, where: string, withRe
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
       return existing(scope, kind, parameterIds(scope.parameters, ref.name, where), withRecords);
-    default: {
-      const unreachable: never = ref;
-      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(ref, "reference");
   }
 }
 

@@ -21,7 +21,7 @@
  * complete or not at all. Only labels with indexes pay anything on a write (one map lookup otherwise).
  */
 import type { Database, Transaction } from "lmdb";
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import {
   definitionOf,
   describeIndex,
@@ -170,10 +170,8 @@ export class IndexCatalog {
         return this.vector as IndexFamilyStore<IndexDefinition>;
       case "text":
         return this.text as IndexFamilyStore<IndexDefinition>;
-      default: {
-        const unreachable: never = definition;
-        throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(definition, "index family");
     }
   }
 

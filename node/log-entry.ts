@@ -11,6 +11,7 @@
 import type { IndexDefinition } from "../protocol/indexes.js";
 import type { IdRange } from "../protocol/records.js";
 import type { PartitionStore } from "./partition-store.js";
+import { unreachable } from "../protocol/errors.js";
 
 export type LogEntry =
   /** A single-partition commit: an encoded mutation list (protocol/mutation-codec.ts). */
@@ -60,10 +61,8 @@ export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?:
         return store.addOwnedRanges(entry.ranges);
       case "drop_range":
         return store.dropRange(entry.range);
-      default: {
-        const unreachable: never = entry;
-        throw new Error(`unknown log entry ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(entry, "log entry");
     }
   };
   if (sequence === undefined) change();

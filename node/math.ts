@@ -3,7 +3,7 @@
  * safe integers); a null or missing argument makes the result null, as in arithmetic, and anything else is
  * `invalid_type`. The arity was checked when the tree was decoded.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { MathFunction } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
 
@@ -56,9 +56,7 @@ export function callMath(fn: MathFunction, args: readonly (Value | undefined)[])
       return Math.min(...numbers);
     case "max":
       return Math.max(...numbers);
-    default: {
-      const unreachable: never = fn;
-      throw new Error(`unknown function ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(fn, "function");
   }
 }

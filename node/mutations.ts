@@ -3,7 +3,7 @@
  * the schema (validation.ts) before it reaches the view, and nothing here writes to storage: the caller commits the
  * view's mutations, or abandons them.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Input, PropertyAssignments, Ref, Step } from "../protocol/tree.js";
@@ -25,10 +25,8 @@ export async function evalInput(input: Input, scope: EvalScope): Promise<unknown
       const value = Object.hasOwn(scope.parameters, input.name) ? scope.parameters[input.name] : undefined;
       return value === null ? undefined : value;
     }
-    default: {
-      const unreachable: never = input;
-      throw new Error(`unknown input ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(input, "input");
   }
 }
 
@@ -83,10 +81,8 @@ export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stre
       await dropAll(items, scope);
       return elements([]);
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "mutation");
   }
 }
 
@@ -196,10 +192,8 @@ export async function resolveEndpoints(ref: Ref, scope: EvalScope, where: string
     case "ids":
     case "param":
       return endpointsById(ref.kind === "ids" ? ref.ids : lookupParameter(ref.name, scope.parameters, where), scope, where);
-    default: {
-      const unreachable: never = ref;
-      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(ref, "reference");
   }
 }
 

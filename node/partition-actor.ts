@@ -11,7 +11,7 @@
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Embedder } from "../protocol/embedding.js";
-import { SilkError, asSilkError } from "../protocol/errors.js";
+import { SilkError, asSilkError, unreachable } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { IndexStatus, RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
@@ -314,10 +314,8 @@ export class PartitionActor {
         await this.serialized(() => this.change({ type: "index_retry", key: indexKey(request.kind, request.name) }));
         this.startIndexBuilds();
         return { type: "done" };
-      default: {
-        const unreachable: never = request;
-        throw new Error(`unknown request ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(request, "request");
     }
   }
 

@@ -6,7 +6,7 @@
  * equal priorities in ID order, so the same data always gives the same path. HelixDB's v3 form (`helixForm`)
  * searches from one node to one node, at most `maxDepth` hops, and answers the path's node IDs.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
 import type { Expr, PathAlgorithm, PathDirection, Ref, Step } from "../protocol/tree.js";
@@ -84,10 +84,8 @@ async function pathTargets(ref: Ref, scope: EvalScope): Promise<Set<bigint>> {
       if (stream === undefined) throw new SilkError("unknown_variable", `shortest_path.to: no earlier entry defines ${JSON.stringify(ref.name)}`);
       return new Set(elementsOf(stream, "shortest_path.to").filter((item) => item.kind !== "edge").map((item) => item.id));
     }
-    default: {
-      const unreachable: never = ref;
-      throw new Error(`unknown reference ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(ref, "reference");
   }
 }
 

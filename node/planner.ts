@@ -25,6 +25,7 @@ import type { Value } from "../protocol/values.js";
 import { encodeIndexValue, kindTagRange } from "./index-encoding.js";
 import { type EvalScope } from "./predicates.js";
 import { lookupParameter } from "./streams.js";
+import { unreachable } from "../protocol/errors.js";
 
 export type SourceOp = "nodes_where" | "edges_where" | "vectors_where";
 export type Access = "index" | "label_scan" | "full_scan";
@@ -183,10 +184,8 @@ function comparisonRange(op: Exclude<CompareOp, "neq">, value: Value): IndexRang
     case "lt":
     case "lte":
       return { low: null, lowInclusive: false, high: value, highInclusive: op === "lte" };
-    default: {
-      const unreachable: never = op;
-      throw new Error(`unknown comparison ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(op, "comparison");
   }
 }
 

@@ -6,7 +6,7 @@
  * `invalid_type` error rather than a silent false, so a mistyped filter is found instead of returning nothing. A missing property matches nothing
  * (and so NEQ matches it).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
 import { compareValues, valuesEqual, type Value } from "../protocol/values.js";
@@ -45,10 +45,8 @@ function variable(name: string, scope: EvalScope): Value {
     case "elements":
       // IDs in their JSON form (decimal strings), as a projection shows them; comparisons align them with stored IDs.
       return stream.items.map((item) => idToString(item.id));
-    default: {
-      const unreachable: never = stream;
-      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(stream, "stream");
   }
 }
 
@@ -159,10 +157,8 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
     case "date_time_now":
       // A date of its own: the value may be stored, and the clock's Date must not be shared with it.
       return new Date(scope.context.now().getTime());
-    default: {
-      const unreachable: never = expr;
-      throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(expr, "expression");
   }
 }
 
@@ -190,10 +186,8 @@ function arithmetic(op: "add" | "sub" | "mul" | "div" | "mod", left: Value | und
       return b === 0 ? null : a / b;
     case "mod":
       return b === 0 ? null : a % b;
-    default: {
-      const unreachable: never = op;
-      throw new Error(`unknown operator ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(op, "operator");
   }
 }
 
@@ -252,10 +246,8 @@ export function compare(op: CompareOp, rawLeft: Value | undefined, rawRight: Val
       return order < 0;
     case "lte":
       return order <= 0;
-    default: {
-      const unreachable: never = op;
-      throw new Error(`unknown comparison ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(op, "comparison");
   }
 }
 
@@ -313,9 +305,7 @@ export async function evaluatePredicate(predicate: Predicate, element: Element |
       const stream = await subTraversal(predicate.traversal, element, scope);
       return stream.kind === "scalar" ? Boolean(stream.value) : stream.items.length > 0;
     }
-    default: {
-      const unreachable: never = predicate;
-      throw new Error(`unknown predicate ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(predicate, "predicate");
   }
 }

@@ -11,6 +11,7 @@ import type { Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
 import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
+import { unreachable } from "../protocol/errors.js";
 
 /**
  * One property of a loaded element in JSON form, undefined when the element has none. Virtual properties: `$id`,
@@ -60,10 +61,8 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
       }
       return valuesStream(rows);
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown projection step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "projection step");
   }
 }
 

@@ -13,6 +13,7 @@ import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Properties } from "../protocol/values.js";
 import { copyBytes, ID_BYTES } from "./keys.js";
 import type { IndexedRecord } from "./index-family.js";
+import { unreachable } from "../protocol/errors.js";
 
 /** msgpackr settings shared by every stored value: bigints and typed arrays round-trip exactly. */
 export const packr = new Packr({ useRecords: false, moreTypes: true, useBigIntExtension: true });
@@ -101,10 +102,8 @@ export function encodeRecordFrom(bytes: Buffer, record: EncodedRecord): Buffer {
       bytes.copy(value, EDGE_HEADER_BYTES + label.length, record.propsAt, record.propsAt + record.propsLength);
       return value;
     }
-    default: {
-      const unreachable: never = record.kind;
-      throw new Error(`unknown kind ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(record.kind, "kind");
   }
 }
 
@@ -172,10 +171,8 @@ export function encodeRecord(record: StoredRecord): Buffer {
       return encodeEdge(record);
     case "vector":
       return packr.pack([record.label, record.vector, record.props] satisfies StoredVector);
-    default: {
-      const unreachable: never = record;
-      throw new Error(`unknown record ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(record, "record");
   }
 }
 
@@ -205,10 +202,8 @@ export function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): Store
       const [label, vector, props] = unpackr.unpack(bytes) as StoredVector;
       return { kind, id, label, vector, props };
     }
-    default: {
-      const unreachable: never = kind;
-      throw new Error(`unknown kind ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(kind, "kind");
   }
 }
 

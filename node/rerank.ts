@@ -14,7 +14,7 @@
  * - Bad parameters are `invalid_value` and change nothing; MMR over more than MMR_ITEMS_MAX elements is
  *   `limit_exceeded` (its cost grows with the square of the count).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { MmrDistance } from "../protocol/tree.js";
 import type { Element, SearchTag } from "./streams.js";
 
@@ -194,9 +194,7 @@ function similarityFunction(distance: MmrDistance): (a: Float32Array, b: Float32
         for (let i = 0; i < a.length; i += 1) dot += a[i] * b[i];
         return dot;
       };
-    default: {
-      const unreachable: never = distance;
-      throw new SilkError("invalid_value", `unknown MMR distance ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(distance, "MMR distance");
   }
 }

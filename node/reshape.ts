@@ -3,7 +3,7 @@
  * edge filters `edge_has` / `edge_has_label`, and the named streams `inject`, `as`, `store` and `select` (which read
  * and write the invocation's variables, the same names entries define).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { Expr, Order, Step } from "../protocol/tree.js";
 import { compareValues, type Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
@@ -42,10 +42,8 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
       const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
       return elements(edges.filter((edge) => edge.record!.label === step.label));
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }
 
@@ -58,10 +56,8 @@ function unfold(input: Stream): Stream {
       return valuesStream(input.items.flatMap((item) => (Array.isArray(item) ? item : [item])));
     case "scalar":
       return valuesStream(Array.isArray(input.value) ? input.value : input.value === null || input.value === undefined ? [] : [input.value]);
-    default: {
-      const unreachable: never = input;
-      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(input, "stream");
   }
 }
 
@@ -124,9 +120,7 @@ export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> 
       if (step.input === undefined) return injected;
       return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }

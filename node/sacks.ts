@@ -10,7 +10,7 @@
  *   must stay within i64 (`invalid_value` past it), anything else adds as floats;
  * - `sack_get` shows each row's sack in the answer (`"sack": v`, null for a row without one).
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { Step } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
@@ -47,10 +47,8 @@ async function nextSack(step: SackStep, element: Element, scope: EvalScope): Pro
     }
     case "sack_get":
       return withRow(element, { sackVisible: true });
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown sack step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "sack step");
   }
 }
 

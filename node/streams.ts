@@ -3,7 +3,7 @@
  * or one scalar; and the context every step runs in. Shared by the executor and the modules it delegates to, so none
  * of them imports another's step logic.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import { idOf, idToString, parseId, type IdRenderer } from "../protocol/ids.js";
 import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
@@ -262,10 +262,8 @@ export function unitsOf(stream: Stream): Stream[] {
       return stream.items.map((item) => ({ kind: "values", items: [item] }));
     case "scalar":
       return [stream];
-    default: {
-      const unreachable: never = stream;
-      throw new Error(`unknown stream ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(stream, "stream");
   }
 }
 

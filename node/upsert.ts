@@ -3,7 +3,7 @@
  * found nothing. Only records of the upsert's label (and, for edges, between the named endpoints) count as found, so
  * an input that matched something else still creates.
  */
-import { SilkError } from "../protocol/errors.js";
+import { SilkError, unreachable } from "../protocol/errors.js";
 import type { Step } from "../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { assignments, createEdges, createProps, createVector, evalInput, resolveEndpoints, updateAll } from "./mutations.js";
@@ -48,10 +48,8 @@ export async function upsert(step: UpsertStep, input: Stream, scope: EvalScope):
       if (between.length > 0) return updated(between, step, scope);
       return elements(await createEdges(step.label, sources, targets, step.properties, scope));
     }
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown upsert ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "upsert");
   }
 }
 

@@ -17,6 +17,7 @@
  * `internal` (streams.ts recordToJson, search.ts vectorOfHit) rather than answer an empty vector.
  */
 import type { Bound, Entry, Expr, Input, Plan, Predicate, Step } from "../protocol/tree.js";
+import { unreachable } from "../protocol/errors.js";
 
 /** Steps that read no record's vector (their inputs and arguments are checked on their own). */
 const PROPERTY_STEPS: ReadonlySet<Step["op"]> = new Set<Step["op"]>([
@@ -150,9 +151,7 @@ function predicateReadsPropertiesOnly(predicate: Predicate): boolean {
       return predicateReadsPropertiesOnly(predicate.predicate);
     case "exists":
       return stepReadsPropertiesOnly(predicate.traversal);
-    default: {
-      const unreachable: never = predicate;
-      throw new Error(`unknown predicate ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(predicate, "predicate");
   }
 }

@@ -14,6 +14,7 @@ import type { Step } from "../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { isSimplePath, movedTo, rowOf, withRow } from "./rows.js";
 import { adjacencyOf, elements, elementsOf, loaded, tooManyElements, RESULT_ELEMENTS_MAX, type Element, type Stream } from "./streams.js";
+import { unreachable } from "../protocol/errors.js";
 
 export type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;
 
@@ -60,10 +61,8 @@ export async function traverseRows(step: TraversalStep, items: Element[], scope:
         push(element, source ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
       }
       return elements(moved);
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown traversal ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "traversal");
   }
 }
 

@@ -5,6 +5,7 @@
 import type { RecordKind } from "./records.js";
 import type { ScalarTypeName } from "./schema.js";
 import { valueToJson, type Value } from "./values.js";
+import { unreachable } from "./errors.js";
 
 /** The three families of index (docs/INDEXES.md): equality/range, approximate nearest neighbour, BM25 text. */
 export type IndexFamily = "secondary" | "vector" | "text";
@@ -121,10 +122,8 @@ export function definitionOf(source: IndexDefinition): IndexDefinition {
         family: "text", kind, label, field, name, analyzer: source.analyzer, positions: source.positions,
         ...optionalEntry("tenant", source.tenant), ...optionalEntry("implied", source.implied),
       };
-    default: {
-      const unreachable: never = source;
-      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(source, "index family");
   }
 }
 
@@ -143,10 +142,8 @@ export function sameDefinition(a: IndexDefinition, b: IndexDefinition): boolean 
       return b.family === "vector" && a.metric === b.metric && a.dimension === b.dimension && a.tenant === b.tenant;
     case "text":
       return b.family === "text" && a.analyzer === b.analyzer && a.positions === b.positions && a.tenant === b.tenant;
-    default: {
-      const unreachable: never = a;
-      throw new Error(`unknown index family ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(a, "index family");
   }
 }
 

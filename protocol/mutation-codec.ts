@@ -15,7 +15,7 @@
  *     put_out, delete_out: as put_in and delete_in with source and target swapped (u64 source first)
  */
 import { Packr } from "msgpackr";
-import { SilkError } from "./errors.js";
+import { SilkError, unreachable } from "./errors.js";
 import type { EndpointKind, Mutation, RecordKind, StoredRecord } from "./records.js";
 import type { Properties } from "./values.js";
 
@@ -264,10 +264,8 @@ export function encodeMutations(mutations: readonly Mutation[]): Buffer {
       case "delete_out":
         writer.deleteOut(mutation.source, mutation.label, mutation.edge);
         break;
-      default: {
-        const unreachable: never = mutation;
-        throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        unreachable(mutation, "mutation");
     }
   }
   return writer.finish();
@@ -406,10 +404,8 @@ function materialise(bytes: Buffer, encoded: EncodedRecord): StoredRecord {
       };
     case "vector":
       return { kind: "vector", id, label, vector: encoded.vector!, props };
-    default: {
-      const unreachable: never = encoded.kind;
-      throw new Error(`unknown kind ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(encoded.kind, "kind");
   }
 }
 

@@ -4,7 +4,7 @@
  * Type names follow HelixDB's dynamic queries: bool, i64, f64, f32, string, date_time (an RFC 3339 string),
  * value (anything), object, and {"array": <type>}.
  */
-import { SilkError } from "./errors.js";
+import { SilkError, unreachable } from "./errors.js";
 
 const SCALAR_TYPES = ["bool", "i64", "f64", "f32", "string", "date_time", "value", "object"] as const;
 type ScalarParameterType = (typeof SCALAR_TYPES)[number];
@@ -62,10 +62,8 @@ export function checkParameter(type: ParameterType, value: unknown, name: string
       return value;
     case "value":
       return value;
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown parameter type ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "parameter type");
   }
 }
 

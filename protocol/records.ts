@@ -5,6 +5,7 @@
  * encodes: bigint IDs, strings, plain objects, typed arrays.
  */
 import type { Properties, Value } from "./values.js";
+import { unreachable } from "./errors.js";
 
 export type RecordKind = "node" | "edge" | "vector";
 
@@ -155,9 +156,7 @@ export function mutationOwner(mutation: Mutation): bigint {
     case "put_out":
     case "delete_out":
       return mutation.source;
-    default: {
-      const unreachable: never = mutation;
-      throw new Error(`unknown mutation ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(mutation, "mutation");
   }
 }

@@ -7,6 +7,7 @@
 import { isVectorEf, TEXT_ANALYZERS, VECTOR_EF_MAX, VECTOR_METRICS, type TextAnalyzer, type VectorMetric } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import { allowOnly, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
+import { unreachable } from "./errors.js";
 
 export type IndexAction = "create" | "drop" | "get" | "retry" | "abort";
 
@@ -127,10 +128,8 @@ function decodeSpec(object: Record<string, Json>, base: readonly string[], at: s
       if (spec.tenant !== undefined && spec.tenant !== TEXT_TENANT) throw fault(`${at}.tenant_property`, `a text index is partitioned by ${TEXT_TENANT} only`);
       return spec;
     }
-    default: {
-      const unreachable: never = type;
-      throw fault(at, `unknown index type ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "index type");
   }
 }
 
@@ -205,9 +204,7 @@ function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "ac
       if (spec.tenant !== undefined && spec.tenant !== TEXT_TENANT) throw fault(`${where}.tenant_property`, `a text index is partitioned by ${TEXT_TENANT} only`);
       return { kind: helix.kind, label, field, spec };
     }
-    default: {
-      const unreachable: never = helix.family;
-      throw fault(at, `unknown index family ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(helix.family, "index family");
   }
 }

@@ -11,7 +11,7 @@
  * `malformed_tree`; steps of the HelixDB vocabulary that Silk does not execute yet are `unsupported_operation`.
  */
 import { embedModelNameProblem } from "./embedding.js";
-import { SilkError } from "./errors.js";
+import { SilkError, unreachable } from "./errors.js";
 import { parseId } from "./ids.js";
 import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
@@ -749,10 +749,8 @@ function decodeUpsert(tag: "upsert_n" | "upsert_v" | "upsert_e", object: Record<
         to: decodeRef(object.to, `${at}.to`),
         properties: properties(),
       };
-    default: {
-      const unreachable: never = tag;
-      throw new Error(`unknown upsert ${String(unreachable)}`);
-    }
+    default:
+      unreachable(tag, "upsert");
   }
 }
 
@@ -1021,10 +1019,8 @@ function entriesContainMutation(entries: readonly Entry[]): boolean {
         return entriesContainMutation(entry.body);
       case "index_operation":
         return entry.operation.action !== "get";
-      default: {
-        const unreachable: never = entry;
-        throw new Error(`unknown entry ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(entry, "entry");
     }
   });
 }

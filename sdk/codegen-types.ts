@@ -11,6 +11,7 @@
 import type { FieldDecl, FieldType, Schema } from "../protocol/schema.js";
 import type { ReturnShape } from "../protocol/helixql/query.js";
 import type { Entry, Expr, Predicate, Projection, Step } from "../protocol/tree.js";
+import { unreachable } from "../protocol/errors.js";
 
 type RecordKind = "node" | "edge" | "vector";
 interface RecordRef {
@@ -52,10 +53,8 @@ export function inputType(type: FieldType): string {
       return `readonly ${arrayElement(inputType(type.element))}[]`;
     case "object":
       return objectType(type.fields, inputType, (field) => field.required);
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "field type");
   }
 }
 
@@ -68,10 +67,8 @@ export function outputType(type: FieldType): string {
       return `${arrayElement(outputType(type.element))}[]`;
     case "object":
       return objectType(type.fields, outputType, (field) => field.required);
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "field type");
   }
 }
 
@@ -246,10 +243,8 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "edge_properties":
       // Rows with bindings, a path or a sack answer HelixDB's row objects (node/rows.ts), not records.
       return { kind: "rows", row: OPEN_ROW };
-    default: {
-      const unreachable: never = step;
-      throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(step, "step");
   }
 }
 
@@ -338,10 +333,8 @@ export function shapeType(shape: ReturnShape, types: ReadonlyMap<string, StreamT
       return `[${shape.elements.map((inner) => shapeType(inner, types)).join(", ")}]`;
     case "entry":
       return entryType(types.get(shape.entry), shape.cardinality);
-    default: {
-      const unreachable: never = shape;
-      throw new Error(`unknown return shape ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(shape, "return shape");
   }
 }
 

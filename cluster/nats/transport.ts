@@ -30,7 +30,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { SilkError } from "../../protocol/errors.js";
+import { SilkError, unreachable } from "../../protocol/errors.js";
 import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../../protocol/messages.js";
 import type { Plan } from "../../protocol/tree.js";
 import { PREPARED_PLANS_MAX } from "../../node/partition-actor.js";
@@ -118,10 +118,8 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     case "index_drop":
     case "index_retry":
       return false;
-    default: {
-      const unreachable: never = request;
-      throw new SilkError("internal", `unknown request ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(request, "request");
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import type { QueryOutput, ReturnShape } from "./query.js";
 import { renamedRecordKey } from "./query.js";
+import { unreachable } from "../errors.js";
 
 /** Strings without a character JSON escapes (quote, backslash, controls, any surrogate) are written as they are. */
 const PLAIN_STRING = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
@@ -123,10 +124,8 @@ function shapeText(shape: ReturnShape, result: Readonly<Record<string, unknown>>
       const chosen = shape.cardinality !== "one" ? value : Array.isArray(value) ? value[0] : value;
       return valueText(chosen ?? null) ?? "null";
     }
-    default: {
-      const unreachable: never = shape;
-      throw new Error(`unknown return shape ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(shape, "return shape");
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import type { FieldType, ScalarTypeName } from "../schema.js";
 import type { CompiledQuery } from "./query.js";
+import { unreachable } from "../errors.js";
 
 /** A JSON Schema object, as plain JSON. */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -46,10 +47,8 @@ export function fieldTypeJsonSchema(type: FieldType): JsonSchema {
       }
       return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
     }
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "field type");
   }
 }
 
@@ -81,9 +80,7 @@ function scalarJsonSchema(name: ScalarTypeName): JsonSchema {
       const [minimum, maximum] = SMALL_INTEGERS[name];
       return { type: "integer", minimum, maximum };
     }
-    default: {
-      const unreachable: never = name;
-      throw new Error(`unknown scalar type ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(name, "scalar type");
   }
 }

@@ -15,6 +15,7 @@ import { compileChain } from "./query-steps.js";
 import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
 import { compileExists, isBareName, isExistsCall, locOf } from "./query-values.js";
 import type { FieldType } from "../schema.js";
+import { unreachable } from "../errors.js";
 
 export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
 
@@ -189,10 +190,8 @@ class QueryCompiler implements CompilerScope {
       }
       case "for":
         return this.loop(statement);
-      default: {
-        const unreachable: never = statement;
-        throw new Error(`unknown statement ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(statement, "statement");
     }
   }
 
@@ -346,10 +345,8 @@ class QueryCompiler implements CompilerScope {
         return undefined;
       case "chain":
         return this.returnChain(item, entries);
-      default: {
-        const unreachable: never = item;
-        throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
-      }
+      default:
+        return unreachable(item, "expression");
     }
   }
 

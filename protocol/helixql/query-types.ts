@@ -8,6 +8,7 @@ import type { FieldType, ScalarTypeName } from "../schema.js";
 import type { LiteralAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
 import { isIntegerTypeName } from "./scalars.js";
+import { unreachable } from "../errors.js";
 
 export type RecordKind = "node" | "edge" | "vector";
 
@@ -55,10 +56,8 @@ export function describeValueType(type: ValueType): string {
       return "a boolean";
     case "any":
       return "a value";
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown value type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "value type");
   }
 }
 
@@ -72,10 +71,8 @@ export function describeStaticType(type: StaticType): string {
       return type.shape === "many" ? `a list of ${describeValueType(type.value)}` : describeValueType(type.value);
     case "rows":
       return type.one ? "a projected row" : "a list of projected rows";
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown static type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "static type");
   }
 }
 
@@ -102,10 +99,8 @@ export function familyOf(type: ValueType): Family {
       if (field.name === "ID") return "id";
       return "number";
     }
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown value type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "value type");
   }
 }
 
@@ -135,10 +130,8 @@ export function assignable(value: ValueType, target: FieldType): boolean {
       return target.kind === "scalar" && target.name === "Boolean";
     case "field":
       return fieldAssignable(value.type, target);
-    default: {
-      const unreachable: never = value;
-      throw new Error(`unknown value type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(value, "value type");
   }
 }
 
@@ -179,10 +172,8 @@ export function literalToTree(literal: LiteralAst): { tree: unknown; type: Value
     case "array":
       // The query grammar writes arrays as expressions and NOW as a call; these forms occur only in schema DEFAULTs.
       throw new Error(`literal ${literal.kind} does not occur in queries`);
-    default: {
-      const unreachable: never = literal;
-      throw new Error(`unknown literal ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(literal, "literal");
   }
 }
 

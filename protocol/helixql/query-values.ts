@@ -12,6 +12,7 @@ import {
   ANY, assignable, comparable, describeValueType, elementOf, familyOf, fieldValue, FLOAT, INT, literalToTree, scalarValue,
   type Family, type RecordKind, type ValueType,
 } from "./query-types.js";
+import { unreachable } from "../errors.js";
 
 /** A compiled value: a tree expression (`{"param": "x"}`, `{"constant": ...}`, ...) and its type. */
 export interface CompiledValue {
@@ -173,10 +174,8 @@ export function compileValue(scope: CompilerScope, expr: ExprAst, context: Eleme
       return undefined;
     case "chain":
       return chainValue(scope, expr, context, mode);
-    default: {
-      const unreachable: never = expr;
-      throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(expr, "expression");
   }
 }
 

@@ -5,7 +5,7 @@
  * runtime's `db.query(name, params)` and the server's `POST /<QueryName>` routes run them.
  */
 
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import type { FieldType } from "../schema.js";
 import { coerceValue, fieldTypeToString } from "./coerce.js";
 
@@ -121,10 +121,8 @@ function rejectIntegerText(type: FieldType, value: unknown, where: string): void
         if (Object.hasOwn(value, key)) rejectIntegerText(field.type, (value as Record<string, unknown>)[key], `${where}.${key}`);
       }
       return;
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "field type");
   }
 }
 
@@ -137,10 +135,8 @@ function holdsNumberOnlyInteger(type: FieldType): boolean {
       return holdsNumberOnlyInteger(type.element);
     case "object":
       return [...type.fields.values()].some((field) => holdsNumberOnlyInteger(field.type));
-    default: {
-      const unreachable: never = type;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(type, "field type");
   }
 }
 
@@ -222,10 +218,8 @@ function renderShape(shape: ReturnShape, result: Readonly<Record<string, unknown
       if (shape.cardinality !== "one") return value ?? null;
       return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
     }
-    default: {
-      const unreachable: never = shape;
-      throw new Error(`unknown return shape ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(shape, "return shape");
   }
 }
 

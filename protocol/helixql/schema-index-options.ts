@@ -14,6 +14,7 @@ import type { FieldDecl, FieldType, TextIndexOptions, VectorIndexOptions } from 
 import type { IndexOptionAst, ModifierAst, OptionValueAst, SourceLocation } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
 import type { Reporter } from "./field-rules.js";
+import { unreachable } from "../errors.js";
 
 /** The longest vector a vector index may declare. */
 export const VECTOR_DIMENSION_MAX = 65_536;
@@ -145,9 +146,7 @@ function describe(value: OptionValueAst): string {
       return value.text;
     case "boolean":
       return String(value.value);
-    default: {
-      const unreachable: never = value;
-      throw new Error(`unknown option value ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(value, "option value");
   }
 }

@@ -17,7 +17,7 @@
  */
 import type { RecordKind } from "../records.js";
 import type { FieldDecl, FieldType, Schema, SchemaSource } from "../schema.js";
-import { SilkError } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 import type { Properties, Value } from "../values.js";
 import type { MigrationAst, MigrationFieldAst, SourceFileAst, SourceLocation, TypeAst, TypeDeclAst, VersionAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
@@ -78,10 +78,8 @@ export function splitVersions(parsed: readonly { fileIndex: number; ast: SourceF
           break;
         case "query":
           break;
-        default: {
-          const unreachable: never = declaration;
-          throw new Error(`unknown declaration ${JSON.stringify(unreachable)}`);
-        }
+        default:
+          unreachable(declaration, "declaration");
       }
     }
     if (loose.length > 0) add(1, fileIndex, loose[0].name.loc, loose);
@@ -385,10 +383,8 @@ function sameType(a: FieldType, b: FieldType): boolean {
       return b.kind === "array" && sameType(a.element, b.element);
     case "object":
       return b.kind === "object" && a.fields.size === b.fields.size && [...a.fields].every(([name, field]) => b.fields.has(name) && sameType(field.type, b.fields.get(name)!.type));
-    default: {
-      const unreachable: never = a;
-      throw new Error(`unknown field type ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(a, "field type");
   }
 }
 
