@@ -21,6 +21,7 @@ import { mutationOwner, type EndpointKind, type Mutation } from "../protocol/rec
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
+import { backoffMs, type Backoff } from "../platform/backoff.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
 import { executePlan } from "../node/executor.js";
 import { TxnView } from "../node/txn-view.js";
@@ -33,6 +34,12 @@ import { UniqueBuildWatcher, type ValidationPhase } from "./unique-builds.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
+
+/**
+ * The wait between tries of a decided commit on a participant that did not answer: 50 ms, doubling up to 1 s, without
+ * jitter (one coordinator retries each participant; there is no crowd to spread).
+ */
+const COMMIT_APPLY_BACKOFF: Backoff = { firstMs: 50, maxMs: 1_000, jitter: "none" };
 
 /** The points of two-phase commit at which a fault-injection hook can stop the process (crash tests). */
 export type CommitPhase = "prepared_first" | "prepared_all" | "decided" | "committed_first" | "committed_all";
@@ -434,7 +441,7 @@ export class Coordinator {
         return;
       } catch (cause) {
         if (cause instanceof SilkError && cause.kind === "user") throw cause;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** attempt)));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(COMMIT_APPLY_BACKOFF, attempt)));
       }
     }
   }

@@ -19,6 +19,7 @@
  * Time and randomness are passed in (`sleep`, `random`) so tests of retries are exact.
  */
 import { SilkError } from "../protocol/errors.js";
+import { backoffMs, type Backoff } from "../platform/backoff.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { checkDimensions, checkEmbedModel, checkEmbedTexts } from "./input.js";
 
@@ -68,8 +69,8 @@ export class OpenAiCompatibleEmbedder implements Embedder {
   private readonly batchBytesMax: number;
   private readonly timeoutMs: number;
   private readonly retries: number;
-  private readonly backoffMs: number;
-  private readonly backoffMaxMs: number;
+  /** Full jitter (AWS's): a random wait below the exponential ceiling, so that many clients spread out. */
+  private readonly backoff: Backoff;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
 
@@ -95,8 +96,11 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     this.batchBytesMax = positiveWhole(options.batchBytesMax ?? EMBED_BATCH_BYTES_MAX, "batchBytesMax");
     this.timeoutMs = positiveWhole(options.timeoutMs ?? EMBED_TIMEOUT_MS_DEFAULT, "timeoutMs");
     this.retries = wholeAtLeastZero(options.retries ?? EMBED_RETRIES_DEFAULT, "retries");
-    this.backoffMs = wholeAtLeastZero(options.backoffMs ?? EMBED_BACKOFF_MS_DEFAULT, "backoffMs");
-    this.backoffMaxMs = wholeAtLeastZero(options.backoffMaxMs ?? EMBED_BACKOFF_MAX_MS_DEFAULT, "backoffMaxMs");
+    this.backoff = {
+      firstMs: wholeAtLeastZero(options.backoffMs ?? EMBED_BACKOFF_MS_DEFAULT, "backoffMs"),
+      maxMs: wholeAtLeastZero(options.backoffMaxMs ?? EMBED_BACKOFF_MAX_MS_DEFAULT, "backoffMaxMs"),
+      jitter: "full",
+    };
     this.sleep = options.sleep ?? ((ms) => new Promise((done) => setTimeout(done, ms)));
     this.random = options.random ?? Math.random;
     this.name = `openai-compatible ${this.model}${this.dimensions === undefined ? "" : ` (${this.dimensions} dimensions)`}`;
@@ -127,9 +131,7 @@ export class OpenAiCompatibleEmbedder implements Embedder {
         const tries = attempt + 1;
         throw this.failed(model, `${result.failure}${tries > 1 ? ` (after ${tries} attempts)` : ""}`);
       }
-      // Full jitter (AWS's): a random wait below the exponential ceiling, so that many clients spread out.
-      const ceilingMs = Math.min(this.backoffMaxMs, this.backoffMs * 2 ** attempt);
-      const waitMs = Math.max(Math.floor(this.random() * ceilingMs), Math.min(result.retryAfterMs ?? 0, this.backoffMaxMs));
+      const waitMs = Math.max(backoffMs(this.backoff, attempt, this.random), Math.min(result.retryAfterMs ?? 0, this.backoff.maxMs));
       await this.sleep(waitMs);
     }
   }

@@ -32,6 +32,7 @@ import {
 } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { SilkError } from "../../protocol/errors.js";
+import { backoffMs, type Backoff } from "../../platform/backoff.js";
 import { applyLogEntry, type LogEntry } from "../../node/log-entry.js";
 import type { WriteLog } from "../../node/partition-actor.js";
 import type { PartitionStore } from "../../node/partition-store.js";
@@ -43,6 +44,11 @@ import { checkMessageSize, messageBytesMax } from "./message-size.js";
 export const DUPLICATE_WINDOW_MS = 120_000;
 /** How long a leader waits for JetStream's acknowledgement of an append before it calls the outcome unknown. */
 export const APPEND_TIMEOUT_MS = 5_000;
+/**
+ * The wait between publishes of an append nobody received (the stream has no leader yet): 20 ms, doubling up to
+ * 250 ms, without jitter (one leader appends; there is no crowd to spread).
+ */
+const PUBLISH_BACKOFF: Backoff = { firstMs: 20, maxMs: 250, jitter: "none" };
 
 export interface PartitionLogOptions {
   readonly nc: NatsConnection;
@@ -301,7 +307,7 @@ export class LeaderWriteLog implements WriteLog {
       } catch (cause) {
         if (!isNoResponders(cause) || performance.now() > deadline) throw cause;
         if (!this.options.mayAppend()) throw new SilkError("not_leader", "this replica no longer leads its partition (its lease is gone)");
-        await new Promise((resolve) => setTimeout(resolve, Math.min(20 * 2 ** attempt, 250)));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(PUBLISH_BACKOFF, attempt)));
       }
     }
   }

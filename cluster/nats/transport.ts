@@ -31,6 +31,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { backoffMs, type Backoff } from "../../platform/backoff.js";
 import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../../protocol/messages.js";
 import type { Plan } from "../../protocol/tree.js";
 import { PREPARED_PLANS_MAX } from "../../node/partition-actor.js";
@@ -41,9 +42,11 @@ import { unwrap, type Transport } from "../transport.js";
 
 export const TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT = 5_000;
 export const TRANSPORT_DEADLINE_MS_DEFAULT = 15_000;
-/** Backoff between attempts: the first wait is up to BACKOFF_MS_MIN, doubling up to BACKOFF_MS_MAX, all jittered. */
-const BACKOFF_MS_MIN = 25;
-const BACKOFF_MS_MAX = 1_000;
+/**
+ * Backoff between attempts: the first wait is up to 25 ms, doubling up to 1 s, each between half its ceiling and the
+ * ceiling (so the many requests a failover refuses at once come back spread, none of them almost at once).
+ */
+const ATTEMPT_BACKOFF: Backoff = { firstMs: 25, maxMs: 1_000, jitter: "equal" };
 /** What a plan's own deadline is given on top, for the leader to answer after it (an execute's attempt timeout). */
 const REPLY_MARGIN_MS = 2_000;
 
@@ -207,8 +210,7 @@ export class NatsTransport implements Transport {
         throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster}: ${what}; the ${message.type} may or may not have taken effect (it is not repeated)`);
       }
       if (nc.isClosed()) break;
-      const capMs = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** Math.min(attempt, 10));
-      await sleep(Math.min(Math.max(0, deadline - Date.now()), (0.5 + 0.5 * (this.options.random ?? Math.random)()) * capMs));
+      await sleep(Math.min(Math.max(0, deadline - Date.now()), backoffMs(ATTEMPT_BACKOFF, attempt, this.options.random)));
     }
     throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster} did not answer within ${Date.now() - started} ms: ${what}`);
   }
