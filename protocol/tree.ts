@@ -13,6 +13,7 @@
 import { embedModelNameProblem } from "./embedding.js";
 import { SilkError, unreachable } from "./errors.js";
 import { parseId } from "./ids.js";
+import { isMathFunction, MATH_FUNCTIONS, type MathFunction } from "./math-functions.js";
 import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
@@ -98,15 +99,6 @@ export interface CaseBranch {
   readonly when: Predicate;
   readonly then: Expr;
 }
-
-/** Math functions of `call` with their arity: [fewest, most] arguments. */
-export const MATH_FUNCTIONS = {
-  pow: [2, 2], abs: [1, 1], sqrt: [1, 1], ln: [1, 1], log10: [1, 1], exp: [1, 1], ceil: [1, 1], floor: [1, 1],
-  round: [1, 1], sin: [1, 1], cos: [1, 1], tan: [1, 1], asin: [1, 1], acos: [1, 1], atan: [1, 1], log: [2, 2],
-  atan2: [2, 2], min: [2, Infinity], max: [2, Infinity],
-} as const satisfies Record<string, readonly [number, number]>;
-
-export type MathFunction = keyof typeof MATH_FUNCTIONS;
 
 export type CompareOp = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
 
@@ -472,10 +464,6 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
   }
 }
 
-function isMathFunction(name: string): name is MathFunction {
-  return Object.prototype.hasOwnProperty.call(MATH_FUNCTIONS, name);
-}
-
 /** `{"fn": "pow", "args": [e, e]}`: the function must be known and take that many arguments. */
 function decodeCall(body: Json, at: string, depth: number): Expr {
   const object = objectAt(body, at);
@@ -483,7 +471,7 @@ function decodeCall(body: Json, at: string, depth: number): Expr {
   const fn = stringAt(object.fn, `${at}.fn`);
   if (!isMathFunction(fn)) throw fault(`${at}.fn`, `unknown function ${JSON.stringify(fn)} (expected ${Object.keys(MATH_FUNCTIONS).join(", ")})`);
   const args = arrayAt(object.args, `${at}.args`);
-  const [fewest, most] = MATH_FUNCTIONS[fn];
+  const [fewest, most] = MATH_FUNCTIONS[fn].arity;
   if (args.length < fewest || args.length > most) {
     const expected = fewest === most ? `${fewest}` : `at least ${fewest}`;
     throw fault(`${at}.args`, `${fn} takes ${expected} argument${fewest === 1 && most === 1 ? "" : "s"}, not ${args.length}`);

@@ -13,6 +13,7 @@ import {
   type Family, type RecordKind, type ValueType,
 } from "./query-types.js";
 import { unreachable } from "../errors.js";
+import { MATH_FUNCTIONS, type MathFunctionSpec } from "../math-functions.js";
 
 /** A compiled value: a tree expression (`{"param": "x"}`, `{"constant": ...}`, ...) and its type. */
 export interface CompiledValue {
@@ -100,44 +101,28 @@ function knownFields(fields: ReadonlyMap<string, FieldDecl>): string {
 
 // ---- Values -----------------------------------------------------------------------------------------------------
 
-interface MathFunction {
+/** A HelixQL math call: arithmetic (`ADD(a, b)`: the tree's `add`) or a `call` of protocol/math-functions.ts. */
+interface MathCall {
   readonly tree: string;
-  /** Number of arguments; -2 means two or more. */
-  readonly arity: number;
-  readonly result: "float" | "int" | "widest";
+  /** [fewest, most] arguments. */
+  readonly arity: readonly [number, number];
+  readonly result: MathFunctionSpec["result"];
 }
 
 const BOOL: ValueType = { t: "bool" };
 
 const ARITHMETIC = new Set(["add", "sub", "mul", "div", "mod"]);
 
-// Maps, not object literals: a name like "constructor" must not find Object.prototype's members.
-const MATH: ReadonlyMap<string, MathFunction> = new Map(Object.entries({
-  ADD: { tree: "add", arity: 2, result: "widest" },
-  SUB: { tree: "sub", arity: 2, result: "widest" },
-  MUL: { tree: "mul", arity: 2, result: "widest" },
-  DIV: { tree: "div", arity: 2, result: "float" },
-  MOD: { tree: "mod", arity: 2, result: "widest" },
-  POW: { tree: "pow", arity: 2, result: "float" },
-  ABS: { tree: "abs", arity: 1, result: "widest" },
-  SQRT: { tree: "sqrt", arity: 1, result: "float" },
-  LN: { tree: "ln", arity: 1, result: "float" },
-  LOG10: { tree: "log10", arity: 1, result: "float" },
-  LOG: { tree: "log", arity: 2, result: "float" },
-  EXP: { tree: "exp", arity: 1, result: "float" },
-  CEIL: { tree: "ceil", arity: 1, result: "int" },
-  FLOOR: { tree: "floor", arity: 1, result: "int" },
-  ROUND: { tree: "round", arity: 1, result: "int" },
-  SIN: { tree: "sin", arity: 1, result: "float" },
-  COS: { tree: "cos", arity: 1, result: "float" },
-  TAN: { tree: "tan", arity: 1, result: "float" },
-  ASIN: { tree: "asin", arity: 1, result: "float" },
-  ACOS: { tree: "acos", arity: 1, result: "float" },
-  ATAN: { tree: "atan", arity: 1, result: "float" },
-  ATAN2: { tree: "atan2", arity: 2, result: "float" },
-  MIN: { tree: "min", arity: -2, result: "widest" },
-  MAX: { tree: "max", arity: -2, result: "widest" },
-} satisfies Record<string, MathFunction>));
+// Maps, not object literals: a name like "constructor" must not find Object.prototype's members. The functions are
+// the tree's, named in capitals (POW, ATAN2, ...).
+const MATH: ReadonlyMap<string, MathCall> = new Map([
+  ["ADD", { tree: "add", arity: [2, 2], result: "widest" }],
+  ["SUB", { tree: "sub", arity: [2, 2], result: "widest" }],
+  ["MUL", { tree: "mul", arity: [2, 2], result: "widest" }],
+  ["DIV", { tree: "div", arity: [2, 2], result: "float" }],
+  ["MOD", { tree: "mod", arity: [2, 2], result: "widest" }],
+  ...Object.entries(MATH_FUNCTIONS).map(([fn, spec]): [string, MathCall] => [fn.toUpperCase(), { tree: fn, arity: spec.arity, result: spec.result }]),
+]);
 
 const CONSTANTS: ReadonlyMap<string, number> = new Map([
   ["PI", Math.PI],
@@ -333,16 +318,20 @@ function memberType(type: ValueType, name: string): ValueType | undefined {
   return field === undefined ? undefined : fieldValue(field.type);
 }
 
+/** How the least argument count of a function with no most reads in a diagnostic ("MIN takes two or more arguments"). */
+const NUMBER_WORDS: ReadonlyMap<number, string> = new Map([[1, "one"], [2, "two"], [3, "three"]]);
+
 function mathCall(
   scope: CompilerScope,
   call: CallAst,
-  math: MathFunction,
+  math: MathCall,
   args: readonly ExprAst[],
   context: ElementContext | undefined,
 ): CompiledValue | undefined {
   const name = call.name.text;
-  if (math.arity === -2 ? args.length < 2 : args.length !== math.arity) {
-    const wanted = math.arity === -2 ? "two or more arguments" : `${math.arity} argument${math.arity === 1 ? "" : "s"}`;
+  const [fewest, most] = math.arity;
+  if (args.length < fewest || args.length > most) {
+    const wanted = fewest === most ? `${fewest} argument${fewest === 1 ? "" : "s"}` : `${NUMBER_WORDS.get(fewest) ?? fewest} or more arguments`;
     scope.report("query_invalid", call.loc, `${name} takes ${wanted}, not ${args.length}`);
     return undefined;
   }
