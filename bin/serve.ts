@@ -23,7 +23,7 @@ import { embedderFromEnvironment, embedderStartMessage } from "../embedders/inde
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
-import { QUERY_TIMEOUT_MS_MAX } from "../protocol/tree.js";
+import { QUERY_TIMEOUT_MS_MAX } from "../protocol/limits.js";
 import { formatDiagnostic, type Warning } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
 

@@ -11,6 +11,7 @@
  * operation given in HelixDB's form answers HelixDB's receipt or status around that (index-receipts.ts).
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { LABEL_BYTES_MAX } from "../protocol/limits.js";
 import {
   describeIndex,
   mergeIndexStatuses,
@@ -26,7 +27,7 @@ import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.
 import type { RecordKind } from "../protocol/records.js";
 import { fieldTypeToString, type Schema } from "../protocol/schema.js";
 import type { IndexOperation, NamedIndexOperation } from "../protocol/tree-indexes.js";
-import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree-json.js";
+import { isLabel } from "../protocol/tree-json.js";
 import type { Plan } from "../protocol/tree.js";
 import { indexOperationId } from "./index-operation-ids.js";
 import { indexOperationStatus, indexReceipt } from "./index-receipts.js";

@@ -12,12 +12,11 @@
 import { existsSync, statSync } from "node:fs";
 import { SilkError } from "../protocol/errors.js";
 import type { Embedder } from "../protocol/embedding.js";
-import { EMBED_DIMENSIONS_MAX } from "./input.js";
+import { EMBED_DIMENSIONS_MAX } from "../protocol/limits.js";
 import { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT } from "./hashing.js";
 import { LocalModelEmbedder } from "./local.js";
 import { OPENAI_MODEL_DEFAULT, OpenAiCompatibleEmbedder } from "./openai.js";
 
-export { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "./input.js";
 export { FeatureHashingEmbedder, HASHING_DIMENSIONS_DEFAULT, hashingTokens, stableHash32 } from "./hashing.js";
 export { LocalModelEmbedder, TRANSFORMERS_PACKAGE, type LocalModelOptions, type TransformersModule } from "./local.js";
 export {

@@ -5,11 +5,7 @@
  */
 import { embedModelNameProblem } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
-
-/** The longest text one Embed may carry, in UTF-8 bytes (providers cap far lower in tokens; this bounds our work). */
-export const EMBED_TEXT_BYTES_MAX = 1_048_576;
-/** The most dimensions an embedder may be configured with (the largest hosted models give 3,072). */
-export const EMBED_DIMENSIONS_MAX = 16_384;
+import { EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX } from "../protocol/limits.js";
 
 /** Throws `invalid_value` for the first text that is not a non-empty string of at most EMBED_TEXT_BYTES_MAX bytes. */
 export function checkEmbedTexts(texts: readonly unknown[]): asserts texts is readonly string[] {

@@ -6,12 +6,10 @@
  * runs its sub-traversal once per element too, and keeps what every run reached.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { REPEAT_ELEMENTS_MAX } from "../protocol/limits.js";
 import type { Predicate, Step } from "../protocol/tree.js";
 import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";
 import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, type Element, type Stream } from "./streams.js";
-
-/** Records a `repeat` may hold across all its levels before it is refused. */
-export const REPEAT_ELEMENTS_MAX = 1_000_000;
 
 type BranchStep = Extract<Step, { op: "union" | "coalesce" | "optional" | "choose" }>;
 

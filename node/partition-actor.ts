@@ -12,6 +12,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError, asSilkError, unreachable } from "../protocol/errors.js";
+import { PREPARED_PLANS_MAX } from "../protocol/limits.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { IndexStatus, RuntimeIndexLookup } from "../protocol/indexes.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
@@ -96,7 +97,6 @@ export class SnapshotReader implements BaseReader {
   }
 }
 
-export const PREPARED_PLANS_MAX = 100_000;
 /** Records an index build chunk looks at in one write transaction: long enough to be efficient, short enough that writes wait little. */
 export const INDEX_BUILD_CHUNK_ENTITIES = 2_000;
 

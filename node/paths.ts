@@ -7,14 +7,12 @@
  * searches from one node to one node, at most `maxDepth` hops, and answers the path's node IDs.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { PATH_VISITED_NODES_MAX } from "../protocol/limits.js";
 import { parseId } from "../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../protocol/records.js";
 import type { Expr, PathAlgorithm, PathDirection, Ref, Step } from "../protocol/tree.js";
 import { evaluateExpr, type EvalScope } from "./predicates.js";
 import { adjacencyOf, elementsOf, loaded, lookupParameter, recordField, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
-
-/** The most records one search may reach before it is refused (`limit_exceeded`), so a query cannot walk forever. */
-export const PATH_VISITED_NODES_MAX = 1_000_000;
 
 type ShortestPathStep = Extract<Step, { op: "shortest_path" }>;
 

@@ -15,6 +15,7 @@
  *   `limit_exceeded` (its cost grows with the square of the count).
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { MMR_ITEMS_MAX } from "../protocol/limits.js";
 import type { MmrDistance } from "../protocol/tree.js";
 import type { Element, SearchTag } from "./streams.js";
 
@@ -22,8 +23,6 @@ import type { Element, SearchTag } from "./streams.js";
 export const RERANK_SEARCH_DEFAULT = 0;
 /** RRF's constant k when a query gives none (Cormack, Clarke and Büttcher, 2009). */
 export const RRF_K_DEFAULT = 60;
-/** The most elements RerankMMR reorders: its work is quadratic in the count. */
-export const MMR_ITEMS_MAX = 10_000;
 
 const MMR_DISTANCES: readonly MmrDistance[] = ["cosine", "euclidean", "dotproduct"];
 

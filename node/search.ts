@@ -8,6 +8,7 @@
  * Invariant: a hit whose record the view no longer holds (dropped by this invocation) is left out, never rendered.
  */
 import { SilkError } from "../protocol/errors.js";
+import { SEARCH_K_MAX } from "../protocol/limits.js";
 import { tenantKey, VECTOR_FIELD } from "../protocol/indexes.js";
 import type { Step } from "../protocol/tree.js";
 import type { Value } from "../protocol/values.js";
@@ -16,9 +17,6 @@ import { rerankMmr, rerankRrf } from "./rerank.js";
 import type { EvalScope } from "./predicates.js";
 import { elements, elementsOf, loaded, loadedVector, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { indexVector } from "./vector-math.js";
-
-/** The most results one search may ask for. */
-export const SEARCH_K_MAX = 10_000;
 
 type SearchStep = Extract<Step, { op: "vector_search" | "text_search" }>;
 

@@ -4,6 +4,7 @@
  * of them imports another's step logic.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 import { idOf, idToString, parseId, type IdRenderer } from "../protocol/ids.js";
 import type { Embedder } from "../protocol/embedding.js";
 import type { RuntimeIndexLookup } from "../protocol/indexes.js";
@@ -73,8 +74,6 @@ export interface ExecutionContext {
    */
   readonly renderId: IdRenderer;
 }
-
-export const RESULT_ELEMENTS_MAX = 1_000_000;
 
 export function elementsOf(stream: Stream, op: string): Element[] {
   if (stream.kind !== "elements") throw new SilkError("malformed_tree", `step ${op} needs a stream of records, not of values`);

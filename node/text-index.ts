@@ -33,6 +33,7 @@
 import type { Database, Transaction } from "lmdb";
 import { randomBytes } from "node:crypto";
 import { SilkError } from "../protocol/errors.js";
+import { QUERY_TERMS_MAX, TENANT_BYTES_MAX } from "../protocol/limits.js";
 import { tenantKey, type TextIndexDefinition } from "../protocol/indexes.js";
 import type { SearchHit } from "../protocol/records.js";
 import type { Value } from "../protocol/values.js";
@@ -64,12 +65,8 @@ import { PendingPostings } from "./text-writes.js";
 export const BM25_K1 = 1.2;
 /** BM25's document-length normalisation. */
 export const BM25_B = 0.75;
-/** The longest tenant value a partition key holds, in UTF-8 bytes. */
-export const TENANT_BYTES_MAX = 512;
 /** The most postings the cache of terms read holds per text family (one partition store's), decoded ~24 bytes each. */
 export const TERM_CACHE_POSTINGS_MAX = 1_000_000;
-/** The most distinct terms one query may hold after analysis (each costs a range read). */
-export const QUERY_TERMS_MAX = 1_024;
 
 /** A record's analysed field: its partition's key prefix and its terms in order. */
 interface Analysed {

@@ -11,7 +11,7 @@
  * Architecture invariant: the view never writes to storage. Abandoning a view is a rollback.
  */
 import { Deadline } from "./deadline.js";
-import { RESULT_ELEMENTS_MAX, tooManyElements } from "./streams.js";
+import { tooManyElements } from "./streams.js";
 import type {
   AdjacencyEntry,
   Direction,
@@ -25,6 +25,7 @@ import type {
   TextSearchRequest,
   VectorSearchRequest,
 } from "../protocol/records.js";
+import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 
 type MaybePromise<T> = T | Promise<T>;
 

@@ -5,9 +5,10 @@
  * every value from outside (`checkInputValue`: nesting depth, well-formed strings), which also cover bulk imports.
  */
 import { SilkError } from "../protocol/errors.js";
+import { LABEL_BYTES_MAX, VECTOR_DIMENSIONS_MAX } from "../protocol/limits.js";
 import type { RecordKind } from "../protocol/records.js";
 import { prepareProperties, type FieldDecl, type Schema } from "../protocol/schema.js";
-import { isLabel, LABEL_BYTES_MAX } from "../protocol/tree.js";
+import { isLabel } from "../protocol/tree.js";
 import { checkInputValue, checkWellFormed, RESERVED_LABEL_KEY, type Properties, type Value } from "../protocol/values.js";
 
 const KIND_WORD: Record<RecordKind, string> = { node: "N::", edge: "E::", vector: "V::" };
@@ -68,8 +69,6 @@ export function prepareUpdate(schema: Schema | undefined, kind: RecordKind, labe
   if (!removing) rejectNullTexts(fieldsOf(schema, kind, label), input, label);
   return prepareProperties(fieldsOf(schema, kind, label), input, "update", label, () => new Date());
 }
-
-export const VECTOR_DIMENSIONS_MAX = 65_536;
 
 export function toVector(input: unknown, where: string): Float64Array {
   let vector: Float64Array;

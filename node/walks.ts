@@ -13,8 +13,9 @@ import type { Direction, StoredRecord } from "../protocol/records.js";
 import type { Step } from "../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { isSimplePath, movedTo, rowOf, withRow } from "./rows.js";
-import { adjacencyOf, elements, elementsOf, loaded, tooManyElements, RESULT_ELEMENTS_MAX, type Element, type Stream } from "./streams.js";
+import { adjacencyOf, elements, elementsOf, loaded, tooManyElements, type Element, type Stream } from "./streams.js";
 import { unreachable } from "../protocol/errors.js";
+import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 
 export type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;
 

@@ -3,14 +3,12 @@
  * and reports a fault as `malformed_tree` with the JSON path of the value.
  */
 import { SilkError } from "./errors.js";
+import { LABEL_BYTES_MAX } from "./limits.js";
 import { checkWellFormed } from "./values.js";
 
 export type Json = unknown;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Labels are stored with a one-byte length (node/partition-store.ts). */
-export const LABEL_BYTES_MAX = 255;
-
 /** A label is an identifier of at most LABEL_BYTES_MAX characters (ASCII, so characters are bytes). */
 export function isLabel(label: string): boolean {
   return label.length <= LABEL_BYTES_MAX && IDENTIFIER.test(label);

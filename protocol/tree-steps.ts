@@ -9,15 +9,12 @@
  * (which imports it).
  */
 import { SilkError } from "./errors.js";
+import { BRANCH_TRAVERSALS_MAX, REPEAT_ITERATIONS_MAX } from "./limits.js";
 import { isVectorEf, VECTOR_EF_MAX, VECTOR_FIELD } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
 
-/** Sub-traversals one `union` or `coalesce` may list. */
-export const BRANCH_TRAVERSALS_MAX = 64;
-/** The most iterations a `repeat` may ask for (`times`, `max_depth`). */
-export const REPEAT_ITERATIONS_MAX = 1_000;
 /** HelixDB's default `max_depth` of a `repeat` that sets neither it nor `times`. */
 export const REPEAT_DEPTH_DEFAULT = 100;
 

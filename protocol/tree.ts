@@ -13,6 +13,7 @@
 import { embedModelNameProblem } from "./embedding.js";
 import { SilkError, unreachable } from "./errors.js";
 import { parseId } from "./ids.js";
+import { BATCH_ENTRIES_MAX, QUERY_TIMEOUT_MS_MAX, TREE_DEPTH_MAX, VALUE_DEPTH_MAX } from "./limits.js";
 import { isMathFunction, MATH_FUNCTIONS, type MathFunction } from "./math-functions.js";
 import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
@@ -21,7 +22,7 @@ import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tre
 import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
 import { decodeRowStep, ROW_STEP_TAGS, type BindingProjection, type RowDecoders } from "./tree-rows.js";
 import type { RecordKind } from "./records.js";
-import { checkInputValue, checkWellFormed, VALUE_DEPTH_MAX, type Value } from "./values.js";
+import { checkInputValue, checkWellFormed, type Value } from "./values.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // The decoded plan.
@@ -309,14 +310,7 @@ export function isMutation(op: StepOp): boolean {
   return MUTATING_OPS.has(op);
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Limits (TigerStyle: every input has a bound, named with its unit last).
-
-export const TREE_DEPTH_MAX = 255;
-export const BATCH_ENTRIES_MAX = 1_000;
-/** The longest execution deadline a request may ask for with `timeout_ms` (and a server may default to). */
-export const QUERY_TIMEOUT_MS_MAX = 600_000;
-export { isLabel, LABEL_BYTES_MAX } from "./tree-json.js";
+export { isLabel } from "./tree-json.js";
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.
 

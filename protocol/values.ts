@@ -9,13 +9,7 @@
  */
 
 import { SilkError } from "./errors.js";
-
-/**
- * The deepest a value may nest arrays and objects (`[[1]]` nests 2). Checked where values enter (tree literals,
- * parameters, imported and written properties), before anything walks them: the engine's walks of a value (equality,
- * encoding, rendering) are recursive, and a value nested thousands deep would overflow the stack.
- */
-export const VALUE_DEPTH_MAX = 64;
+import { VALUE_DEPTH_MAX } from "./limits.js";
 
 /** A UTF-16 unit of a surrogate pair standing alone: no Unicode text, and UTF-8 (storage, keys) cannot carry it. */
 const LONE_SURROGATE = /\p{Cs}/u;

@@ -7,7 +7,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
 import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS, EXECUTION_SLICE_MS, monotonicClockMs } from "../../node/deadline.js";
-import { decodeRequest, QUERY_TIMEOUT_MS_MAX } from "../../protocol/tree.js";
+import { QUERY_TIMEOUT_MS_MAX } from "../../protocol/limits.js";
+import { decodeRequest } from "../../protocol/tree.js";
 import { SOCIAL_SOURCES } from "../gateway/social-project.js";
 import { BACKENDS, expectCode, removeTempDirs, snapshot, tempDir } from "../helpers/engine.js";
 import { addN, count, entry, forEach, nodesOf, readOne, write, type Request } from "../helpers/tree.js";

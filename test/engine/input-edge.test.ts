@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ImportBatch } from "../../cluster/bulk-import.js";
-import { VALUE_DEPTH_MAX } from "../../protocol/values.js";
+import { VALUE_DEPTH_MAX } from "../../protocol/limits.js";
 import { BACKENDS, TestDatabase, expectCode, expectRefused, ids, removeTempDirs, snapshot } from "../helpers/engine.js";
 import { addN, nodesById, param, readOne, update, writeOne, type Json } from "../helpers/tree.js";
 

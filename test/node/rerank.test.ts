@@ -3,7 +3,8 @@
  * MMR choosing a diverse result at λ = 0.5 and the relevance order at λ = 1, each similarity, and bad parameters.
  */
 import { describe, expect, it } from "vitest";
-import { MMR_ITEMS_MAX, RERANK_SEARCH_DEFAULT, rerankMmr, rerankRrf } from "../../node/rerank.js";
+import { MMR_ITEMS_MAX } from "../../protocol/limits.js";
+import { RERANK_SEARCH_DEFAULT, rerankMmr, rerankRrf } from "../../node/rerank.js";
 import type { Element, SearchTag } from "../../node/streams.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
 

@@ -14,7 +14,8 @@ import type { Properties } from "../../protocol/values.js";
 import type { IndexedRecord } from "../../node/index-family.js";
 import { indexPrefix } from "../../node/keys.js";
 import { decodeStatistics, partitionPrefix, statisticsKey, statisticsVersion } from "../../node/text-encoding.js";
-import { ABSENT, BM25_B, BM25_K1, QUERY_TERMS_MAX, TermCache, TextIndexes } from "../../node/text-index.js";
+import { QUERY_TERMS_MAX } from "../../protocol/limits.js";
+import { ABSENT, BM25_B, BM25_K1, TermCache, TextIndexes } from "../../node/text-index.js";
 import type { TermBlocks } from "../../node/text-search.js";
 
 const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
