@@ -214,7 +214,7 @@ function indexCommand(): Command {
     .addCommand(action("drop", "drop an index created with `index create`"))
     .addCommand(action("status", "print one index's state and counters, or every index's without --label"))
     .addCommand(action("retry", "restart a blocked build (after removing the duplicates of a UNIQUE index)"))
-    .addCommand(action("abort", "abort a constructing build of an index created with `index create`; the index is gone"));
+    .addCommand(action("abort", "abort a build (constructing or blocked) of an index created with `index create`; the index is gone"));
 }
 
 function statusCommand(): Command {

@@ -9,6 +9,11 @@
  * the state and counters merged over partitions (protocol/indexes.ts). `drop_index` answers state `dropped` and
  * `abort_index_operation` state `aborted`, with the counters the index had; the index is gone after either. An
  * operation given in HelixDB's form answers HelixDB's receipt or status around that (index-receipts.ts).
+ *
+ * The refusals follow HelixDB v3's index lifecycle: `create_index` with `if_not_exists` false of an index that
+ * exists with the same definition is `index_already_exists`; `abort_index_operation` aborts a build under way or
+ * blocked, refuses one that finished (`index_operation_not_abortable`), and answers a build it aborted again
+ * (HelixDB keeps an aborted build's operation, so a repeated abort converges on it).
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
 import { LABEL_BYTES_MAX } from "../protocol/limits.js";
@@ -52,6 +57,21 @@ export interface IndexOperationContext {
   readonly transport: Transport;
   readonly map: PartitionMap;
   readonly schema: Schema | undefined;
+  readonly abortedBuilds: AbortedBuilds;
+}
+
+/**
+ * The builds this coordinator aborted, by operation ID, as their abort answered them, until the index is created
+ * again. A partition keeps nothing of an aborted index, so this is what lets `get_index_operation`,
+ * `retry_index_operation` and a repeated `abort_index_operation` of its ID answer `aborted` as HelixDB does. It lives
+ * as long as the coordinator (one per database or cluster): after a restart such an ID names nothing
+ * (`index_not_found`).
+ */
+export type AbortedBuilds = Map<string, AbortedBuild>;
+
+export interface AbortedBuild {
+  readonly answer: IndexAnswer;
+  readonly family: IndexFamily;
 }
 
 /** The answer shape of an index operation (also the CLI's `silk index status` lines). */
@@ -69,7 +89,7 @@ export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = stat
 }
 
 /** Every partition's index statuses, in partition order. */
-export async function partitionIndexStatuses(context: IndexOperationContext): Promise<IndexStatus[][]> {
+export async function partitionIndexStatuses(context: Pick<IndexOperationContext, "transport" | "map" | "schema">): Promise<IndexStatus[][]> {
   const replies = await Promise.all(context.map.partitions.map((partition) => context.transport.request(partition, { type: "index_statuses" })));
   return replies.map((reply) => expectType(reply, "indexes").statuses);
 }
@@ -122,6 +142,8 @@ interface IndexOutcome {
 
 async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexOutcome> {
   const perPartition = await partitionIndexStatuses(context);
+  const aborted = abortedBuild(operation, perPartition, context.abortedBuilds);
+  if (aborted !== undefined) return { answer: aborted.answer, before: undefined, family: aborted.family };
   const { kind, name } = targetOf(operation, perPartition);
   const own = perPartition.map((statuses) => statuses.find((status) => status.kind === kind && status.name === name));
   const [merged] = mergeIndexStatuses(own.map((status) => (status === undefined ? [] : [status])));
@@ -141,8 +163,13 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       if (merged !== undefined && !sameDefinition(merged, definition)) {
         throw new SilkError("invalid_field", `${name} is already indexed (${describeIndex(merged)}); drop it first to index it differently`);
       }
+      // HelixDB checks the definition first, then the mode: the same definition with if_not_exists false is refused.
+      if (merged !== undefined && !operation.ifNotExists) {
+        throw new SilkError("index_already_exists", `${name} is already indexed (${merged.state}); send if_not_exists true to be answered it`);
+      }
       // Every partition, also those that have it: one that a crash left without it gets it now.
       await send(everyPartition, { type: "index_create", definition });
+      context.abortedBuilds.delete(indexOperationId(kind, name));
       return { answer: await current(), before: merged?.state, family: definition.family };
     }
     case "get": {
@@ -165,15 +192,32 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       if (status.origin === "schema") {
         throw new SilkError("unsupported_operation", `${name} is declared in the schema, so its build cannot be aborted (it would start again at the next open); remove it from the schema instead`);
       }
-      if (status.state !== "constructing" && status.state !== "validating") {
-        throw new SilkError("unsupported_operation", `${name} is ${status.state}: only a build under way can be aborted (drop_index removes the index)`);
+      if (!ABORTABLE[status.state]) {
+        throw new SilkError("index_operation_not_abortable", `the build of ${name} has finished (${status.state}): only a build under way or blocked can be aborted (drop_index removes the index)`);
       }
       await send(holders, { type: "index_drop", kind, name });
-      return { answer: answerOf(status, "aborted"), before: status.state, family: status.family };
+      const answer = answerOf(status, "aborted");
+      context.abortedBuilds.set(indexOperationId(kind, name), { answer, family: status.family });
+      return { answer, before: status.state, family: status.family };
     }
     default:
       return unreachable(operation, "index action");
   }
+}
+
+/**
+ * Which states a build can be aborted in, as HelixDB's lifecycle has it: a build still constructing (Silk's
+ * `constructing`, `validating`) or blocked is aborted; a finished one (`active`) is not.
+ */
+const ABORTABLE: Readonly<Record<IndexStateName, boolean>> = { constructing: true, validating: true, blocked: true, active: false };
+
+/** The aborted build an operation ID names, when no index answers to the ID now (abortedBuilds). */
+function abortedBuild(operation: IndexOperation, perPartition: readonly IndexStatus[][], abortedBuilds: AbortedBuilds): AbortedBuild | undefined {
+  if (!("operationId" in operation)) return undefined;
+  const aborted = abortedBuilds.get(operation.operationId);
+  if (aborted === undefined) return undefined;
+  const exists = perPartition.flat().some((status) => indexOperationId(status.kind, status.name) === operation.operationId);
+  return exists ? undefined : aborted;
 }
 
 function found(status: IndexStatus | undefined, kind: RecordKind, name: string): IndexStatus {

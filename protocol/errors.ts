@@ -27,7 +27,7 @@ export const ERROR_CODES = {
   unknown_label: { status: 400, kind: "user", doc: "A node, edge or vector label is not declared in the schema." },
   // The operation tree.
   malformed_tree: { status: 400, kind: "user", doc: "The operation tree is not of the documented shape; the message names the JSON path at fault." },
-  unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet, or an operation its target does not allow (dropping or aborting a schema-declared index, aborting a build that is not constructing)." },
+  unsupported_operation: { status: 400, kind: "user", doc: "The operation tree uses a step that this version does not implement yet, or an operation its target does not allow (dropping or aborting a schema-declared index)." },
   unknown_variable: { status: 400, kind: "user", doc: "A step refers to a variable that no earlier entry defined." },
   missing_parameter: { status: 400, kind: "user", doc: "A step refers to a parameter that the request did not supply, or a query call omits a declared parameter." },
   unknown_parameter: { status: 400, kind: "user", doc: "A query call supplies a parameter that the QUERY does not declare; remove it or fix its name." },
@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   node_not_found: { status: 404, kind: "user", doc: "An edge names an endpoint node (or vector) that does not exist." },
   unique_violation: { status: 409, kind: "user", doc: "A write would give two records of a label the same value of a UNIQUE INDEX field, or a second edge of a UNIQUE edge type from one record to another; nothing of the transaction was written. Use another value, or update or drop the record (or edge) that holds it." },
   index_not_found: { status: 404, kind: "user", doc: "An index operation names a secondary index that does not exist (never created, dropped, or aborted); `db.indexes()` and `silk index status` list them." },
+  index_already_exists: { status: 409, kind: "user", doc: "`create_index` with `\"if_not_exists\": false` (HelixDB v3's form) names an index that already exists with the same definition, built or building; nothing changed. Send `if_not_exists: true` to be answered the existing index instead (HelixDB's code)." },
+  index_operation_not_abortable: { status: 409, kind: "user", doc: "`abort_index_operation` names a build that has finished: its index is active (drop it with drop_index instead). A build still under way or blocked can be aborted, and aborting an aborted build answers it again (HelixDB's code)." },
   index_not_ready: { status: 409, kind: "user", doc: "A search names an index that is still constructing, or blocked; poll it with get_index_operation (or `silk index status`) and search once it is active." },
   vector_dimension_mismatch: { status: 400, kind: "user", doc: "A vector's length is not its index's dimension (a stored vector, or a search's query vector); nothing was written." },
   tenant_required: { status: 400, kind: "user", doc: "A search on a tenant-partitioned index gave no tenant value; pass the tenant (an unknown tenant gives no results, not this error)." },

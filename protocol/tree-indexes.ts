@@ -26,6 +26,11 @@ export interface NamedIndexOperation {
   readonly spec: IndexSpec;
   /** Given in HelixDB's form (a `spec`): answered with HelixDB's receipt (cluster/index-receipts.ts). */
   readonly helixForm: boolean;
+  /**
+   * `create` only: whether an existing index of the same definition is answered (true) or refused with
+   * `index_already_exists` (false), HelixDB's `if_not_exists`. Silk's own form always answers it.
+   */
+  readonly ifNotExists: boolean;
 }
 
 export interface IdentifiedIndexOperation {
@@ -75,10 +80,11 @@ export function decodeIndexOperation(tag: string, body: Json, at: string): Index
   const object = objectAt(body, at);
   if (object.spec !== undefined && (action === "create" || action === "drop")) {
     allowOnly(object, action === "create" ? ["spec", "if_not_exists"] : ["spec"], at);
-    // Silk's create_index answers an existing index of the same definition either way (an existing different one is
-    // refused), so if_not_exists is only checked.
-    if (object.if_not_exists !== undefined && typeof object.if_not_exists !== "boolean") throw fault(`${at}.if_not_exists`, "must be true or false");
-    return { action, ...decodeHelixSpec(object.spec, `${at}.spec`), helixForm: true };
+    // HelixDB's SDKs always send if_not_exists; absent, Silk answers an existing index as it did before the flag was
+    // honoured (and as its own form does), rather than refuse a request that names no preference.
+    const ifNotExists = object.if_not_exists ?? true;
+    if (typeof ifNotExists !== "boolean") throw fault(`${at}.if_not_exists`, "must be true or false");
+    return { action, ...decodeHelixSpec(object.spec, `${at}.spec`), helixForm: true, ifNotExists };
   }
   if (object.operation_id !== undefined && (action === "get" || action === "retry" || action === "abort")) {
     allowOnly(object, ["operation_id"], at);
@@ -93,7 +99,7 @@ export function decodeIndexOperation(tag: string, body: Json, at: string): Index
   const label = labelAt(object.label, `${at}.label`);
   const field = stringAt(object.property, `${at}.property`);
   const spec: IndexSpec = action === "create" ? decodeSpec(object, base, at) : { family: "secondary", unique: false };
-  return { action, kind: kind as RecordKind, label, field, spec, helixForm: false };
+  return { action, kind: kind as RecordKind, label, field, spec, helixForm: false, ifNotExists: true };
 }
 
 function decodeSpec(object: Record<string, Json>, base: readonly string[], at: string): IndexSpec {
@@ -172,7 +178,7 @@ const HELIX_SPEC_KEYS: Readonly<Record<"equality" | "range" | "vector" | "text",
  * (it answers both; a range's `direction` is only checked); only a node's equality index can be `unique`. A vector
  * spec's `dimension` and `metric` are required, as HelixDB has them; a text index uses the standard analyzer.
  */
-function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "action" | "helixForm"> {
+function decodeHelixSpec(value: Json, at: string): Omit<NamedIndexOperation, "action" | "helixForm" | "ifNotExists"> {
   const [tag, body] = tagged(value, at);
   const helix = HELIX_SPECS.get(tag);
   if (helix === undefined) throw fault(at, `unknown index spec ${JSON.stringify(tag)} (expected ${[...HELIX_SPECS.keys()].join(", ")})`);

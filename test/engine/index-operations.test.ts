@@ -2,7 +2,8 @@
  * The index operations of the operation tree (cluster/index-operations.ts): `create_index` builds an index the schema
  * does not declare over existing data (constructing, then active, then used by the planner), a UNIQUE build over
  * duplicates ends blocked and `retry_index_operation` restarts it once they are gone, `abort_index_operation` ends a
- * constructing build, `drop_index` removes a runtime index, a restart keeps it, and every refusal changes nothing.
+ * constructing or blocked build (and answers an aborted one again by its operation ID), `create_index` in HelixDB's
+ * form with `if_not_exists` false refuses an existing index, `drop_index` removes a runtime index, a restart keeps it, and every refusal changes nothing.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BACKENDS, DISK_BACKENDS, TestDatabase, expectCode, expectRefused, removeTempDirs } from "../helpers/engine.js";
@@ -141,6 +142,36 @@ describe.each(BACKENDS)("index operations ($name)", (backend) => {
     expect(await settled("User", "age")).toMatchObject({ state: "active", entities: 300 });
   });
 
+  it("aborts a blocked build, as HelixDB aborts any build not yet finished", async () => {
+    await seedUsers(5, (i) => ({ age: i, email: "dup@x" }));
+    await answer("create_index", { label: "User", property: "email", unique: true });
+    expect(await settled("User", "email")).toMatchObject({ state: "blocked", reason: "unique_violation" });
+    expect(await answer("abort_index_operation", { label: "User", property: "email" })).toMatchObject({ index: "User.email", state: "aborted" });
+    expect(t.db.indexes().map((status) => status.name)).not.toContain("User.email");
+  });
+
+  it("in HelixDB's form, refuses an existing index with if_not_exists false, building or built, and converges on an aborted build", async () => {
+    await seedUsers(300, (i) => ({ age: i }));
+    const spec = { node_equality: { label: "User", property: "age" } };
+    const created = (await t.run(index("create_index", { spec, if_not_exists: false }))).r as { kind: string; operation_id: string; state: string };
+    expect(created).toMatchObject({ kind: "accepted", state: "constructing" });
+    await expectRefused(t, index("create_index", { spec, if_not_exists: false }), "index_already_exists");
+    const byId = { operation_id: created.operation_id };
+    const aborted = (await t.run(index("abort_index_operation", byId))).r;
+    expect(aborted).toMatchObject({ status: "aborted", operation_kind: "build", stage: "aborting_finalize", state: "aborted", index: "User.age" });
+    // HelixDB keeps an aborted build's operation: aborting, reading or retrying it again answers it as aborted.
+    expect((await t.run(index("abort_index_operation", byId))).r).toEqual(aborted);
+    expect((await t.run(index("get_index_operation", byId))).r).toEqual(aborted);
+    expect((await t.run(index("retry_index_operation", byId))).r).toEqual(aborted);
+    expect(t.db.indexes().map((status) => status.name)).not.toContain("User.age");
+    // Created again, the same operation ID names the new build, which can finish and then not be aborted.
+    await t.run(index("create_index", { spec, if_not_exists: false }));
+    expect(await settled("User", "age")).toMatchObject({ state: "active", entities: 300 });
+    expect((await t.run(index("get_index_operation", byId))).r).toMatchObject({ status: "succeeded", state: "active" });
+    await expectRefused(t, index("abort_index_operation", byId), "index_operation_not_abortable");
+    await expectRefused(t, index("create_index", { spec, if_not_exists: false }), "index_already_exists");
+  });
+
   it("drops a runtime index; the planner goes back to the label scan", async () => {
     await seedUsers(20, (i) => ({ age: i % 4 }));
     await answer("create_index", { label: "User", property: "age" });
@@ -170,7 +201,8 @@ describe.each(BACKENDS)("index operations ($name)", (backend) => {
       [index("retry_index_operation", { label: "User", property: "email" }), "index_not_found"],
       [index("drop_index", { label: "User", property: "handle" }), "unsupported_operation"],
       [index("abort_index_operation", { label: "User", property: "handle" }), "unsupported_operation"],
-      [index("abort_index_operation", { label: "User", property: "age" }), "unsupported_operation"],
+      [index("abort_index_operation", { label: "User", property: "age" }), "index_operation_not_abortable"],
+      [index("create_index", { spec: { node_equality: { label: "User", property: "age" } }, if_not_exists: false }), "index_already_exists"],
       [read([entry("r", op("retry_index_operation", { label: "User", property: "age" }))], ["r"]), "write_in_read"],
       [write([entry("r", op("create_index", { label: "User", property: "email" })), entry("n", addN("User", { handle: "x" }))], ["r"]), "malformed_tree"],
       [write([forEach("rows", [entry(undefined, op("drop_index", { label: "User", property: "age" }))])], [], { rows: [{}] }), "malformed_tree"],

@@ -148,8 +148,12 @@ describe("index operations with spec and operation_id", () => {
       [spec("edge_text", {}), { kind: "edge", spec: { family: "text", analyzer: "standard", positions: false } }],
     ];
     for (const [given, expected] of cases) {
-      expect(indexOperation({ create_index: { spec: given, if_not_exists: true } })).toEqual({ action: "create", label: "Doc", field: "p", ...expected, helixForm: true });
+      expect(indexOperation({ create_index: { spec: given, if_not_exists: true } })).toEqual({ action: "create", label: "Doc", field: "p", ...expected, helixForm: true, ifNotExists: true });
     }
+    // if_not_exists false asks for index_already_exists on an existing index; absent, Silk answers the existing one.
+    expect(indexOperation({ create_index: { spec: spec("node_equality", {}), if_not_exists: false } })).toMatchObject({ action: "create", ifNotExists: false });
+    expect(indexOperation({ create_index: { spec: spec("node_equality", {}) } })).toMatchObject({ action: "create", ifNotExists: true });
+    expect(indexOperation({ create_index: { label: "Doc", property: "p" } })).toMatchObject({ action: "create", helixForm: false, ifNotExists: true });
     expect(indexOperation({ drop_index: { spec: spec("node_equality", { unique: false }) } })).toMatchObject({ action: "drop", kind: "node", label: "Doc", field: "p", helixForm: true });
     // Silk's form answers Silk's shape; a spec answers HelixDB's receipt.
     expect(indexOperation({ drop_index: { label: "Doc", property: "p" } })).toMatchObject({ action: "drop", helixForm: false });

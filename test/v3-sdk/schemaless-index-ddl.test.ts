@@ -1,7 +1,8 @@
 /**
  * Index DDL without a schema, driven by HelixDB's own v3 TypeScript SDK against a schemaless `silk serve`: an
  * equality, a range and a unique index, then lookups answered from them and a duplicate refused; a vector and a text
- * index, then searches; `/introspect` lists them; a property that cannot be indexed keeps its stable code.
+ * index, then searches; `/introspect` lists them; a property that cannot be indexed keeps its stable code; HelixDB's
+ * lifecycle refusals (`index_already_exists`, `index_operation_not_abortable`) come back with their codes and 409.
  *
  * Both forms are driven: Silk's `create_index` with its `type` (sent through the SDK's client as a plain tree), and the
  * SDK's own DDL (`createIndexIfNotExists(IndexSpec...)`, `createVectorIndexNodes`, `createTextIndexNodes`: the
@@ -72,6 +73,28 @@ describe("index DDL on a schemaless silk serve, driven by HelixDB's v3 SDK", () 
     expect(duplicate).toMatchObject({ status: 409, code: "unique_violation" });
     const count = (await server.client.query(readBatch().varAs("n", g().nWithLabel("Item").count()).returning(["n"]).toQueryRequest()).send()) as { n: number };
     expect(count.n).toBe(2);
+  });
+
+  it("answers HelixDB's lifecycle refusals over HTTP: if_not_exists false on an existing index, abort of a finished build", async () => {
+    const { g, readBatch, writeBatch, IndexSpec, Step, Traversal, parseIndexDdlReceipt } = server.sdk;
+    await server.client.query(writeBatch().varAs("t", g().addN("Ticket", { code: "t-1" })).returning([]).toQueryRequest()).send();
+    const spec = IndexSpec.nodeEquality("Ticket", "code");
+    const strict = () => writeBatch().varAs("op", Traversal.fromSteps([Step.createIndex(spec, false)], "terminal", "write")).returning(["op"]).toQueryRequest();
+    const created = parseIndexDdlReceipt(((await server.client.query(strict()).send()) as { op: unknown }).op) as { kind: string; operation_id: string };
+    expect(created.kind).toBe("accepted");
+    expect(await remoteError(server.sdk, server.client.query(strict()).send())).toMatchObject({ status: 409, code: "index_already_exists" });
+    const get = readBatch().varAs("got", g().getIndexOperation(created.operation_id)).returning(["got"]).toQueryRequest();
+    let state = "";
+    for (let poll = 0; state !== "active" && poll < 100; poll += 1) {
+      if (poll > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      state = ((await server.client.query(get).send()) as { got: { state: string } }).got.state;
+    }
+    expect(state).toBe("active");
+    const abort = writeBatch().varAs("aborted", g().abortIndexOperation(created.operation_id)).returning(["aborted"]).toQueryRequest();
+    expect(await remoteError(server.sdk, server.client.query(abort).send())).toMatchObject({ status: 409, code: "index_operation_not_abortable" });
+    // With if_not_exists true (the SDK's createIndexIfNotExists) the existing index is answered.
+    const again = (await server.client.query(writeBatch().varAs("op", g().createIndexIfNotExists(spec)).returning(["op"]).toQueryRequest()).send()) as { op: unknown };
+    expect(parseIndexDdlReceipt(again.op)).toMatchObject({ kind: "already_active", operation_id: created.operation_id });
   });
 
   it("creates a vector and a text index without a schema, and searches them", async () => {

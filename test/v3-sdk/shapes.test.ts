@@ -146,7 +146,11 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
       const again = await run(writeBatch().varAs("again", g().createIndexIfNotExists(IndexSpec.nodeRange("Doc", "rank"))).varAs("retried", g().retryIndexOperation(id)).returning(["again", "retried"]));
       expect(parseIndexDdlReceipt(again.again)).toMatchObject({ kind: "already_active", index_id: created.index_id, state: "active" });
       expect(parseIndexOperationStatus(again.retried)).toMatchObject({ status: "succeeded", operation_id: id, state: "active" });
-      await expect(run(writeBatch().varAs("aborted", g().abortIndexOperation(id)).returning(["aborted"]))).rejects.toMatchObject({ code: "unsupported_operation" });
+      // A finished build cannot be aborted (HelixDB's code), and if_not_exists false refuses the index that exists.
+      await expect(run(writeBatch().varAs("aborted", g().abortIndexOperation(id)).returning(["aborted"]))).rejects.toMatchObject({ code: "index_operation_not_abortable", status: 409 });
+      const strict = sdk.Traversal.fromSteps([sdk.Step.createIndex(spec, false)], "terminal", "write");
+      expect(rootOf(writeBatch().varAs("strict", strict))).toEqual({ create_index: { spec: { node_equality: { label: "Doc", property: "rank", unique: false } }, if_not_exists: false } });
+      await expect(run(writeBatch().varAs("strict", strict).returning(["strict"]))).rejects.toMatchObject({ code: "index_already_exists", status: 409 });
       expect(parseIndexDdlReceipt((await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]))).dropped)).toMatchObject({ kind: "accepted", operation_id: id, state: "dropped" });
       await expect(run(readBatch().varAs("gone", g().getIndexOperation(id)).returning(["gone"]))).rejects.toMatchObject({ code: "index_not_found" });
     });
