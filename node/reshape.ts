@@ -4,7 +4,8 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
-import type { Expr, Order, Step } from "../protocol/tree.js";
+import type { RecordKind } from "../protocol/records.js";
+import type { Expr, Order, OrderRule, Step } from "../protocol/tree.js";
 import { compareValues, type Value } from "../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { pacedSort } from "./paced-sort.js";
@@ -22,10 +23,10 @@ export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope
     case "unfold":
       return unfold(input);
     case "order_by":
-      return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], scope));
+      return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], step.rule, scope));
     case "order_by_multiple": {
       const orderings = step.orderings.map(([path, order]): [Expr, Order] => [{ kind: "property", path }, order]);
-      return elements(await ordered(elementsOf(input, step.op), orderings, scope));
+      return elements(await ordered(elementsOf(input, step.op), orderings, step.rule, scope));
     }
     case "edge_has": {
       const value = (await evalInput(step.value, scope)) as Value;
@@ -62,10 +63,12 @@ function unfold(input: Stream): Stream {
 }
 
 /**
- * Records sorted by each key in turn (an expression evaluated with the record as the current element); records
- * without a key's value sort after those with it, in either order.
+ * Records sorted by each key in turn (an expression evaluated with the record as the current element). A key that is
+ * absent or null is missing; where missing keys go and how ties break is the step's rule (protocol/tree.ts
+ * OrderRule): HelixDB v3 ranks a missing key below every value and breaks ties by element, HelixQL puts missing keys
+ * last in either order and keeps ties in stream order (the sort is stable).
  */
-async function ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], scope: EvalScope): Promise<Element[]> {
+async function ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, scope: EvalScope): Promise<Element[]> {
   const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
   for (const element of await loaded(scope.context.view, items)) {
     if (scope.context.deadline.tick()) await scope.context.deadline.pause();
@@ -76,18 +79,29 @@ async function ordered(items: Element[], orderings: readonly (readonly [Expr, Or
   const sorted = await pacedSort(keyed, (a, b) => {
     for (let i = 0; i < orderings.length; i += 1) {
       const [left, right] = [a.keys[i], b.keys[i]];
+      const direction = orderings[i][1] === "asc" ? 1 : -1;
       const leftMissing = left === undefined || left === null;
       const rightMissing = right === undefined || right === null;
       if (leftMissing || rightMissing) {
-        if (leftMissing !== rightMissing) return leftMissing ? 1 : -1;
-        continue;
+        if (leftMissing === rightMissing) continue;
+        // HelixDB v3: missing is below every value, so the direction flips it; HelixQL: last either way.
+        return (leftMissing ? 1 : -1) * (rule === "helixdb_v3" ? -direction : 1);
       }
-      const order = (compareValues(left, right) ?? 0) * (orderings[i][1] === "asc" ? 1 : -1);
+      const order = (compareValues(left, right) ?? 0) * direction;
       if (order !== 0) return order;
     }
-    return 0;
+    return rule === "helixdb_v3" ? compareElements(a.element, b.element) : 0;
   }, scope.context.deadline);
   return sorted.map((item) => item.element);
+}
+
+/** HelixDB v3's tie-break: by the element, nodes before edges (before Silk's vectors), then by ID ascending. */
+const KIND_RANK: Readonly<Record<RecordKind, number>> = { node: 0, edge: 1, vector: 2 };
+
+function compareElements(left: Element, right: Element): number {
+  const kinds = KIND_RANK[left.kind] - KIND_RANK[right.kind];
+  if (kinds !== 0) return kinds;
+  return left.id < right.id ? -1 : left.id > right.id ? 1 : 0;
 }
 
 type NamedStep = Extract<Step, { op: "inject" | "as" | "store" | "select" }>;

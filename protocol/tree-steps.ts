@@ -79,7 +79,7 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
     }
     case "order_by_multiple":
       only("input", "orderings");
-      return { op: "order_by_multiple", input: input(), orderings: orderings(object.orderings, `${at}.orderings`) };
+      return { op: "order_by_multiple", input: input(), orderings: orderings(object.orderings, `${at}.orderings`), rule: "helixdb_v3" };
     case "inject":
       only("input", "variable");
       return { op: "inject", input: optionalInput(), variable: stringAt(object.variable, `${at}.variable`) };

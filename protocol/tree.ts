@@ -145,6 +145,18 @@ export type PathAlgorithm =
 
 export type Order = "asc" | "desc";
 
+/**
+ * Where `order_by` puts elements whose key is missing (absent or null) and how it breaks ties. The two languages
+ * Silk serves differ, so a decoded step carries its rule:
+ * - `helixdb_v3`, what `/v2/query` trees get: HelixDB v3 ranks a missing key below every value (first ascending,
+ *   last descending) and breaks a tie by the element (kind, then ID, ascending in either direction);
+ * - `helixql`, what HelixQL's `ORDER<Asc|Desc>` compiles to (`"rule": "helixql"`, Silk's key): HelixDB v2.3.5 puts
+ *   elements without the key last in either direction and keeps tied elements in stream order.
+ */
+export type OrderRule = "helixdb_v3" | "helixql";
+
+export const ORDER_RULES: readonly OrderRule[] = ["helixdb_v3", "helixql"];
+
 /** How RerankMMR measures how alike two results are. */
 export type MmrDistance = "cosine" | "euclidean" | "dotproduct";
 
@@ -201,8 +213,8 @@ export type Step =
    * Sorted by `by`, evaluated per record: `{"property": p}` in HelixDB's form, or Silk's `{"expr": e}` (HelixQL's
    * `ORDER<Asc>(_::Out<E>::COUNT)`); either way a property expression.
    */
-  | { readonly op: "order_by"; readonly input: Step; readonly by: Expr; readonly order: Order }
-  | { readonly op: "order_by_multiple"; readonly input: Step; readonly orderings: readonly (readonly [string, Order])[] }
+  | { readonly op: "order_by"; readonly input: Step; readonly by: Expr; readonly order: Order; readonly rule: OrderRule }
+  | { readonly op: "order_by_multiple"; readonly input: Step; readonly orderings: readonly (readonly [string, Order])[]; readonly rule: OrderRule }
   // Branches: sub-traversals that start at `context`.
   | { readonly op: "union" | "coalesce"; readonly input: Step; readonly traversals: readonly Step[] }
   | { readonly op: "optional"; readonly input: Step; readonly traversal: Step }
@@ -833,13 +845,15 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       only("input", "projections", "all", "exclude");
       return decodeProject(object, at, input());
     case "order_by": {
-      only("input", "property", "expr", "order");
+      only("input", "property", "expr", "order", "rule");
       const order = object.order === undefined ? "asc" : stringAt(object.order, `${at}.order`);
+      const rule = object.rule === undefined ? "helixdb_v3" : stringAt(object.rule, `${at}.rule`);
+      if (!(ORDER_RULES as readonly string[]).includes(rule)) throw fault(`${at}.rule`, `expected one of ${ORDER_RULES.join(", ")}`);
       if (order !== "asc" && order !== "desc") throw fault(`${at}.order`, 'expected "asc" or "desc"');
       if (object.property !== undefined && object.expr !== undefined) throw fault(`${at}.expr`, "order_by takes a property or an expr, not both");
       const by: Expr =
         object.expr === undefined ? { kind: "property", path: stringAt(object.property, `${at}.property`) } : decodeExpr(object.expr, `${at}.expr`, depth + 1);
-      return { op: "order_by", input: input(), by, order };
+      return { op: "order_by", input: input(), by, order, rule: rule as OrderRule };
     }
     case "aggregate":
       only("input", "fn", "property");

@@ -554,11 +554,11 @@ function order(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
   const field = arg?.kind === "chain" && arg.start.name.text === "_" && arg.steps.length === 1 ? singleField(arg.steps[0]) : undefined;
   if (call.args?.length === 1 && field === undefined) {
     const by = orderKey(scope, arg, { ...input, one: true });
-    return by === undefined ? undefined : { tree: { order_by: { input: current.tree, expr: by, order } }, type: input };
+    return by === undefined ? undefined : { tree: { order_by: { input: current.tree, expr: by, order, rule: "helixql" } }, type: input };
   }
   const property = fieldArgument(scope, call, { ...input, one: true });
   if (property === undefined) return undefined;
-  return { tree: { order_by: { input: current.tree, property, order } }, type: input };
+  return { tree: { order_by: { input: current.tree, property, order, rule: "helixql" } }, type: input };
 }
 
 /**

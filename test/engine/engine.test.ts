@@ -68,6 +68,7 @@ import {
   where,
   write,
   writeOne,
+  type Json,
   type TreeNode,
 } from "../helpers/tree.js";
 
@@ -481,9 +482,13 @@ describe.each(BACKENDS)("engine on $name", (backend) => {
       expect(pluck(await get(range(byAge, 1, 3)), "name")).toEqual(["Alice", "Carol"]);
       expect(await get(limit(byAge, 0))).toEqual([]);
       expect(await get(skip(byAge, 10))).toEqual([]);
-      // A missing property sorts last in either direction.
-      expect(pluck(await get(orderBy(nodesOf("User"), "score")), "name")).toEqual(["Carol", "Alice", "Bob", "Dave"]);
+      // A missing property ranks below every value (HelixDB v3's rule): first ascending, last descending.
+      expect(pluck(await get(orderBy(nodesOf("User"), "score")), "name")).toEqual(["Dave", "Carol", "Alice", "Bob"]);
       expect(pluck(await get(orderBy(nodesOf("User"), "score", "desc")), "name")).toEqual(["Bob", "Alice", "Carol", "Dave"]);
+      // HelixQL's rule, which its ORDER compiles to, puts it last in either direction.
+      const helixql = (order: "asc" | "desc"): TreeNode => ({ order_by: { input: nodesOf("User") as Json, property: "score", order, rule: "helixql" } });
+      expect(pluck(await get(helixql("asc")), "name")).toEqual(["Carol", "Alice", "Bob", "Dave"]);
+      expect(pluck(await get(helixql("desc")), "name")).toEqual(["Bob", "Alice", "Carol", "Dave"]);
       // Alice reaches Carol by Follows and by Likes.
       expect(await get(count(in_(nodesById(s.carol))))).toBe(4);
       expect(names(await get(dedup(in_(nodesById(s.carol)))))).toEqual(["Alice", "Bob", "Dave"]);

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
+import { checkProject } from "../../protocol/helixql/query-check.js";
 import { decodeRequest, type Entry, type Step } from "../../protocol/tree.js";
 import type { IndexOperation } from "../../protocol/tree-indexes.js";
 
@@ -210,5 +211,29 @@ describe("integers beyond 2^53 as bigints", () => {
     expect(() => decodeRequest({ ...(read(NODES) as object), parameters: { n: [big] }, parameter_types: { n: "string" } })).toThrow(
       expect.objectContaining({ code: "invalid_type", message: expect.stringContaining(`["${big}"]`) }),
     );
+  });
+});
+
+describe("order_by's rule", () => {
+  it("is HelixDB v3's for a tree, HelixQL's when asked (as HelixQL's ORDER compiles), and refuses another", () => {
+    const by = { kind: "property", path: "age" };
+    expect(decodeRoot({ order_by: { input: NODES, property: "age", order: "desc" } })).toMatchObject({ op: "order_by", by, order: "desc", rule: "helixdb_v3" });
+    expect(decodeRoot({ order_by: { input: NODES, property: "age", rule: "helixql" } })).toMatchObject({ op: "order_by", by, order: "asc", rule: "helixql" });
+    expect(decodeRoot({ order_by_multiple: { input: NODES, orderings: [["age", "asc"]] } })).toMatchObject({ op: "order_by_multiple", rule: "helixdb_v3" });
+    expectFault(read({ order_by: { input: NODES, property: "age", rule: "stable" } }), `${ROOT}.order_by.rule`);
+    expectFault(read({ order_by_multiple: { input: NODES, orderings: [["age", "asc"]], rule: "helixql" } }), `${ROOT}.order_by_multiple.rule`);
+  });
+
+  it("is HelixQL's in every ORDER a HelixQL query compiles", () => {
+    const compiled = checkProject({
+      file: "q.hx",
+      text: `N::User { age: I64 }\nE::Knows { From: User, To: User }\n` +
+        `QUERY A() => u <- N<User>::ORDER<Desc>(_::{age}) RETURN u\nQUERY B() => u <- N<User>::ORDER<Asc>(_::Out<Knows>::COUNT) RETURN u`,
+    });
+    expect(compiled.diagnostics).toEqual([]);
+    for (const query of compiled.queries) {
+      const plan = decodeRequest(query.tree);
+      expect((plan.entries[0] as Extract<Entry, { kind: "query" }>).root).toMatchObject({ op: "order_by", rule: "helixql" });
+    }
   });
 });

@@ -3,7 +3,8 @@
  * helix-v3-sdk-ts, imported by relative URL, never copied), run embedded with `db.run(json)` and decoded with the
  * SDK's own `parseJson` (its client's decoding). The shapes are HelixDB v3's serialisation (crates/db/src/execution/
  * interpreter/stream/projection/rows.rs and stream/aggregate.rs): a search hit's `$distance`/`$score` project like
- * properties and filter and order like them (stream/eval/property.rs, stream/order.rs), a property the element lacks
+ * properties and filter and order like them (stream/eval/property.rs, stream/order.rs: a missing key ranks below every
+ * value, ties go by element ID), a property the element lacks
  * is left out of its row, `values` answers one object per element, and `aggregateBy(fn, property)` one row
  * `{"<property>_<Function>": number}`. Every answer is checked on a schemaless database (its indexes created through
  * the SDK) and on one with a schema.
@@ -115,6 +116,27 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
         scored: 2,
         // A vector hit has a $distance and no $score.
         unscored: 0,
+      });
+    });
+
+    it("orders by HelixDB v3's rule: a missing key first ascending and last descending, ties by element ID", async () => {
+      const { g, readBatch, NodeRef, Order } = sdk;
+      // The stream 3, 2, 1: sports (no rank, no note), graph theory (rank 4, note), graph databases (rank 1, no note).
+      const reversed = () => g().n(NodeRef.ids([3, 2, 1]));
+      const answer = await run(
+        readBatch()
+          .varAs("rank_asc", reversed().orderBy("rank", Order.Asc).values(["title"]))
+          .varAs("rank_desc", reversed().orderBy("rank", Order.Desc).values(["title"]))
+          .varAs("note_asc", reversed().orderBy("note", Order.Asc).values(["title"]))
+          .varAs("note_then_rank", reversed().orderByMultiple([["note", Order.Desc], ["rank", Order.Desc]]).values(["title"]))
+          .returning(["rank_asc", "rank_desc", "note_asc", "note_then_rank"]),
+      );
+      expect(answer).toEqual({
+        rank_asc: [{ title: "sports" }, { title: "graph databases" }, { title: "graph theory" }],
+        rank_desc: [{ title: "graph theory" }, { title: "graph databases" }, { title: "sports" }],
+        // The two without a note tie: element ID breaks it (1 before 3), not the stream's order.
+        note_asc: [{ title: "graph databases" }, { title: "sports" }, { title: "graph theory" }],
+        note_then_rank: [{ title: "graph theory" }, { title: "graph databases" }, { title: "sports" }],
       });
     });
 

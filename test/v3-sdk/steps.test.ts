@@ -112,8 +112,8 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
           { source: "3", from: "Cy", to_age: 30 },
         ],
         from_bob: ["5"],
-        // Ascending by the target's age, Cy's edge (no age) last, as Silk orders a missing key.
-        by_target_age: [{ weight: 2 }, { weight: 1 }, { weight: 0.5 }],
+        // Ascending by the target's age, Cy's edge (no age) first: HelixDB v3 ranks a missing key below every value.
+        by_target_age: [{ weight: 0.5 }, { weight: 2 }, { weight: 1 }],
       });
     });
 
