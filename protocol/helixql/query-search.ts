@@ -3,7 +3,8 @@
  *
  * - `SearchV<T>(vector | Embed(text), k)` and `SearchBM25<T>(text, k)` start a traversal (`vector_search_<kinds>`,
  *   `text_search_<kinds>`); after `::` they search only among the records of the traversal so far (the `_within`
- *   forms). A named `tenant: expr` gives the tenant value of a partitioned index.
+ *   forms). A named `tenant: expr` gives the tenant value of a partitioned index; SearchV's `ef: n` (Silk's
+ *   extension: HelixDB v2.3.5's SearchV has no such argument) sets that search's beam width.
  * - `::RerankRRF`, `::RerankRRF(k: 60)`, `::RerankMMR(lambda: 0.7)`, `::RerankMMR(lambda: 0.5, distance: "euclidean")`.
  *
  * Invariants: a search names an index the schema declares (a `V::` type's own vector, a `VECTOR INDEX` field, the
@@ -11,7 +12,7 @@
  * search after `::` gets records of the same kind and type as it searches. What only the data can tell (k and
  * lambda in range when they are parameters, a vector's length) is checked when the query runs.
  */
-import { VECTOR_FIELD } from "../indexes.js";
+import { VECTOR_EF_MAX, VECTOR_FIELD } from "../indexes.js";
 import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, NamedArgumentAst } from "./ast.js";
 import type { Compiled, CompilerScope, Json } from "./query-scope.js";
@@ -53,7 +54,7 @@ export function compileSearch(scope: CompilerScope, call: CallAst, input: Compil
   const found = target(scope, call);
   if (found === undefined) return undefined;
   const { kind, label } = found;
-  const named = namedArguments(scope, call, ["tenant"]);
+  const named = namedArguments(scope, call, isVector ? ["tenant", "ef"] : ["tenant"]);
   if (named === undefined) return undefined;
   if (input !== undefined) {
     const type = input.type;
@@ -70,12 +71,16 @@ export function compileSearch(scope: CompilerScope, call: CallAst, input: Compil
   if (query === undefined || k === undefined) return undefined;
   const tenant = tenantInput(scope, call, named.get("tenant"), index.tenant);
   if (tenant === null) return undefined;
+  const efArgument = named.get("ef");
+  const ef = efArgument === undefined ? undefined : efInput(scope, call, efArgument);
+  if (ef === null) return undefined;
   const op = `${isVector ? "vector" : "text"}_search_${SEARCH_KIND_NAMES[kind]}${input === undefined ? "" : "_within"}`;
   const body: Record<string, Json> = { ...(input === undefined ? {} : { input: input.tree }), label };
   if (index.property !== undefined && index.property !== VECTOR_FIELD) body.property = index.property;
   body.query = query;
   body.k = k;
   if (tenant !== undefined) body.tenant_value = tenant;
+  if (ef !== undefined) body.ef = ef;
   return { tree: { [op]: body }, type: { kind: "records", record: kind, label, one: false } };
 }
 
@@ -171,6 +176,25 @@ function countInput(scope: CompilerScope, arg: ExprAst, what: string): Json | un
     return undefined;
   }
   return value.input;
+}
+
+/**
+ * SearchV's `ef`: an integer literal from 1 to VECTOR_EF_MAX (null after a report). A literal only, because the
+ * operation tree's `ef` is part of the prepared plan, not a value computed per call: a query's effort is a choice
+ * made where its recall is measured, like the index's own `ef`.
+ */
+function efInput(scope: CompilerScope, call: CallAst, given: NamedArgumentAst): number | null {
+  const value = given.value;
+  const literal = value.kind === "literal" && value.literal.kind === "number" ? value.literal.text : undefined;
+  if (literal === undefined) {
+    scope.report("query_invalid", locOf(value), `${call.name.text}<${call.generic?.text}>: ef (the search beam width) is an integer literal, as in ef: 100`);
+    return null;
+  }
+  if (!/^[0-9]+$/.test(literal) || Number(literal) < 1 || Number(literal) > VECTOR_EF_MAX) {
+    scope.report("invalid_type", locOf(value), `${call.name.text}<${call.generic?.text}>: ef (the search beam width) is an integer from 1 to ${VECTOR_EF_MAX}, not ${literal}`);
+    return null;
+  }
+  return Number(literal);
 }
 
 /** RerankRRF's k: a number (a literal is checked to be greater than 0; `k: 30.0` as HelixDB's grammar takes it). */

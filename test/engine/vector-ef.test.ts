@@ -3,7 +3,8 @@
  * index by `create_index` (listed by `db.indexes()`) and per search by the `vector_search` step's `ef`, which wins
  * over the index's. A beam of 1 (so k) finds fewer of the exact top 10 than a beam of 500 on the same graph, which
  * finds them all; bad values are malformed_tree and change nothing. A schema's `ef` (`V::T(ef: n)`) changed between
- * opens keeps the index (active at once, its records not rebuilt into a new one) and takes the new value.
+ * opens keeps the index (active at once, its records not rebuilt into a new one) and takes the new value. HelixQL's
+ * `SearchV<T>(v, k, ef: n)` (Silk's extension) reaches the search and wins over the index's `ef`.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { distance } from "../../node/vector-math.js";
@@ -93,6 +94,50 @@ QUERY Near(v: [F64], k: I64) =>
         () => expect.unreachable("ef: 0 was accepted"),
         (error: { code?: string }) => expect(error.code).toBe("schema_invalid"),
       );
+    } finally {
+      await t.destroy().catch(() => undefined);
+    }
+  });
+});
+
+describe("HelixQL SearchV's ef", () => {
+  const schema = `
+V::Item(dimension: ${DIMENSION}, metric: euclidean, ef: 1) { n: I64 }
+QUERY AddItems(rows: [{v: [F64], n: I64}]) =>
+    FOR {v, n} IN rows {
+        AddV<Item>(v, {n: n})
+    }
+    RETURN "added"
+QUERY Near(v: [F64]) =>
+    items <- SearchV<Item>(v, ${K})
+    RETURN items::{n}
+QUERY NearWide(v: [F64]) =>
+    items <- SearchV<Item>(v, ${K}, ef: 500)
+    RETURN items::{n}
+`;
+
+  it("wins over the index's ef: a beam of 500 finds the exact top 10 that the index's beam of 1 misses", async () => {
+    const t = await TestDatabase.open(BACKENDS[0], { schema });
+    try {
+      const rows = vectors(COUNT, 1).map((v, n) => ({ v, n }));
+      await t.db.query("AddItems", { rows });
+      let narrow = 0;
+      let wide = 0;
+      for (const q of vectors(20, 2)) {
+        const query = Float32Array.from(q);
+        const truth = new Set(
+          rows
+            .map((row) => ({ n: row.n, d: distance("euclidean", query, Float32Array.from(row.v)) }))
+            .sort((a, b) => a.d - b.d)
+            .slice(0, K)
+            .map((hit) => hit.n),
+        );
+        const found = async (name: string) => ((await t.db.query(name, { v: q })) as { items: { n: number }[] }).items.map((item) => Number(item.n));
+        narrow += (await found("Near")).filter((n) => truth.has(n)).length;
+        wide += (await found("NearWide")).filter((n) => truth.has(n)).length;
+      }
+      expect(wide).toBe(20 * K);
+      expect(narrow).toBeLessThan(wide);
     } finally {
       await t.destroy().catch(() => undefined);
     }

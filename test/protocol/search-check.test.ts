@@ -67,6 +67,28 @@ describe("SearchV", () => {
     expect(root("QUERY Q(v: [F64]) => r <- V<Open>::SearchV<Open>(v, 5) RETURN r")).toMatchObject({ vector_search_vectors_within: { label: "Open" } });
   });
 
+  it("takes ef, the search's beam width, as a named integer literal (Silk's extension), plain and after ::", () => {
+    expect(root("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 200) RETURN r")).toEqual({
+      vector_search_vectors: { label: "Open", query: { expr: { param: "v" } }, k: { value: { i64: 5 } }, ef: 200 },
+    });
+    expect(root("QUERY Q(v: [F64], o: String) => r <- SearchV<Chunk>(v, 5, ef: 1, tenant: o) RETURN r")).toMatchObject({ vector_search_vectors: { ef: 1 } });
+    expect(root("QUERY Q(v: [F64]) => r <- SearchV<Multi>(v, 3, b, ef: 10000) RETURN r")).toMatchObject({ vector_search_nodes: { property: "b", ef: 10_000 } });
+    expect(root("QUERY Q(v: [F64]) => r <- V<Open>::SearchV<Open>(v, 5, ef: 32) RETURN r")).toMatchObject({ vector_search_vectors_within: { ef: 32 } });
+  });
+
+  it("refuses an ef that is not an integer literal from 1 to 10,000, and ef on SearchBM25", () => {
+    expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 0) RETURN r")).toEqual(["invalid_type 1:51"]);
+    expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 10001) RETURN r")).toEqual(["invalid_type 1:51"]);
+    expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 64.5) RETURN r")).toEqual(["invalid_type 1:51"]);
+    expect(messages("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 0) RETURN r")).toEqual([
+      "SearchV<Open>: ef (the search beam width) is an integer from 1 to 10000, not 0",
+    ]);
+    expect(problems("QUERY Q(v: [F64], e: I64) => r <- SearchV<Open>(v, 5, ef: e) RETURN r")).toEqual(["query_invalid 1:59"]);
+    expect(problems('QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: "64") RETURN r')).toEqual(["query_invalid 1:51"]);
+    expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Open>(v, 5, ef: 64, ef: 65) RETURN r")).toEqual(["query_invalid 1:55"]);
+    expect(problems("QUERY Q(q: String) => r <- SearchBM25<Doc>(q, 10, ef: 64) RETURN r")).toEqual(["query_invalid 1:51"]);
+  });
+
   it("reports wrong arguments, missing indexes, tenants and record kinds at their place", () => {
     expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Chunk>(v) RETURN r")).toEqual(["query_invalid 1:27"]);
     expect(problems("QUERY Q(v: [F64]) => r <- SearchV<Chunk>(v, 5, org) RETURN r")).toEqual(["query_invalid 1:27"]);
