@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-graphs bench-cluster redis-server clean
+.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster redis-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -96,6 +96,12 @@ bench-text: install
 # manhattan HNSW against an exact scan (docs/BENCHMARKS.md).
 bench-vectors: build
 	npx tsx bench/vectors.ts
+
+# The search effort alone: recall@10 and queries/s of Silk next to raw hnswlib-node at each ef of the sweep (MNIST and
+# a uniform random set), end to end through db.query at the default ef and at the ef reaching recall 0.95 and 0.99
+# (docs/BENCHMARKS.md); what chose the default ef (docs/INDEXES.md).
+bench-vector-ef: build
+	npx tsx bench/vectors.ts --sweep
 
 # Persisted vector graphs: the open of 100,000 × 128 vectors with graph files next to a rebuild, and a read-only
 # follower's first search after a writer's commit (docs/BENCHMARKS.md).

@@ -4,7 +4,8 @@
  * added by a HelixQL QUERY that runs AddV in a FOR over a batch of rows (import batches carry nodes and edges only),
  * then searched by a QUERY with SearchV. `db.query` prepares each QUERY's tree once, on its first call, and reuses it,
  * so a search pays what an application's call pays: parameter checks, the partition actor, the vector_search step at
- * the family's fixed ef, the records' reads and the rendering of the result — not HTTP.
+ * the index's default ef (`Near`) or at the ef a query names (`SearchV<Digit>(v, k, ef: n)`, Silk's HelixQL
+ * extension), the records' reads and the rendering of the result — not HTTP.
  */
 import { performance } from "node:perf_hooks";
 import type { VectorMetric } from "../protocol/indexes.js";
@@ -31,23 +32,31 @@ QUERY Near(v: [F64], k: I64) =>
     RETURN digits::{row}
 `;
 
-function schema(metric: VectorMetric): string {
-  return `${digitType(metric)}\n${DIGIT_QUERIES}`;
+/** The name of the query searching at a given ef. */
+function nearAt(ef: number): string {
+  return `NearEf${ef}`;
+}
+
+/** The digit type, the shared queries, and one `Near` query per ef that names its beam width. */
+function schema(metric: VectorMetric, efs: readonly number[]): string {
+  const searches = efs.map((ef) => `QUERY ${nearAt(ef)}(v: [F64], k: I64) =>\n    digits <- SearchV<Digit>(v, k, ef: ${ef})\n    RETURN digits::{row}`);
+  return [digitType(metric), DIGIT_QUERIES, ...searches].join("\n");
 }
 
 export interface EngineSide {
   readonly seconds: number;
-  /** The base rows of the k nearest, nearest first. */
-  search(query: readonly number[], k: number): Promise<number[]>;
+  /** The base rows of the k nearest, nearest first: at the index's default ef, or at `ef` (one of those built for). */
+  search(query: readonly number[], k: number, ef?: number): Promise<number[]>;
   close(): Promise<void>;
 }
 
 /**
  * A memory database holding every base row as a Digit vector (property `row` = its base row), built in batches, from
- * the build `silk` names (dist/ unless it is stale or `--source` was given: bench/silk-modules.ts).
+ * the build `silk` names (dist/ unless it is stale or `--source` was given: bench/silk-modules.ts), with a search
+ * query for each of `efs`.
  */
-export async function buildEngine(silk: SilkModules, metric: VectorMetric, data: MnistSplit): Promise<EngineSide> {
-  const db = await silk.index.open({ storage: "memory", schema: schema(metric) });
+export async function buildEngine(silk: SilkModules, metric: VectorMetric, data: MnistSplit, efs: readonly number[] = []): Promise<EngineSide> {
+  const db = await silk.index.open({ storage: "memory", schema: schema(metric, efs) });
   const started = performance.now();
   for (let first = 0; first < data.base.length; first += ADD_BATCH_ROWS) {
     const rows = data.base.slice(first, first + ADD_BATCH_ROWS).map((pixels, i) => ({ v: Array.from(pixels), row: first + i }));
@@ -56,7 +65,7 @@ export async function buildEngine(silk: SilkModules, metric: VectorMetric, data:
   const seconds = (performance.now() - started) / 1000;
   return {
     seconds,
-    search: async (v, k) => ((await db.query("Near", { v, k })) as { digits: { row: number }[] }).digits.map((digit) => Number(digit.row)),
+    search: async (v, k, ef) => ((await db.query(ef === undefined ? "Near" : nearAt(ef), { v, k })) as { digits: { row: number }[] }).digits.map((digit) => Number(digit.row)),
     close: () => db.close(),
   };
 }
