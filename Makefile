@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster redis-server clean
+.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster redis-server s3-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -35,7 +35,7 @@ typecheck: build
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
-test: build typecheck redis-server nats-server
+test: build typecheck redis-server nats-server s3-server
 	node scripts/run-tests.mjs
 
 # A 10-minute mixed load (SOAK_SECONDS) on a real server with a SIGKILL every minute and dead readers, then checks that
@@ -51,6 +51,16 @@ soak-readers: build
 # suite fails naming the package where we cannot).
 redis-server:
 	@command -v redis-server >/dev/null || apt-get install -y redis-server || echo "make: install the redis-server package (apt-get install redis-server)" >&2
+
+# The object-storage suites (docs/STORAGE.md) start a real S3-compatible server of their own: Ceph's RADOS Gateway over
+# a one-node Ceph cluster on loopback (test/helpers/s3-server.ts). It honours conditional writes (If-None-Match,
+# If-Match), which the single-writer fence needs and s3rver ignores.
+S3_SERVER_PACKAGES := radosgw ceph-mon ceph-osd
+s3-server:
+	@command -v radosgw >/dev/null && command -v ceph-mon >/dev/null && command -v ceph-osd >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(S3_SERVER_PACKAGES) || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(S3_SERVER_PACKAGES)) || \
+		echo "make: install the packages $(S3_SERVER_PACKAGES) (apt-get install $(S3_SERVER_PACKAGES))" >&2
 
 # A development cluster on this machine (docs/CLUSTER.md): three nats-server processes, the partition replicas and one
 # server on $(SILK_PORT), all under ./cluster-data; `make cluster-down` stops them.
