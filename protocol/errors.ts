@@ -75,6 +75,9 @@ export const ERROR_CODES = {
   // Cluster (docs/REPLICATION.md).
   not_leader: { status: 503, kind: "io", doc: "The partition replica that received a write is no longer its partition's leader (its lease passed to another replica); nothing was written. The cluster transport retries on the new leader by itself." },
   partition_unavailable: { status: 503, kind: "io", doc: "No replica of a partition answered within the deadline (a failover in progress, or too few replicas up); the transaction was not committed. Retry with backoff." },
+  // Object storage (docs/STORAGE.md).
+  writer_fenced: { status: 409, kind: "user", doc: "Another writer advanced the database's manifest in the bucket (a newer epoch, or the manifest changed under this one's conditional write): this handle may no longer write, and what it was asked was not written. Open the database again as the writer, or send writes to the writer that holds it." },
+  storage_unavailable: { status: 503, kind: "io", doc: "The object store did not answer within the deadline, after retries with backoff (5xx, throttling, dropped connections); nothing was reported committed that is not in the bucket. Retry with backoff." },
   // Service side.
   storage_error: { status: 507, kind: "io", doc: "The storage failed: the disk is full (ENOSPC, or an I/O error with almost no space left), a quota, a read-only file system, an I/O error; the message names which. The transaction was rolled back and the server stays up. 507 Insufficient Storage, not 503: retrying soon does not help (clients do not retry it); free space or fix the disk, then retry." },
   internal: { status: 500, kind: "internal", doc: "A bug in Silk. The transaction was rolled back; please report it with the message." },

@@ -1,0 +1,156 @@
+/**
+ * The object store under S3 storage (docs/STORAGE.md): the few operations the bucket log needs, over
+ * `@aws-sdk/client-s3`, with S3's answers turned into the outcomes the callers branch on. A conditional PUT that the
+ * store refuses (412) is an answer (`"precondition_failed"`), not an error: it is how the single-writer fence speaks.
+ * Everything else that fails after the SDK's retries is `storage_unavailable`, except a missing bucket, which is the
+ * caller's `invalid_option`.
+ *
+ * Why here: only runtime/ may reach the network client; node/ and cluster/ see the bucket through the WriteLog and
+ * DecisionStore interfaces (node/partition-actor.ts, cluster/decision-log.ts).
+ */
+import {
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+  type PutObjectCommandInput,
+} from "@aws-sdk/client-s3";
+import { SilkError } from "../protocol/errors.js";
+
+export interface ObjectStoreOptions {
+  readonly bucket: string;
+  /** Key prefix of the database, without a trailing slash ("" for the bucket's root). */
+  readonly prefix: string;
+  /** An S3-compatible endpoint (path-style addressing); absent: AWS S3 in `region`. */
+  readonly endpoint?: string;
+  readonly region?: string;
+  /** Absent: the SDK's default chain (AWS environment variables, ~/.aws/config and ~/.aws/credentials). */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string };
+  /** How long one operation may take, retries included (default OBJECT_REQUEST_DEADLINE_MS). */
+  readonly requestDeadlineMs?: number;
+  /** Attempts per operation for retryable failures (500, 503, throttling, dropped connections); default 5. */
+  readonly maxAttempts?: number;
+}
+
+export const OBJECT_REQUEST_DEADLINE_MS = 10_000;
+/** Keys a single list call returns at most (S3's page size). */
+export const OBJECT_LIST_PAGE_KEYS_MAX = 1_000;
+
+/** An object's bytes and its entity tag (unquoted, as `putIfMatch` takes it). */
+export interface StoredObject {
+  readonly body: Uint8Array;
+  readonly etag: string;
+}
+
+export type ConditionalPut = { readonly outcome: "written"; readonly etag: string } | { readonly outcome: "precondition_failed" };
+
+/**
+ * Ceph RGW 16 compares If-Match with the stored ETag without its quotes (a quoted one never matches), so ETags are
+ * kept and sent unquoted.
+ */
+function unquote(etag: string | undefined): string {
+  if (etag === undefined) throw new SilkError("storage_unavailable", "the object store answered a write or read without an ETag");
+  return etag.replace(/^W\//, "").replace(/^"|"$/g, "");
+}
+
+export class ObjectStore {
+  private readonly client: S3Client;
+  readonly bucket: string;
+  readonly prefix: string;
+  private readonly deadlineMs: number;
+
+  constructor(options: ObjectStoreOptions) {
+    if (typeof options.bucket !== "string" || options.bucket === "") throw new SilkError("invalid_option", "storage.s3.bucket must be a bucket name");
+    if (/^\/|\/$/.test(options.prefix)) throw new SilkError("invalid_option", "storage.s3.prefix must not begin or end with /");
+    this.bucket = options.bucket;
+    this.prefix = options.prefix;
+    this.deadlineMs = options.requestDeadlineMs ?? OBJECT_REQUEST_DEADLINE_MS;
+    this.client = new S3Client({
+      ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
+      region: options.region ?? "us-east-1",
+      ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+      maxAttempts: options.maxAttempts ?? 5,
+    });
+  }
+
+  /** The full key of a name under the database's prefix. */
+  key(name: string): string {
+    return this.prefix === "" ? name : `${this.prefix}/${name}`;
+  }
+
+  /** The object, or undefined when there is none. */
+  async get(name: string): Promise<StoredObject | undefined> {
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(name) }), this.signal());
+      if (answer.Body === undefined) throw new SilkError("storage_unavailable", `the object store answered ${name} without a body`);
+      return { body: await answer.Body.transformToByteArray(), etag: unquote(answer.ETag) };
+    } catch (cause) {
+      if (cause instanceof S3ServiceException && (cause.name === "NoSuchKey" || cause.$metadata.httpStatusCode === 404) && cause.name !== "NoSuchBucket") return undefined;
+      throw this.failure(cause, `GET ${name}`);
+    }
+  }
+
+  /** Writes the object only if none exists under the name (`If-None-Match: *`). */
+  putIfAbsent(name: string, body: Uint8Array): Promise<ConditionalPut> {
+    return this.conditionalPut(name, body, { IfNoneMatch: "*" });
+  }
+
+  /** Replaces the object only if its current ETag is `etag` (`If-Match`). */
+  putIfMatch(name: string, body: Uint8Array, etag: string): Promise<ConditionalPut> {
+    return this.conditionalPut(name, body, { IfMatch: etag });
+  }
+
+  /** Names (without the prefix) under `folder`, in key order, after `startAfter` when given; one page at most. */
+  async list(folder: string, startAfter?: string, limit = OBJECT_LIST_PAGE_KEYS_MAX): Promise<string[]> {
+    const prefix = this.key(folder.endsWith("/") ? folder : `${folder}/`);
+    try {
+      const answer = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          MaxKeys: limit,
+          ...(startAfter === undefined ? {} : { StartAfter: this.key(startAfter) }),
+        }),
+        this.signal(),
+      );
+      const strip = this.prefix === "" ? 0 : this.prefix.length + 1;
+      return (answer.Contents ?? []).flatMap((object) => (object.Key === undefined ? [] : [object.Key.slice(strip)]));
+    } catch (cause) {
+      throw this.failure(cause, `LIST ${folder}`);
+    }
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+
+  private async conditionalPut(name: string, body: Uint8Array, condition: Pick<PutObjectCommandInput, "IfMatch" | "IfNoneMatch">): Promise<ConditionalPut> {
+    try {
+      const answer = await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.key(name), Body: body, ...condition }), this.signal());
+      return { outcome: "written", etag: unquote(answer.ETag) };
+    } catch (cause) {
+      // 412: the condition failed. 409 ConditionalRequestConflict: AWS's answer to a conditional write racing another
+      // one on the same key; the other one won, so it is the same outcome.
+      const status = cause instanceof S3ServiceException ? cause.$metadata.httpStatusCode : undefined;
+      if (status === 412 || (status === 409 && (cause as S3ServiceException).name === "ConditionalRequestConflict")) return { outcome: "precondition_failed" };
+      throw this.failure(cause, `PUT ${name}`);
+    }
+  }
+
+  private signal(): { abortSignal: AbortSignal } {
+    return { abortSignal: AbortSignal.timeout(this.deadlineMs) };
+  }
+
+  private failure(cause: unknown, what: string): SilkError {
+    if (cause instanceof SilkError) return cause;
+    if (cause instanceof S3ServiceException && cause.name === "NoSuchBucket") {
+      return new SilkError("invalid_option", `the bucket ${JSON.stringify(this.bucket)} does not exist (create it first: Silk never creates buckets)`);
+    }
+    if (cause instanceof S3ServiceException && (cause.$metadata.httpStatusCode === 403 || cause.name === "InvalidAccessKeyId" || cause.name === "SignatureDoesNotMatch")) {
+      return new SilkError("invalid_option", `the object store refused ${what} in bucket ${JSON.stringify(this.bucket)}: ${cause.name} (check the credentials and their rights)`);
+    }
+    const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    return new SilkError("storage_unavailable", `the object store did not complete ${what} in bucket ${JSON.stringify(this.bucket)} within ${this.deadlineMs} ms and its retries (${detail})`);
+  }
+}
