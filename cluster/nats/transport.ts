@@ -19,6 +19,13 @@
  *   and `apply`/`prepare` (the leader uses the request's id as the JetStream message id, so a repeat is a
  *   duplicate). A write `execute` (or a failed index operation) is never repeated: it answers `partition_unavailable`.
  * - Every attempt of one request carries the same random request id.
+ * - A leader that dies with a request in flight (SIGKILL) never replies, and NATS cannot say so: the request would
+ *   wait out its whole attempt. So while an attempt on the leader subject waits longer than LEADER_PROBE_INTERVAL_MS,
+ *   the transport asks that subject again with a cheap read (`index_statuses`) every interval; "no responders" means
+ *   no replica serves the partition any more (a dead process's subscription goes with its connection), and the
+ *   attempt ends there as unknown and is repeated, instead of after its timeout: a failover then costs the lease's
+ *   move, not the attempt timeout. Only requests safe to repeat are probed: a leader that steps down alive still
+ *   answers what it was running, and a write `execute` keeps waiting for that answer.
  *
  * Prepared plans: `register_plan` / `release_plan` are kept here, and `execute_prepared` is sent as an `execute` of
  * the kept plan with the run's parameters (exactly what the actor does with a registered plan), so a prepared
@@ -49,6 +56,8 @@ export const TRANSPORT_DEADLINE_MS_DEFAULT = 15_000;
 const ATTEMPT_BACKOFF: Backoff = { firstMs: 25, maxMs: 1_000, jitter: "equal" };
 /** What a plan's own deadline is given on top, for the leader to answer after it (an execute's attempt timeout). */
 const REPLY_MARGIN_MS = 2_000;
+/** How often an attempt waiting on the leader subject checks that a leader still serves it (module comment). */
+export const LEADER_PROBE_INTERVAL_MS = 500;
 
 export interface NatsTransportOptions {
   readonly nc: NatsConnection;
@@ -133,6 +142,8 @@ export class NatsTransport implements Transport {
   private readonly stale: ReturnType<typeof staleReadsOption>;
   /** Per partition, when this transport's last write to it ended (performance.now(); for readYourWrites). */
   private readonly wroteAt = new Map<number, number>();
+  /** The leader probe: the cheapest read a partition answers, outside its write queue. */
+  private readonly probe = encodeRequest({ type: "index_statuses" }, randomUUID());
 
   constructor(private readonly options: NatsTransportOptions) {
     this.stale = staleReadsOption(options.staleReads);
@@ -197,7 +208,7 @@ export class NatsTransport implements Transport {
     for (let attempt = 0; ; attempt++) {
       const remainingMs = deadline - Date.now();
       if (remainingMs <= 0) break;
-      const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs));
+      const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs), repeatable && subject === subjects.leader(cluster, partition));
       if (outcome.kind === "reply") return outcome.body;
       what = outcome.what;
       if (outcome.kind === "retry" && outcome.refused && maxStalenessMs !== undefined && subject !== subjects.leader(cluster, partition)) {
@@ -215,11 +226,15 @@ export class NatsTransport implements Transport {
     throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster} did not answer within ${Date.now() - started} ms: ${what}`);
   }
 
-  private async attempt(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Outcome> {
+  /** One request and its reply; `probeLeader`: end early when no leader serves the subject any more (module comment). */
+  private async attempt(subject: string, payload: Uint8Array, timeoutMs: number, probeLeader: boolean): Promise<Outcome> {
     const { nc } = this.options;
     let message: Msg;
     try {
-      message = await nc.request(subject, payload, { timeout: timeoutMs });
+      const request = nc.request(subject, payload, { timeout: timeoutMs });
+      const answer = probeLeader && timeoutMs > LEADER_PROBE_INTERVAL_MS ? await this.unlessLeaderGone(subject, request) : await request;
+      if (answer === "leader_gone") return { kind: "unknown", what: "the leader stopped serving the partition while the request was in flight (no responders to a probe)" };
+      message = answer;
     } catch (cause) {
       if (isNoResponders(cause)) return { kind: "retry", what: "no leader is serving it (no responders)" };
       if (isTimeout(cause)) return { kind: "unknown", what: `no reply within ${timeoutMs} ms` };
@@ -240,6 +255,33 @@ export class NatsTransport implements Transport {
     // The leader could not tell whether its append took effect (and stopped leading): as unknown as a timeout.
     if (!reply.ok && reply.code === "partition_unavailable") return { kind: "unknown", what: `the leader answered partition_unavailable (${reply.message})` };
     return { kind: "reply", body: unwrap(reply) };
+  }
+
+  /**
+   * The request's reply, or "leader_gone" as soon as a probe of the subject finds no responders. The probe's own
+   * reply or timeout means nothing here (a busy leader may be slow to answer it too); only its absence does.
+   */
+  private async unlessLeaderGone(subject: string, request: Promise<Msg>): Promise<Msg | "leader_gone"> {
+    const { nc } = this.options;
+    let settled = false;
+    const watch = async (): Promise<"leader_gone"> => {
+      for (;;) {
+        await sleep(LEADER_PROBE_INTERVAL_MS, undefined, { ref: false });
+        if (settled) return new Promise<never>(() => undefined);
+        try {
+          await nc.request(subject, this.probe, { timeout: LEADER_PROBE_INTERVAL_MS });
+        } catch (cause) {
+          if (isNoResponders(cause)) return "leader_gone";
+        }
+      }
+    };
+    // A request abandoned to a probe still settles later (its timeout): that rejection is expected, not unhandled.
+    request.catch(() => undefined);
+    try {
+      return await Promise.race([request, watch()]);
+    } finally {
+      settled = true;
+    }
   }
 
   /** The rest of a reply sent as parts (cluster/nats/message-size.ts), fetched in order from the replica that answered. */

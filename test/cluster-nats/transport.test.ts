@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { LocalNatsCluster } from "../../cluster/nats/servers.js";
-import { NatsTransport } from "../../cluster/nats/transport.js";
+import { LEADER_PROBE_INTERVAL_MS, NatsTransport } from "../../cluster/nats/transport.js";
 import { decodeRequest, encodeReply } from "../../cluster/nats/wire.js";
 import { subjects } from "../../cluster/nats/subjects.js";
 import { PartitionActor } from "../../node/partition-actor.js";
@@ -129,6 +129,38 @@ describe("NatsTransport", () => {
       expect(error.message).toMatch(/not repeated/);
       expect(responder.seen.map((seen) => seen.type)).toEqual(["execute"]);
       expect(countOf(await transport.request(0, countAll()))).toBe(0);
+    } finally {
+      await responder.stop();
+    }
+  });
+
+  it("repeats a safe request as soon as its leader dies with it in flight, not after the attempt timeout", async () => {
+    // The leader takes the request and dies (its subscription goes); a new leader subscribes a moment later.
+    const dying = new Responder(["silent"]);
+    const transport = new NatsTransport({ nc, cluster: CLUSTER, timeoutMs: 60_000, deadlineMs: 60_000 });
+    const started = performance.now();
+    const pending = transport.request(0, { type: "read_label", kind: "node", label: "Thing" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(dying.seen).toHaveLength(1);
+    await dying.stop();
+    await new Promise((resolve) => setTimeout(resolve, LEADER_PROBE_INTERVAL_MS * 2));
+    const next = new Responder();
+    try {
+      expect((await pending).type).not.toBe("error");
+      // Answered by the new leader, long before the 60 s attempt would have timed out, with the same request id.
+      expect(performance.now() - started).toBeLessThan(15_000);
+      expect(next.seen.filter((seen) => seen.type === "read_label").map((seen) => seen.requestId)).toEqual([dying.seen[0].requestId]);
+    } finally {
+      await next.stop();
+    }
+  }, 30_000);
+
+  it("keeps waiting for a write execute's reply while its leader is alive, and probes nothing for it", async () => {
+    const responder = new Responder(["silent"]);
+    try {
+      const transport = new NatsTransport({ nc, cluster: CLUSTER, timeoutMs: LEADER_PROBE_INTERVAL_MS * 4, deadlineMs: 5_000 });
+      await expectCode(transport.request(0, addOne()), "partition_unavailable");
+      expect(responder.seen.map((seen) => seen.type)).toEqual(["execute"]);
     } finally {
       await responder.stop();
     }
