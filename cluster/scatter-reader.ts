@@ -18,9 +18,14 @@ import type {
   TextSearchRequest,
   VectorSearchRequest,
 } from "../protocol/records.js";
+import type { Plan, Step } from "../protocol/tree.js";
+import type { Deadline } from "../node/deadline.js";
 import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { RequestOptions, Transport } from "./transport.js";
+
+/** The name a partition's count is returned under (countWhereStored). */
+const COUNTED = "count";
 
 export function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
   if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
@@ -102,6 +107,34 @@ export class ScatterReader implements BaseReader {
 
   allIds(kind: RecordKind): Promise<bigint[]> {
     return this.everyPartition({ type: "read_all", kind });
+  }
+
+  /**
+   * The number of elements a partition-local step yields (node/counts.ts): every partition runs `count` of it over its
+   * own records, one `execute` each, and answers a number; the numbers are added. Each record lives on one partition,
+   * so nothing is counted twice. A failure answers what the lowest partition answered: with one ascending range per
+   * partition, the error of the lowest failing record, as a scan in ID order meets it first.
+   */
+  async countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<number> {
+    const plan: Plan = {
+      requestType: "read",
+      entries: [{ kind: "query", name: COUNTED, root: { op: "count", input: step } }],
+      returns: [COUNTED],
+      parameters,
+      timeoutMs: deadline.remainingMs(),
+    };
+    const replies = await Promise.allSettled(this.map.partitions.map((partition) => this.transport.request(partition, { type: "execute", plan }, this.options)));
+    let total = 0;
+    for (const reply of replies) {
+      if (reply.status === "rejected") {
+        // The partition knew only the time left; the caller is told the timeout it asked for.
+        throw reply.reason instanceof SilkError && reply.reason.code === "query_timeout" ? deadline.expired() : reply.reason;
+      }
+      const count = expect(reply.value, "result").result[COUNTED];
+      if (typeof count !== "number") throw new SilkError("internal", `a partition counted ${String(count)} (a protocol bug)`);
+      total += count;
+    }
+    return total;
   }
 
   /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */

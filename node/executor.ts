@@ -27,6 +27,7 @@ import { carriesRows, traverseRows, walk } from "./walks.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
+import { countWithoutElements } from "./counts.js";
 import { checkUniqueEdges } from "./unique-edges.js";
 import { upsert } from "./upsert.js";
 
@@ -361,6 +362,10 @@ async function distinct(step: Extract<Step, { op: "dedup" | "within" | "without"
 
 /** `count` and `exists` of any stream; `id` and `label` of records. */
 async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Promise<Stream> {
+  if (step.op === "count") {
+    const counted = await countWithoutElements(step.input, scope);
+    if (counted !== undefined) return { kind: "scalar", value: counted };
+  }
   const input = await evalStep(step.input, scope);
   const op = step.op;
   switch (op) {

@@ -24,7 +24,7 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
 import { BASE_READ_CHUNK_IDS } from "./txn-view.js";
-import { elements, elementsOf, parameterIds, recordToJson, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
+import { elements, elementsOf, parameterIds, recordToJson, RESULT_ELEMENTS_MAX, tooManyElements, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";
 
 /** What a step yields, known from the plan alone for every step this module runs. */
@@ -170,6 +170,13 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "range":
       return page(step, scope, withRecords);
     case "count": {
+      // Every record of a kind: the store counts its keys (executor.ts does the same through node/counts.ts).
+      const whole = step.input;
+      if ((whole.op === "nodes" || whole.op === "edges" || whole.op === "vectors") && whole.ref.kind === "all") {
+        const counted = scope.reader.countIds(whole.op === "nodes" ? "node" : whole.op === "edges" ? "edge" : "vector");
+        if (counted !== undefined && counted > RESULT_ELEMENTS_MAX) throw tooManyElements();
+        if (counted !== undefined) return { kind: "scalar", value: counted };
+      }
       const input = evaluate(step.input, scope);
       return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
     }

@@ -75,6 +75,10 @@ export class SnapshotReader implements BaseReader {
     return this.snapshot.allIds(kind);
   }
 
+  countIds(kind: RecordKind, label?: string): number | undefined {
+    return this.snapshot.countIds(kind, label);
+  }
+
   scanIds(kind: RecordKind, label?: string): Iterable<bigint> | undefined {
     if (!this.snapshot.keptAcrossAwaits || (kind === "edge" && label !== undefined)) return undefined;
     return kind === "edge" ? this.snapshot.idKeys(kind, undefined) : this.snapshot.idKeys(kind, label);

@@ -200,6 +200,16 @@ export class Snapshot {
     for (const key of this.labels.getKeys({ ...labelRange(kind, label), transaction: this.transaction })) yield readId(key, key.length - 8);
   }
 
+  /**
+   * How many records of one kind (and node or vector label, when given) there are, counted by LMDB over the keys
+   * without decoding one; undefined for an edge label, which has no label index to count.
+   */
+  countIds(kind: RecordKind, label: string | undefined): number | undefined {
+    if (label === undefined) return this.records[kind].getKeysCount({ transaction: this.transaction });
+    if (kind === "edge") return undefined;
+    return this.labels.getKeysCount({ ...labelRange(kind, label), transaction: this.transaction });
+  }
+
   /** Every ID of one kind, in ID order. */
   allIds(kind: RecordKind): bigint[] {
     const ids: bigint[] = [];

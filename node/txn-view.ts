@@ -26,6 +26,7 @@ import type {
   VectorSearchRequest,
 } from "../protocol/records.js";
 import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
+import type { Step } from "../protocol/tree.js";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -52,6 +53,18 @@ export interface BaseReader {
    * the partitions of a cluster), and then the caller takes the whole list.
    */
   scanIds?(kind: RecordKind, label?: string): Iterable<bigint> | undefined;
+  /**
+   * How many records of a kind (and node or vector label, when given) the store holds, counted from its keys without
+   * reading them; undefined where it cannot (an edge label, which has no label index). Absent on a reader that would
+   * only count the IDs it read.
+   */
+  countIds?(kind: RecordKind, label?: string): MaybePromise<number | undefined>;
+  /**
+   * How many elements a partition-local step (node/counts.ts `localStepParameters`) yields, counted where the records
+   * live: a cluster's partitions each count their own and send back a number, not their IDs. Absent where the
+   * records are local (the caller counts the stream itself).
+   */
+  countWhereStored?(step: Step, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<number>;
   /**
    * Records of a label whose field lies in any of the ranges, ascending, through an active secondary index; undefined
    * when the field has no active index (on some partition), so the caller scans instead.
@@ -132,6 +145,18 @@ export class TxnView {
 
   get hasWrites(): boolean {
     return this.changed.size > 0;
+  }
+
+  /** The base's count of a kind or label (BaseReader `countIds`); undefined once this view wrote (its writes are in no store). */
+  async countIds(kind: RecordKind, label?: string): Promise<number | undefined> {
+    if (this.hasWrites || this.base.countIds === undefined) return undefined;
+    return this.base.countIds(kind, label);
+  }
+
+  /** The base's count of a partition-local step (BaseReader `countWhereStored`); undefined where it has none, or once this view wrote. */
+  async countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>): Promise<number | undefined> {
+    if (this.hasWrites || this.base.countWhereStored === undefined) return undefined;
+    return this.base.countWhereStored(step, parameters, this.deadline);
   }
 
   async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
