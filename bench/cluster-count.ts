@@ -1,11 +1,13 @@
 /**
  * The count benchmark (issue 16): `count` of a label over 3 partitions, pushed down to the partitions (each counts
- * its own records and answers a number; node/counts.ts) against the fetch path (the coordinator reads every ID and
- * record and counts them itself), side by side in one run, and a single-partition database beside them.
+ * its own records and answers a number; node/pushdown.ts) against the fetch path (the coordinator reads every ID and
+ * record and counts them itself), side by side in one run, and a single-partition database beside them; the same for
+ * `RANGE(0, 100)` of the label (each partition sends its first 100 IDs).
  *
- * The fetch path is the same count with a `dedup` step before it: dedup is not partition-local, so the coordinator
+ * The fetch path is the same step with a `dedup` step before it: dedup is not partition-local, so the coordinator
  * builds the stream exactly as every count did before the push-down (read_label, then read_records 256 IDs at a
- * time), and dedup of distinct records costs one Set insertion each.
+ * time), and dedup of distinct records costs one Set insertion each. A page's answers are compared by their length
+ * and the total length of the names (IDs, and so which users come first, differ between 3 partitions and 1).
  *
  * - In process (default): open({ storage: { disk }, partitions: 3 }) and partitions: 1, in this process.
  * - `--nats`: the 3 partitions are real `silk partition` processes (one replica each) behind three nats-server
@@ -39,12 +41,17 @@ const progress = (message: string): void => void process.stderr.write(`${message
 
 const label = { nodes_where: { predicate: { eq: { left: { property: "$label" }, right: { constant: { string: "User" } } } } } };
 const older = { where: { input: label, predicate: { gt: { left: { property: "age" }, right: { param: "a" } } } } };
-const countOf = (input: unknown) => ({ request_type: "read", query: { read: { entries: [{ query: { name: "n", root: { count: { input } } } }], returns: ["n"] } }, parameters: { a: 50 } });
+const readOf = (root: unknown) => ({ request_type: "read", query: { read: { entries: [{ query: { name: "n", root } }], returns: ["n"] } }, parameters: { a: 50 } });
+const countOf = (input: unknown) => readOf({ count: { input } });
+const pageOf = (input: unknown) => readOf({ range: { input, start: { literal: 0 }, end: { literal: PAGE } } });
+const PAGE = 100;
 
-/** The workloads: each a pushed-down count and the same count forced down the fetch path. */
+/** The workloads: each a pushed-down step and the same step forced down the fetch path. */
 const WORKLOADS = [
-  { name: "count N<User>", pushed: countOf(label), fetched: countOf({ dedup: { input: label } }) },
-  { name: "count N<User> WHERE age > 50", pushed: countOf(older), fetched: countOf({ dedup: { input: older } }) },
+  { name: "count N<User>", pushed: countOf(label), fetched: countOf({ dedup: { input: label } }), singleAgrees: true },
+  { name: "count N<User> WHERE age > 50", pushed: countOf(older), fetched: countOf({ dedup: { input: older } }), singleAgrees: true },
+  // One partition's first 100 users are other users than three partitions' first 100 (IDs are given round-robin).
+  { name: `N<User>::RANGE(0, ${PAGE})`, pushed: pageOf(label), fetched: pageOf({ dedup: { input: label } }), singleAgrees: false },
 ] as const;
 
 interface Variant {
@@ -52,7 +59,11 @@ interface Variant {
   readonly run: () => Promise<number>;
 }
 
-const count = async (db: Database, request: unknown): Promise<number> => Number((await db.run(request)).n);
+/** A count's answer, or a page's number of records (its records are checked equal by their names' total length). */
+const answerOf = async (db: Database, request: unknown): Promise<number> => {
+  const n = (await db.run(request)).n;
+  return Array.isArray(n) ? n.length * 1_000_000 + n.reduce((total: number, user: { name: string }) => total + user.name.length, 0) : Number(n);
+};
 
 async function load(db: Database, users: number): Promise<number> {
   const started = performance.now();
@@ -65,9 +76,9 @@ async function load(db: Database, users: number): Promise<number> {
 }
 
 /** Runs every variant `runs` times in CHUNKS alternating chunks (the order rotating), after WARMUP untimed runs. */
-async function measure(variants: readonly Variant[], runs: number): Promise<{ timings: Timing[]; answers: Set<number> }> {
-  const answers = new Set<number>();
-  for (const variant of variants) for (let i = 0; i < WARMUP; i += 1) answers.add(await variant.run());
+async function measure(variants: readonly Variant[], runs: number): Promise<{ timings: Timing[]; answers: Set<number>[] }> {
+  const answers = variants.map(() => new Set<number>());
+  for (const [v, variant] of variants.entries()) for (let i = 0; i < WARMUP; i += 1) answers[v].add(await variant.run());
   const recorders = variants.map(() => new LatencyRecorder<number>(runs));
   for (let chunk = 0; chunk < CHUNKS; chunk += 1) {
     const from = Math.floor((chunk * runs) / CHUNKS);
@@ -77,7 +88,7 @@ async function measure(variants: readonly Variant[], runs: number): Promise<{ ti
       await recorders[which].runAsync(from, to, () => variants[which].run());
     }
   }
-  for (const recorder of recorders) for (const answer of recorder.answers) answers.add(answer);
+  for (const [v, recorder] of recorders.entries()) for (const answer of recorder.answers) answers[v].add(answer);
   return { timings: recorders.map((recorder) => recorder.timing()), answers };
 }
 
@@ -122,15 +133,16 @@ async function run(values: { users: number; runs: number; nats: boolean }, direc
     progress(workload.name);
     const { timings, answers } = await measure(
       [
-        { name: "pushed", run: () => count(partitioned.db, workload.pushed) },
-        { name: "fetched", run: () => count(partitioned.db, workload.fetched) },
-        { name: "single", run: () => count(single, workload.pushed) },
+        { name: "pushed", run: () => answerOf(partitioned.db, workload.pushed) },
+        { name: "fetched", run: () => answerOf(partitioned.db, workload.fetched) },
+        { name: "single", run: () => answerOf(single, workload.pushed) },
       ],
       values.runs,
     );
     const [pushed, fetched, one] = timings;
-    const answer = answers.size === 1 ? String([...answers][0]) : `DIFFER: ${[...answers].join(", ")}`;
-    failed ||= answers.size !== 1;
+    const compared = new Set((workload.singleAgrees ? answers : answers.slice(0, 2)).flatMap((set) => [...set]));
+    const answer = compared.size === 1 ? String([...compared][0]) : `DIFFER: ${[...compared].join(", ")}`;
+    failed ||= compared.size !== 1;
     console.log(
       [
         workload.name.padEnd(29),

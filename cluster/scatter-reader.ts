@@ -7,7 +7,7 @@
  * interleave after a rebalance).
  */
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionReplyBody, PartitionRequest } from "../protocol/messages.js";
+import type { PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
 import type {
   AdjacencyEntry,
   Direction,
@@ -18,14 +18,19 @@ import type {
   TextSearchRequest,
   VectorSearchRequest,
 } from "../protocol/records.js";
-import type { Plan, Step } from "../protocol/tree.js";
+import type { Entry, Plan, Step } from "../protocol/tree.js";
 import type { Deadline } from "../node/deadline.js";
+import { countEntries, firstIdsEntries, PUSHED_COUNT, PUSHED_IDS } from "../node/pushdown.js";
 import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { RequestOptions, Transport } from "./transport.js";
 
-/** The name a partition's count is returned under (countWhereStored). */
-const COUNTED = "count";
+/** A partition's count in its answer to a pushed-down plan. */
+function countIn(result: QueryResult): number {
+  const count = result[PUSHED_COUNT];
+  if (typeof count !== "number") throw new SilkError("internal", `a partition counted ${String(count)} (a protocol bug)`);
+  return count;
+}
 
 export function expect<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
   if (body.type !== type) throw new SilkError("internal", `expected a ${type} reply, got ${body.type} (a protocol bug)`);
@@ -110,31 +115,49 @@ export class ScatterReader implements BaseReader {
   }
 
   /**
-   * The number of elements a partition-local step yields (node/counts.ts): every partition runs `count` of it over its
-   * own records, one `execute` each, and answers a number; the numbers are added. Each record lives on one partition,
-   * so nothing is counted twice. A failure answers what the lowest partition answered: with one ascending range per
-   * partition, the error of the lowest failing record, as a scan in ID order meets it first.
+   * The number of elements a partition-local step yields (node/pushdown.ts): every partition runs `count` of it over
+   * its own records, one `execute` each, and answers a number; the numbers are added. Each record lives on one
+   * partition, so nothing is counted twice.
    */
   async countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<number> {
-    const plan: Plan = {
-      requestType: "read",
-      entries: [{ kind: "query", name: COUNTED, root: { op: "count", input: step } }],
-      returns: [COUNTED],
-      parameters,
-      timeoutMs: deadline.remainingMs(),
-    };
+    const results = await this.executeEverywhere(countEntries(step), [PUSHED_COUNT], parameters, deadline);
+    return results.reduce((total, result) => total + countIn(result), 0);
+  }
+
+  /**
+   * The first `count` IDs of a partition-local step's stream (node/pushdown.ts) and its length: every partition
+   * answers its stream's length and the IDs of its first `count` elements (a stream in ID order, so the first `count`
+   * of the whole are among them); the IDs are merged in ID order.
+   */
+  async firstIdsWhereStored(
+    step: Step,
+    kind: RecordKind,
+    count: number,
+    parameters: Readonly<Record<string, unknown>>,
+    deadline: Deadline,
+  ): Promise<{ ids: bigint[]; total: number }> {
+    const results = await this.executeEverywhere(firstIdsEntries(step, kind, count), [PUSHED_COUNT, PUSHED_IDS], parameters, deadline);
+    const lists = results.map((result) => {
+      const ids = result[PUSHED_IDS];
+      if (!Array.isArray(ids)) throw new SilkError("internal", `a partition listed ${String(ids)} as IDs (a protocol bug)`);
+      return ids.map((id) => BigInt(id as string));
+    });
+    return { ids: this.inIdOrder(lists).slice(0, count), total: results.reduce((total, result) => total + countIn(result), 0) };
+  }
+
+  /**
+   * Runs one read plan on every partition (the request's deadline; only the parameters given). A failure answers what
+   * the lowest partition answered: with one ascending range per partition, the error of the lowest failing record,
+   * as a scan in ID order meets it first.
+   */
+  private async executeEverywhere(entries: Entry[], returns: string[], parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<QueryResult[]> {
+    const plan: Plan = { requestType: "read", entries, returns, parameters, timeoutMs: deadline.remainingMs() };
     const replies = await Promise.allSettled(this.map.partitions.map((partition) => this.transport.request(partition, { type: "execute", plan }, this.options)));
-    let total = 0;
-    for (const reply of replies) {
-      if (reply.status === "rejected") {
-        // The partition knew only the time left; the caller is told the timeout it asked for.
-        throw reply.reason instanceof SilkError && reply.reason.code === "query_timeout" ? deadline.expired() : reply.reason;
-      }
-      const count = expect(reply.value, "result").result[COUNTED];
-      if (typeof count !== "number") throw new SilkError("internal", `a partition counted ${String(count)} (a protocol bug)`);
-      total += count;
-    }
-    return total;
+    return replies.map((reply) => {
+      if (reply.status === "fulfilled") return expect(reply.value, "result").result;
+      // The partition knew only the time left; the caller is told the timeout it asked for.
+      throw reply.reason instanceof SilkError && reply.reason.code === "query_timeout" ? deadline.expired() : reply.reason;
+    });
   }
 
   /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */

@@ -27,7 +27,7 @@ import { carriesRows, traverseRows, walk } from "./walks.js";
 import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
-import { countWithoutElements } from "./counts.js";
+import { countWithoutElements, pageWithoutElements, plainBound } from "./pushdown.js";
 import { checkUniqueEdges } from "./unique-edges.js";
 import { upsert } from "./upsert.js";
 
@@ -457,6 +457,8 @@ async function filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_k
 }
 
 async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<Stream> {
+  const paged = step.op === "skip" ? undefined : await pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
+  if (paged !== undefined) return elements(paged);
   const input = await evalStep(step.input, scope);
   if (input.kind === "scalar") return input;
   let start = 0;
@@ -468,6 +470,24 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
     end = await evalBound(step.end, scope);
   }
   return input.kind === "values" ? { kind: "values", items: input.items.slice(start, end) } : elements(input.items.slice(start, end));
+}
+
+/**
+ * A `limit`'s or `range`'s [start, end) evaluated before its input (pushdown.ts `plainBound`), for a page read
+ * without building the stream; undefined when a bound is not plain or fails, and then `page` evaluates it after the input,
+ * so an error of the input is still the one answered.
+ */
+async function boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<[number, number] | undefined> {
+  // A skip keeps every element after its count: nothing short of the whole stream answers it.
+  if (step.op === "skip") return undefined;
+  const [start, end] = step.op === "range" ? [step.start, step.end] : [undefined, step.count];
+  if ((start !== undefined && !plainBound(start)) || !plainBound(end)) return undefined;
+  try {
+    return [start === undefined ? 0 : await evalBound(start, scope), await evalBound(end, scope)];
+  } catch (cause) {
+    if (cause instanceof SilkError) return undefined;
+    throw cause;
+  }
 }
 
 /**

@@ -170,7 +170,7 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "range":
       return page(step, scope, withRecords);
     case "count": {
-      // Every record of a kind: the store counts its keys (executor.ts does the same through node/counts.ts).
+      // Every record of a kind: the store counts its keys (executor.ts does the same through node/pushdown.ts).
       const whole = step.input;
       if ((whole.op === "nodes" || whole.op === "edges" || whole.op === "vectors") && whole.ref.kind === "all") {
         const counted = scope.reader.countIds(whole.op === "nodes" ? "node" : whole.op === "edges" ? "edge" : "vector");

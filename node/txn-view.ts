@@ -60,11 +60,23 @@ export interface BaseReader {
    */
   countIds?(kind: RecordKind, label?: string): MaybePromise<number | undefined>;
   /**
-   * How many elements a partition-local step (node/counts.ts `localStepParameters`) yields, counted where the records
+   * How many elements a partition-local step (node/pushdown.ts `localStep`) yields, counted where the records
    * live: a cluster's partitions each count their own and send back a number, not their IDs. Absent where the
    * records are local (the caller counts the stream itself).
    */
   countWhereStored?(step: Step, parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<number>;
+  /**
+   * The first `count` IDs, in ID order, of the stream a partition-local step yields (records of `kind`), read where
+   * the records live: each partition sends at most `count`; and the stream's whole length. Absent where the records
+   * are local.
+   */
+  firstIdsWhereStored?(
+    step: Step,
+    kind: RecordKind,
+    count: number,
+    parameters: Readonly<Record<string, unknown>>,
+    deadline: Deadline,
+  ): Promise<{ ids: bigint[]; total: number }>;
   /**
    * Records of a label whose field lies in any of the ranges, ascending, through an active secondary index; undefined
    * when the field has no active index (on some partition), so the caller scans instead.
@@ -157,6 +169,36 @@ export class TxnView {
   async countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>): Promise<number | undefined> {
     if (this.hasWrites || this.base.countWhereStored === undefined) return undefined;
     return this.base.countWhereStored(step, parameters, this.deadline);
+  }
+
+  /**
+   * The first `count` IDs of a kind (or node or vector label), in ID order, from the base's scan without reading the
+   * rest; undefined once this view wrote, or where the base cannot scan or count (then the caller takes the whole
+   * list). Past RESULT_ELEMENTS_MAX records, limit_exceeded, as the whole list would be.
+   */
+  async firstIds(kind: RecordKind, label: string | undefined, count: number): Promise<bigint[] | undefined> {
+    if (this.hasWrites) return undefined;
+    const scan = this.base.scanIds?.(kind, label);
+    const total = scan === undefined ? undefined : await this.base.countIds?.(kind, label);
+    if (scan === undefined || total === undefined) return undefined;
+    if (total > RESULT_ELEMENTS_MAX) throw tooManyElements();
+    return this.paced(scan, count);
+  }
+
+  /** Whether `firstIdsWhereStored` can answer: the base reads from partitions and this view wrote nothing. */
+  get pagesWhereStored(): boolean {
+    return !this.hasWrites && this.base.firstIdsWhereStored !== undefined;
+  }
+
+  /** The base's first IDs of a partition-local step (BaseReader `firstIdsWhereStored`); undefined unless `pagesWhereStored`. */
+  async firstIdsWhereStored(
+    step: Step,
+    kind: RecordKind,
+    count: number,
+    parameters: Readonly<Record<string, unknown>>,
+  ): Promise<{ ids: bigint[]; total: number } | undefined> {
+    if (this.hasWrites || this.base.firstIdsWhereStored === undefined) return undefined;
+    return this.base.firstIdsWhereStored(step, kind, count, parameters, this.deadline);
   }
 
   async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
@@ -254,13 +296,14 @@ export class TxnView {
   }
 
   /**
-   * A scan's IDs, letting other requests run whenever the invocation's slice is spent (the deadline reads its clock
-   * once every DEADLINE_CHECK_INTERVAL_ELEMENTS keys): a label or the whole store of a large partition is otherwise
-   * one uninterrupted read on the event loop.
+   * A scan's IDs (its first `count`), letting other requests run whenever the invocation's slice is spent (the
+   * deadline reads its clock once every DEADLINE_CHECK_INTERVAL_ELEMENTS keys): a label or the whole store of a large
+   * partition is otherwise one uninterrupted read on the event loop.
    */
-  private async paced(scan: Iterable<bigint>): Promise<bigint[]> {
+  private async paced(scan: Iterable<bigint>, count = Infinity): Promise<bigint[]> {
     const ids: bigint[] = [];
     for (const id of scan) {
+      if (ids.length >= count) break;
       ids.push(id);
       if (this.deadline.tick()) await this.deadline.pause();
     }

@@ -1,13 +1,14 @@
 /**
- * `count` pushed down to the partitions over NATS (issue 16; test/cluster/count-pushdown.test.ts shows the requests
- * in process): on 3 partitions, each an in-process replica behind a real nats-server, the partitions' counts travel
- * as `execute` replies through the msgpack codec and add up to what an embedded single-partition database answers,
- * for a whole label, a filter with a parameter, a count after the invocation's own write, and a predicate the records refuse.
+ * `count` and `range` pushed down to the partitions over NATS (issue 16; test/cluster/count-pushdown.test.ts shows
+ * the requests in process): on 3 partitions, each an in-process replica behind a real nats-server, the partitions'
+ * counts travel as `execute` replies through the msgpack codec and add up to what an embedded single-partition
+ * database answers, for a whole label, a filter with a parameter, a count after the invocation's own write, and a
+ * predicate the records refuse; a page equals the same cluster's answer through the fetch path (a `dedup` forces it).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open, type Database } from "../../runtime/embedded.js";
 import { SilkError } from "../../protocol/errors.js";
-import { count, gt, nodesWhere, prop, readOne } from "../helpers/tree.js";
+import { count, dedup, gt, nodesOf, nodesWhere, prop, range, readOne, where } from "../helpers/tree.js";
 import { startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";
 
 const SCHEMA = [
@@ -68,5 +69,12 @@ describe("count over three partitions on NATS", () => {
     const expected = await outcome(single);
     expect(expected).toMatchObject({ code: "invalid_type" });
     expect(await outcome(cluster.database)).toEqual(expected);
+  });
+
+  it("pages a filtered label from each partition's first IDs, as the fetch path does", async () => {
+    const older = where(nodesOf("User"), gt(prop("age"), 20));
+    const pushed = (await cluster.database.run(readOne(range(older, 2, 7)))) as { r: { name: string }[] };
+    expect(pushed.r).toHaveLength(5);
+    expect(pushed).toEqual(await cluster.database.run(readOne(range(dedup(older), 2, 7))));
   });
 });

@@ -1,8 +1,10 @@
 /**
- * `count` pushed down to the partitions (issue 16, node/counts.ts): a coordinator over three partitions asks each
- * partition for a number (one `execute` of `count`) instead of fetching every ID and record, whenever the counted
- * stream is partition-local and the invocation has written nothing yet; every answer, errors included, equals a
- * single-partition database's. A partition counts a whole label or kind from its keys, without reading a record.
+ * `count`, `limit` and `range` pushed down to the partitions (issue 16, node/pushdown.ts): a coordinator over three
+ * partitions asks each partition for a number (one `execute` of `count`), or for its first `end` IDs, instead of
+ * fetching every ID and record, whenever the stream is partition-local and the invocation has written nothing yet.
+ * Every count, errors included, equals a single-partition database's; every page equals the same database's answer
+ * through the fetch path (a `dedup` step, which is not partition-local, forces it; IDs differ between databases of
+ * different partition counts). A partition counts a whole label or kind from its keys, without reading a record.
  */
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
@@ -33,7 +35,11 @@ import {
   forEach,
   gt,
   isIn,
+  limit,
   lt,
+  range,
+  skip,
+  dedup,
   nodesOf,
   nodesWhere,
   not,
@@ -46,7 +52,9 @@ import {
   readOne,
   where,
   write,
+  type Json,
   type Request,
+  type TreeNode,
 } from "../helpers/tree.js";
 
 /** Every request a coordinator sends, with its options and the reply it got. */
@@ -218,5 +226,67 @@ describe("count pushed down to the partitions", async () => {
     const answers = await both(request as Request);
     expect(answers.cluster).toEqual(answers.single);
     expect(sentTypes()).toContain("read_label");
+  });
+
+  /** A page of `input` pushed down, and the same page through the fetch path on the same database. */
+  async function paged(wrap: (input: TreeNode) => TreeNode, input: TreeNode, parameters: Record<string, unknown> = {}): Promise<{ pushed: unknown; fetched: unknown }> {
+    partitioned.transport.seen.length = 0;
+    const pushed = await outcome(() => partitioned.run(readOne(wrap(input), parameters)));
+    const seen = [...partitioned.transport.seen];
+    const fetched = await outcome(() => partitioned.run(readOne(wrap(dedup(input)), parameters)));
+    partitioned.transport.seen.splice(0, partitioned.transport.seen.length, ...seen);
+    return { pushed, fetched };
+  }
+
+  const pages: [string, (input: TreeNode) => TreeNode, TreeNode, Record<string, unknown>][] = [
+    ["limit of a label", (input) => limit(input, 5), nodesOf("User"), {}],
+    ["range of a filtered label", (input) => range(input, 3, 8), where(nodesOf("User"), gt(prop("age"), param("a"))), { a: 30 }],
+    ["limit by a parameter", (input) => ({ limit: { input: input as Json, count: { expr: { param: "n" } } } }), nodesWhere(lt(prop("age"), 40)), { n: 7 }],
+    ["limit of every edge", (input) => limit(input, 4), allEdges(), {}],
+    ["limit past the end", (input) => limit(input, 1_000), nodesOf("Admin"), {}],
+  ];
+  for (const [what, wrap, input, parameters] of pages) {
+    it(`pages ${what} from each partition's first IDs, as the fetch path does`, async () => {
+      const answers = await paged(wrap, input, parameters);
+      expect(answers.pushed).toEqual(answers.fetched);
+      expect(Object.values(answers.pushed as QueryResult)[0]).not.toEqual([]);
+      // One execute per partition, each answering at most `end` IDs; then only the page's own records are read.
+      expect(sentTypes().filter((type) => type !== "read_records")).toEqual(["execute"]);
+      for (const { reply } of partitioned.transport.seen.filter((request) => request.type === "execute")) {
+        const result = (reply as Extract<PartitionReplyBody, { type: "result" }>).result;
+        expect((result.ids as string[]).length).toBeLessThanOrEqual(8);
+        expect(result.count).toEqual(expect.any(Number));
+      }
+    });
+  }
+
+  it("answers a bound the page refuses as the fetch path does", async () => {
+    const answers = await paged((input) => ({ limit: { input: input as Json, count: { expr: { param: "n" } } } }), nodesOf("User"), { n: -1 });
+    expect(answers.pushed).toMatchObject({ code: "invalid_type" });
+    expect(answers.pushed).toEqual(answers.fetched);
+  });
+
+  it("fetches the stream for skip, which keeps everything after its count", async () => {
+    const answers = await paged((input) => skip(input, 58), nodesOf("User"));
+    expect(answers.pushed).toEqual(answers.fetched);
+    expect(sentTypes()).toContain("read_label");
+  });
+
+  it("pages the invocation's own writes: a limit after a write fetches the stream", async () => {
+    const request = write([entry(undefined, addN("User", { name: "fresh", age: 0 })), entry("r", limit(where(nodesOf("User"), lt(prop("age"), 1)), 5))], ["r"]);
+    partitioned.transport.seen.length = 0;
+    const answer = (await partitioned.run(request)) as { r: { name: string }[] };
+    expect(answer.r.map((user) => user.name)).toEqual(["fresh"]);
+    expect(sentTypes()).toContain("read_label");
+    await partitioned.run(write([entry(undefined, dropStep(nodesWhere(lt(prop("age"), 1))))], []));
+  });
+
+  it("pages a whole label on one partition from the first keys of its label index", async () => {
+    const records = vi.spyOn(Snapshot.prototype, "record");
+    const pushed = await single.run(readOne(range(nodesOf("User"), 2, 6)));
+    // Only the page's four records are read (to answer them), not the label's sixty.
+    expect(records.mock.calls.length).toBe(4);
+    expect(pushed).toEqual(await single.run(readOne(range(dedup(nodesOf("User")), 2, 6))));
+    expect(await single.run(readOne(limit(allEdges(), 3)))).toEqual(await single.run(readOne(limit(dedup(allEdges()), 3))));
   });
 });
