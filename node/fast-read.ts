@@ -17,6 +17,7 @@
  * step dropped from FAST_STEPS.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
+import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 import { idRendererOf, type IdRenderer } from "../protocol/ids.js";
 import type { RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
@@ -24,7 +25,7 @@ import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
 import { BASE_READ_CHUNK_IDS } from "./txn-view.js";
-import { elements, elementsOf, parameterIds, recordToJson, RESULT_ELEMENTS_MAX, tooManyElements, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
+import { elements, elementsOf, parameterIds, recordToJson, tooManyElements, unloadedByKind, valuesStream, variableElements, type Element, type Stream } from "./streams.js";
 import type { SnapshotReader } from "./partition-actor.js";
 
 /** What a step yields, known from the plan alone for every step this module runs. */

@@ -20,7 +20,8 @@ import type { Bound, Entry, Expr, Predicate, Step } from "../protocol/tree.js";
 import type { RecordKind } from "../protocol/records.js";
 import { labelOfPredicate } from "./planner.js";
 import type { EvalScope } from "./predicates.js";
-import { RESULT_ELEMENTS_MAX, tooManyElements, type Element } from "./streams.js";
+import { tooManyElements, type Element } from "./streams.js";
+import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 
 /** The length of the stream `input` yields, or undefined when it must be built and counted. */
 export async function countWithoutElements(input: Step, scope: EvalScope): Promise<number | undefined> {
