@@ -72,11 +72,12 @@ export interface ImportServices {
   /** Commits one encoded mutation list per partition as one transaction. */
   commitLists(lists: ReadonlyMap<number, Uint8Array>): Promise<void>;
   /**
-   * On several partitions, where each partition's storage guard sees only its own records: the UNIQUE INDEX fields
-   * of a label, and the check of the batch's records of such labels against each other and every partition's index.
+   * On several partitions, where each partition's storage guard sees only its own records: whether records of a
+   * label can break a UNIQUE index (a schema's UNIQUE INDEX fields or a `create_index` one; schemaless, any label
+   * may), and the check of the batch's records of such labels against each other and every partition's index.
    */
   readonly unique?: {
-    fieldsOf(kind: RecordKind, label: string): readonly string[];
+    mayBreak(kind: RecordKind, label: string): boolean;
     check(records: readonly StoredRecord[]): Promise<void>;
   };
 }
@@ -191,7 +192,7 @@ async function checkUnique(
   const checked = (kind: RecordKind, label: string): boolean => {
     const key = `${kind}:${label}`;
     let answer = hasUnique.get(key);
-    if (answer === undefined) hasUnique.set(key, (answer = unique.fieldsOf(kind, label).length > 0));
+    if (answer === undefined) hasUnique.set(key, (answer = unique.mayBreak(kind, label)));
     return answer;
   };
   const records = nodeRecords.filter((record) => checked("node", record.label));

@@ -312,7 +312,7 @@ export class Coordinator {
         },
         outAdjacency: (sources, label) => reader.adjacency(sources, "out", label),
         commitLists: (lists) => this.commitLists(lists),
-        ...(map.count > 1 && schema !== undefined ? { unique: this.importUniqueCheck(reader, schema) } : {}),
+        ...(map.count > 1 ? { unique: this.importUniqueCheck(reader, schema) } : {}),
       });
     } finally {
       release();
@@ -322,11 +322,13 @@ export class Coordinator {
   /**
    * An import's UNIQUE INDEX check across partitions, under the write lock the import holds: the batch's new records
    * against each other and against every partition's active index (node/unique.ts), before anything is written.
+   * Schemaless, every record goes to the check, which finds the `create_index` UNIQUE fields among the properties
+   * the records hold.
    */
-  private importUniqueCheck(reader: ScatterReader, schema: Schema): NonNullable<ImportServices["unique"]> {
+  private importUniqueCheck(reader: ScatterReader, schema: Schema | undefined): NonNullable<ImportServices["unique"]> {
     const runtimeIndex = this.runtimeIndex;
     return {
-      fieldsOf: (kind, label) => uniqueFields(schema, runtimeIndex, kind, label),
+      mayBreak: (kind, label) => schema === undefined || uniqueFields(schema, runtimeIndex, kind, label).length > 0,
       // A view with no writes of its own: the batch's records are new, so every committed holder is another record.
       check: (records) => checkUniqueRecords(records, new TxnView(reader, this.ids), schema, runtimeIndex),
     };
