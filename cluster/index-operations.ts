@@ -129,7 +129,7 @@ export async function runIndexOperations(plan: Plan, context: IndexOperationCont
 function targetOf(operation: IndexOperation, perPartition: readonly IndexStatus[][]): { kind: RecordKind; name: string } {
   if (!("operationId" in operation)) return { kind: operation.kind, name: `${operation.label}.${operation.field}` };
   const status = perPartition.flat().find((candidate) => indexOperationId(candidate.kind, candidate.name) === operation.operationId);
-  if (status === undefined) throw new SilkError("index_not_found", `no index operation ${operation.operationId}`);
+  if (status === undefined) throw new SilkError("index_operation_not_found", `no index operation ${operation.operationId}`);
   return { kind: status.kind, name: status.name };
 }
 
@@ -161,7 +161,7 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
     case "create": {
       const definition = declaredDefinition(operation, context.schema);
       if (merged !== undefined && !sameDefinition(merged, definition)) {
-        throw new SilkError("invalid_field", `${name} is already indexed (${describeIndex(merged)}); drop it first to index it differently`);
+        throw new SilkError("index_definition_conflict", `${name} is already indexed (${describeIndex(merged)}); drop it first to index it differently`);
       }
       // HelixDB checks the definition first, then the mode: the same definition with if_not_exists false is refused.
       if (merged !== undefined && !operation.ifNotExists) {

@@ -158,7 +158,7 @@ describe("silk index create for vector and text indexes", () => {
     expect(own.lines).toEqual([expect.objectContaining({ index: "Chunk.$vector", kind: "vector", family: "vector", metric: "cosine", state: "active" })]);
     const same = await silkIndex("create", ["--vector-type", "--label", "Chunk", "--property", "$vector", "--type", "vector", "--metric", "cosine"]);
     expect(same.lines).toEqual(own.lines);
-    await refused("create", ["--vector-type", "--label", "Chunk", "--metric", "euclidean"], "invalid_field", /Chunk\.\$vector is already indexed/);
+    await refused("create", ["--vector-type", "--label", "Chunk", "--metric", "euclidean"], "index_definition_conflict", /Chunk\.\$vector is already indexed/);
     const text = await silkIndex("create", ["--vector-type", "--label", "Chunk", "--property", "text", "--type", "text"]);
     expect(text.lines).toEqual([{ index: "Chunk.text", kind: "vector", family: "text", analyzer: "standard", positions: false, state: "active", entities: 0, bytes: 0, operations: 0 }]);
     const status = await silkIndex("status", ["--vector-type", "--label", "Chunk"]);
@@ -204,7 +204,7 @@ describe("silk index create for vector and text indexes", () => {
     await refused("create", ["--label", "Doc", "--property", "embedding", "--type", "vector", "--tenant", "owner"], "invalid_field", /declares no top-level field owner/);
     await refused("create", ["--label", "Doc", "--property", "embedding", "--type", "text"], "invalid_field", /a text index takes String/);
     await refused("create", ["--label", "Doc", "--property", "embedding", "--type", "vector", "--dimension", "70000"], "malformed_tree", /dimension: expected an integer from 1 to 65536/);
-    await refused("create", ["--label", "Doc", "--property", "body", "--type", "text", "--analyzer", "standard"], "invalid_field", /Doc\.body is already indexed/);
+    await refused("create", ["--label", "Doc", "--property", "body", "--type", "text", "--analyzer", "standard"], "index_definition_conflict", /Doc\.body is already indexed/);
     expect((await silkIndex("status", [])).lines).toEqual(before);
     expect(await countDocs()).toBe(DOCS);
   }, 60_000);

@@ -152,7 +152,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
       expect(rootOf(writeBatch().varAs("strict", strict))).toEqual({ create_index: { spec: { node_equality: { label: "Doc", property: "rank", unique: false } }, if_not_exists: false } });
       await expect(run(writeBatch().varAs("strict", strict).returning(["strict"]))).rejects.toMatchObject({ code: "index_already_exists", status: 409 });
       expect(parseIndexDdlReceipt((await run(writeBatch().varAs("dropped", g().dropIndex(spec)).returning(["dropped"]))).dropped)).toMatchObject({ kind: "accepted", operation_id: id, state: "dropped" });
-      await expect(run(readBatch().varAs("gone", g().getIndexOperation(id)).returning(["gone"]))).rejects.toMatchObject({ code: "index_not_found" });
+      await expect(run(readBatch().varAs("gone", g().getIndexOperation(id)).returning(["gone"]))).rejects.toMatchObject({ code: "index_operation_not_found" });
     });
 
     it("answers a blocked build with HelixDB's blocked status and blocker code, and Silk's form with Silk's answer", async () => {
