@@ -10,6 +10,19 @@ import type { SchemaSource } from "../protocol/schema.js";
 /** Directories never searched for schema files: dependencies, build output and hidden directories. */
 const SKIPPED_DIRECTORIES = new Set(["node_modules", "dist"]);
 
+/**
+ * Whether a symbolic link leads to a regular file. A Kubernetes ConfigMap volume shows each key as a link into its
+ * hidden `..data` directory, so a project mounted from one is all links; links to directories are not followed
+ * (no cycles to guard against).
+ */
+function isFileBehindLink(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false; // a dangling link is no file
+  }
+}
+
 /** Paths of the `.hx` files at `path` (a file, or a directory searched recursively), sorted. */
 export function findSchemaFiles(path: string): string[] {
   let stats;
@@ -26,7 +39,7 @@ export function findSchemaFiles(path: string): string[] {
       const child = join(directory, entry.name);
       if (entry.isDirectory()) {
         if (!entry.name.startsWith(".") && !SKIPPED_DIRECTORIES.has(entry.name)) walk(child);
-      } else if (entry.isFile() && entry.name.endsWith(".hx")) {
+      } else if (entry.name.endsWith(".hx") && (entry.isFile() || (entry.isSymbolicLink() && isFileBehindLink(child)))) {
         found.push(child);
       }
     }

@@ -1,0 +1,210 @@
+/**
+ * The manifest-driven launch: the NATS StatefulSet, the partition StatefulSets and the coordinator Deployment of
+ * deploy/kubernetes/ started as local processes, each container's command, arguments and environment as the
+ * manifest gives them, so that the manifests and the binaries cannot drift apart. What a kubelet would provide is
+ * emulated: each pod gets a root directory holding its mount paths (ConfigMaps laid out as the kubelet lays them
+ * out, with `..data` symlinks; subPath files copied in; claims and emptyDirs as directories), `$(VAR)` references and
+ * the downward API (pod name, pod-index label) are resolved, and every container port and pod or Service name is
+ * mapped to a free loopback port. Then a write and reads go through the coordinator's Service port.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort, NATS_SERVER_BINARY } from "../../cluster/nats/servers.js";
+import { spawnSilk } from "../cli/helpers.js";
+import { byKindAndName, loadBase, selects, services, workloads, type Container, type KubeObject, type Workload } from "./manifests.js";
+
+const objects = loadBase();
+const root = mkdtempSync(join(tmpdir(), "silk-deploy-launch-"));
+const running: { name: string; child: ChildProcess; output: string[] }[] = [];
+const STARTUP_MS_MAX = 120_000;
+
+interface Pod {
+  readonly name: string;
+  readonly workload: Workload;
+  readonly labels: Record<string, string>;
+  readonly directory: string;
+  /** containerPort → loopback port. */
+  readonly ports: Map<number, number>;
+}
+
+const pods: Pod[] = [];
+
+async function podsOf(workload: Workload): Promise<Pod[]> {
+  const count = workload.spec.replicas ?? 1;
+  const made: Pod[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const name = workload.kind === "StatefulSet" ? `${workload.metadata.name}-${index}` : `${workload.metadata.name}-0`;
+    const ports = new Map<number, number>();
+    for (const container of workload.spec.template.spec.containers) for (const port of container.ports ?? []) ports.set(port.containerPort, await freePort());
+    const labels = { ...workload.spec.template.metadata.labels, "apps.kubernetes.io/pod-index": String(index), "statefulset.kubernetes.io/pod-name": name };
+    made.push({ name, workload, labels, directory: join(root, name), ports });
+  }
+  pods.push(...made);
+  return made;
+}
+
+/** Rewrites what a pod reads: its mount paths into its directory, DNS names and listen addresses to loopback ports. */
+function localize(text: string, pod: Pod, container: Container): string {
+  const mountPaths = (container.volumeMounts ?? []).map((mount) => mount.mountPath).sort((a, b) => b.length - a.length);
+  const escape = (value: string): string => value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  if (mountPaths.length > 0) {
+    const pattern = new RegExp(`(?<![\\w./-])(${mountPaths.map(escape).join("|")})(?=$|[/"'\\s,\\]])`, "g");
+    text = text.replace(pattern, (path) => join(pod.directory, path));
+  }
+  text = text.replace(/0\.0\.0\.0:(\d+)/g, (_, port: string) => `127.0.0.1:${pod.ports.get(Number(port)) ?? port}`);
+  return text.replace(/\b([a-z0-9-]+)(?:\.([a-z0-9-]+))?:(\d+)\b/g, (whole, host: string, domain: string | undefined, port: string) => {
+    const target = domain === undefined ? serviceTarget(host, Number(port)) : pods.find((candidate) => candidate.name === host && candidate.workload.spec.serviceName === domain)?.ports.get(Number(port));
+    return target === undefined ? whole : `127.0.0.1:${target}`;
+  });
+}
+
+/** A Service's port, resolved to the loopback port of the first pod it selects. */
+function serviceTarget(name: string, port: number): number | undefined {
+  const service = services(objects).find((candidate) => candidate.metadata.name === name);
+  const servicePort = service?.spec.ports.find((candidate) => candidate.port === port);
+  if (service === undefined || servicePort === undefined) return undefined;
+  const pod = pods.find((candidate) => selects(service.spec.selector ?? {}, candidate.labels));
+  const container = pod?.workload.spec.template.spec.containers[0];
+  const target = servicePort.targetPort ?? servicePort.port;
+  const containerPort = container?.ports?.find((candidate) => candidate.containerPort === target || candidate.name === target)?.containerPort;
+  return containerPort === undefined ? undefined : pod!.ports.get(containerPort);
+}
+
+/** Writes a ConfigMap or Secret volume as the kubelet does: files are symlinks into `..data`, a symlinked directory. */
+function materializeVolume(source: KubeObject, target: string, pod: Pod, container: Container): void {
+  const timestamped = join(target, "..2026_01_01_00_00_00.000000000");
+  mkdirSync(timestamped, { recursive: true });
+  const entries = { ...(source.data ?? {}), ...(source.stringData ?? {}) };
+  for (const [key, value] of Object.entries(entries)) writeFileSync(join(timestamped, key), localize(value, pod, container));
+  symlinkSync("..2026_01_01_00_00_00.000000000", join(target, "..data"));
+  for (const key of Object.keys(entries)) symlinkSync(join("..data", key), join(target, key));
+}
+
+function mountVolumes(pod: Pod, container: Container): void {
+  const volumes = pod.workload.spec.template.spec.volumes ?? [];
+  const mounts = [...(container.volumeMounts ?? [])].sort((a, b) => a.mountPath.length - b.mountPath.length);
+  for (const mount of mounts) {
+    const target = join(pod.directory, mount.mountPath);
+    const volume = volumes.find((candidate) => candidate.name === mount.name);
+    const sourceName = volume?.configMap?.name ?? volume?.secret?.secretName;
+    if (sourceName === undefined) {
+      mkdirSync(target, { recursive: true }); // a claim from volumeClaimTemplates, or an emptyDir
+      continue;
+    }
+    const source = byKindAndName<KubeObject>(objects, volume?.configMap !== undefined ? "ConfigMap" : "Secret", sourceName);
+    if (mount.subPath !== undefined) {
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, localize((source.data ?? source.stringData ?? {})[mount.subPath], pod, container)); // a bind mount of one file
+    } else {
+      materializeVolume(source, target, pod, container);
+    }
+  }
+}
+
+/** The container's environment: plain values, the downward API's pod name and labels, and envFrom Secrets. */
+function environment(pod: Pod, container: Container): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const source of container.envFrom ?? []) {
+    const secret = source.secretRef === undefined ? undefined : byKindAndName<KubeObject>(objects, "Secret", source.secretRef.name);
+    Object.assign(env, secret?.stringData ?? {});
+  }
+  for (const variable of container.env ?? []) {
+    const field = variable.valueFrom?.fieldRef?.fieldPath;
+    const label = field === undefined ? undefined : /^metadata\.labels\['(.+)'\]$/.exec(field)?.[1];
+    const value = variable.value ?? (field === "metadata.name" ? pod.name : label !== undefined ? pod.labels[label] : undefined);
+    if (value === undefined) throw new Error(`${pod.name}: env ${variable.name} has a source this test does not emulate`);
+    env[variable.name] = value;
+  }
+  return env;
+}
+
+function start(pod: Pod): void {
+  const container = pod.workload.spec.template.spec.containers[0];
+  mountVolumes(pod, container);
+  const env = environment(pod, container);
+  // Kubernetes expands $(VAR) in command and args from the container's environment.
+  const args = (container.args ?? []).map((arg) => localize(arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, name: string) => env[name] ?? `$(${name})`), pod, container));
+  const localArgs = args.map((arg, index) => (args[index - 1] === "--host" && arg === "0.0.0.0" ? "127.0.0.1" : args[index - 1] === "--port" ? String(pod.ports.get(Number(arg)) ?? arg) : arg));
+  let child: ChildProcess;
+  if (container.command?.[0] === "silk") {
+    child = spawnSilk(localArgs, { cwd: pod.directory, env });
+  } else if (container.command === undefined && container.image.startsWith("nats:")) {
+    child = spawn(NATS_SERVER_BINARY, localArgs, { cwd: pod.directory, env: { ...process.env, ...env } });
+  } else {
+    throw new Error(`${pod.name}: no local stand-in for image ${container.image} with command ${JSON.stringify(container.command)}`);
+  }
+  const output: string[] = [];
+  child.stdout?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  running.push({ name: pod.name, child, output });
+}
+
+async function httpGetOk(port: number, path: string, deadline: number): Promise<void> {
+  let last = "";
+  while (Date.now() < deadline) {
+    const exited = running.find((process) => process.child.exitCode !== null);
+    if (exited !== undefined) throw new Error(`${exited.name} exited (${exited.child.exitCode}): ${exited.output.join("").slice(-2000)}`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`);
+      if (response.status === 200) return;
+      last = `status ${response.status}`;
+    } catch (cause) {
+      last = (cause as Error).message;
+    }
+    await sleep(250);
+  }
+  throw new Error(`GET ${path} on ${port} did not answer 200: ${last}`);
+}
+
+function probePort(pod: Pod, container: Container, port: number | string): number {
+  const containerPort = container.ports!.find((candidate) => candidate.containerPort === port || candidate.name === port)!.containerPort;
+  return pod.ports.get(containerPort)!;
+}
+
+afterAll(async () => {
+  for (const process of [...running].reverse()) process.child.kill("SIGTERM");
+  const deadline = Date.now() + 5_000;
+  while (running.some((process) => process.child.exitCode === null && process.child.signalCode === null) && Date.now() < deadline) await sleep(100);
+  for (const process of running) if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+}, 30_000);
+
+describe("deploy/kubernetes launched as local processes", () => {
+  it("starts NATS, the partitions and the coordinator from their manifests, and serves a write and reads", async () => {
+    const nats = byKindAndName<Workload>(objects, "StatefulSet", "silk-nats");
+    const partitions = workloads(objects).filter((workload) => workload.spec.template.spec.containers[0].args?.[0] === "partition");
+    const coordinator = byKindAndName<Workload>(objects, "Deployment", "silk-coordinator");
+    const natsPods = await podsOf(nats);
+    const partitionPods = (await Promise.all(partitions.map(podsOf))).flat();
+    const [coordinatorPod] = await podsOf(coordinator);
+    for (const pod of [...natsPods, ...partitionPods, coordinatorPod]) start(pod);
+    const deadline = Date.now() + STARTUP_MS_MAX;
+
+    // The probes as the kubelet would run them: NATS's readiness and liveness paths, then the coordinator's.
+    for (const pod of natsPods) {
+      const container = nats.spec.template.spec.containers[0];
+      for (const probe of [container.readinessProbe!, container.livenessProbe!]) await httpGetOk(probePort(pod, container, probe.httpGet!.port), probe.httpGet!.path, deadline);
+    }
+    const server = coordinator.spec.template.spec.containers[0];
+    await httpGetOk(probePort(coordinatorPod, server, server.readinessProbe!.httpGet!.port), server.readinessProbe!.httpGet!.path, deadline);
+
+    // Through the coordinator's Service, as a client in the cluster would reach it.
+    const service = byKindAndName<KubeObject>(objects, "Service", "silk-coordinator") as unknown as { metadata: { name: string }; spec: { ports: { port: number }[] } };
+    const port = serviceTarget(service.metadata.name, service.spec.ports[0].port)!;
+    const post = async (path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+    };
+    const created = await post("/CreateUser", { handle: "ada", name: "Ada", age: 36 });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const user = created.json.user as { id: string; name: string };
+    expect(user.name).toBe("Ada");
+    const read = await post("/GetUser", { id: user.id });
+    expect(read.status, JSON.stringify(read.json)).toBe(200);
+    expect((read.json.user as { handle: string }).handle).toBe("ada");
+  }, STARTUP_MS_MAX + 60_000);
+});
