@@ -16,13 +16,13 @@
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { Database } from "../runtime/embedded.js";
+import { freePort } from "../cluster/nats/servers.js";
 import { presentedKey } from "../gateway/hosted/access.js";
 import { createKey, KeyStore } from "../gateway/hosted/key-store.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
@@ -56,14 +56,6 @@ function progress(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return address.port;
-}
 
 function startSilk(args: readonly string[]): Promise<{ child: ChildProcessWithoutNullStreams; match: RegExpExecArray }> {
   const loader = pathToFileURL(join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;

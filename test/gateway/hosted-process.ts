@@ -6,10 +6,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { createKey } from "../../gateway/hosted/key-store.js";
+import { freePort } from "../../cluster/nats/servers.js";
 import { countRequest, nodesLabeled, queryDirectory, temporaryDirectory } from "../cli/helpers.js";
 import { startServer, type StartedServer } from "./serve-process.js";
 import { writeSocialProject } from "./social-project.js";
@@ -91,14 +91,6 @@ export function postDeclaringLength(url: string, bytes: number, headers: Record<
 
 const REDIS_SERVER = "/usr/bin/redis-server";
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return address.port;
-}
 
 /** Starts redis-server without persistence on `port`; resolves once it accepts connections. */
 export function startRedis(port: number): Promise<ChildProcessWithoutNullStreams> {

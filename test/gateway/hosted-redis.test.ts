@@ -10,12 +10,12 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_DECISION_TIMEOUT_MS } from "../../gateway/hosted/redis-bucket.js";
+import { freePort } from "../../cluster/nats/servers.js";
 import { removeTemporaryDirectories } from "../cli/helpers.js";
 import {
   addUserTree,
   COUNT_USERS_TREE,
   expectErrorBody,
-  freePort,
   hostedDatabase,
   postJson,
   startGateway,

@@ -14,9 +14,9 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../cluster/nats/servers.js";
 
 /** The Debian packages `make s3-server` installs. */
 export const S3_SERVER_PACKAGES = "radosgw ceph-mon ceph-osd";
@@ -34,14 +34,6 @@ export interface S3TestServer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return address.port;
-}
 
 function configuration(directory: string, fsid: string, monitorPort: number, gatewayPort: number): string {
   return `[global]
