@@ -67,6 +67,14 @@ export interface CoordinatorOptions {
   readonly writerGate?: () => void;
 }
 
+/** How many write transactions this coordinator ended, by outcome, since it started (the servers' `/metrics`). */
+export interface TransactionCounts {
+  /** Write transactions that committed (on every partition they touched). */
+  readonly committed: number;
+  /** Write transactions that ended without committing: refused, failed, timed out or in conflict; nothing of them was written. */
+  readonly aborted: number;
+}
+
 /** A plan kept for repeated runs with different parameters. */
 export interface PreparedPlan {
   run(parameters: Readonly<Record<string, unknown>>): Promise<QueryResult>;
@@ -86,6 +94,8 @@ export class Coordinator {
   /** Reads running unlocked on the only partition (the one-partition fast path), and who waits for them to end. */
   private unlockedReads = 0;
   private unlockedDrained: (() => void)[] = [];
+  private committedTransactions = 0;
+  private abortedTransactions = 0;
 
   /** Decisions being forgotten after their transaction's reply (see forgetLater). */
   private readonly forgetting = new Set<Promise<void>>();
@@ -108,6 +118,25 @@ export class Coordinator {
       exclusive: () => this.lock.acquire(true),
       onPhase: options.onValidationPhase,
     });
+  }
+
+  /** Write transactions (plans and import batches) ended so far, by outcome. Reads change nothing and are not counted. */
+  transactionCounts(): TransactionCounts {
+    return { committed: this.committedTransactions, aborted: this.abortedTransactions };
+  }
+
+  /** Counts a write transaction's outcome as it settles, and passes the outcome on unchanged. */
+  private counted<T>(transaction: Promise<T>): Promise<T> {
+    return transaction.then(
+      (value) => {
+        this.committedTransactions += 1;
+        return value;
+      },
+      (cause: unknown) => {
+        this.abortedTransactions += 1;
+        throw cause;
+      },
+    );
   }
 
   /** The partition map in force. */
@@ -212,9 +241,15 @@ export class Coordinator {
    * Runs `plan` with `parameters` as one transaction; `planId` names the copy of it a single partition keeps
    * (prepared plans), so only the parameters travel.
    */
-  private async runOn(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
-    const { transport } = this.options;
+  private runOn(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
+    // Index operations change indexes, not records: they are not counted among the write transactions.
     if (isIndexOperationPlan(plan)) return this.runIndexPlan(parameters === plan.parameters ? plan : { ...plan, parameters });
+    const running = this.runTransaction(plan, parameters, planId);
+    return plan.requestType === "write" ? this.counted(running) : running;
+  }
+
+  private async runTransaction(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
+    const { transport } = this.options;
     if (plan.requestType === "write") this.requireWritable();
     // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
@@ -285,7 +320,11 @@ export class Coordinator {
   }
 
   /** Writes a bulk-import batch as one transaction (see bulk-import.ts). */
-  async importBatch(batch: ImportBatch): Promise<ImportResult> {
+  importBatch(batch: ImportBatch): Promise<ImportResult> {
+    return this.counted(this.runImportBatch(batch));
+  }
+
+  private async runImportBatch(batch: ImportBatch): Promise<ImportResult> {
     this.requireWritable();
     const { transport, schema, now } = this.options;
     const release = await this.lock.acquire(true);

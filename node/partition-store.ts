@@ -602,13 +602,20 @@ export class PartitionStore {
    * meta pages.
    */
   storageStatus(): StorageStatus {
+    return { ...this.pageStatus(), fileBytes: statSync(join(this.path, "data.mdb")).size };
+  }
+
+  /**
+   * storageStatus() without the file's size: what the servers' `/metrics` reads on every scrape, which also holds for
+   * a memory database, whose files are deleted once it is open.
+   */
+  pageStatus(): Omit<StorageStatus, "fileBytes"> {
     this.clearStaleReaders();
     const stats = this.root.getStats() as LmdbStats & { free: LmdbTreeStats };
     const usedPages = stats.lastPageNumber + 1;
     const treePages = this.namedDatabases.reduce((sum, database) => sum + pagesOf(database.getStats() as LmdbTreeStats), pagesOf(stats) + pagesOf(stats.free));
     return {
       path: this.path,
-      fileBytes: statSync(join(this.path, "data.mdb")).size,
       mapSizeBytes: stats.mapSize,
       pageSize: stats.pageSize,
       usedPages,

@@ -31,7 +31,7 @@ import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { uniqueEdgeLabels } from "../node/unique-edges.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "../cluster/bulk-import.js";
-import { Coordinator, type CommitPhase } from "../cluster/coordinator.js";
+import { Coordinator, type CommitPhase, type TransactionCounts } from "../cluster/coordinator.js";
 import type { ValidationPhase } from "../cluster/unique-builds.js";
 import { LmdbDecisionLog } from "../cluster/decision-log.js";
 import { embedderFromEnvironment } from "../embedders/index.js";
@@ -89,6 +89,30 @@ export interface InternalOpenOptions {
  * before reading a family's options; vector and text entries carry no `type` key at all.
  */
 export type IndexInfo = IndexStatus;
+
+/** One in-process partition's LMDB environment, as the servers' `/metrics` reports it. */
+export interface PartitionStorageStatistics {
+  /** The partition's number (`partitions/p<i>`). */
+  readonly partition: number;
+  /** LMDB's map size: how large the file may grow before lmdb-js enlarges the map. */
+  readonly mapSizeBytes: number;
+  /** Pages up to the highest one ever used, in bytes: how much of the map is in use. */
+  readonly usedBytes: number;
+  /** Of the used pages, those on LMDB's free list (reused by later commits once no snapshot needs them). */
+  readonly freePages: number;
+  /** Live reader slots of the environment, every process's (dead processes' slots are cleared first). */
+  readonly readers: number;
+}
+
+/**
+ * What a Database reports about itself for monitoring (the servers' `GET /metrics`): its write transactions since it
+ * opened, by outcome, and the storage of the partitions this process holds.
+ */
+export interface DatabaseStatistics {
+  readonly transactions: TransactionCounts;
+  /** Empty when the partitions live in other processes (a cluster's database): they report their own. */
+  readonly partitions: readonly PartitionStorageStatistics[];
+}
 
 const OPTION_KEYS = new Set(["storage", "mode", "cache", "schema", "partitions", "embedder"]);
 /** Options of the hosted gateway that an embedded handle must refuse, by name, with a clear message. */
@@ -224,6 +248,8 @@ export interface DatabaseEngine {
   /** Every partition's index statuses merged (synchronous: in-process partitions only; a cluster's throws). */
   indexes(): IndexInfo[];
   indexStatuses(): Promise<IndexInfo[]>;
+  /** The storage of the partitions in this process (none for a cluster's). */
+  partitionStorage(): PartitionStorageStatistics[];
   close(): Promise<void>;
 }
 
@@ -375,6 +401,7 @@ export class Database {
         coordinator,
         indexes: () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
         indexStatuses: async () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
+        partitionStorage: () => stores.map((store, partition) => storageStatistics(partition, store)),
         close: async () => {
           await Promise.all(actors.map((actor) => actor.stop()));
           await coordinator.settle();
@@ -535,6 +562,12 @@ export class Database {
     return this.engine.indexStatuses();
   }
 
+  /** Write transactions since this handle opened, and the storage of its in-process partitions (docs/SERVER.md#metrics). */
+  async statistics(): Promise<DatabaseStatistics> {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    return { transactions: this.coordinator.transactionCounts(), partitions: this.engine.partitionStorage() };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -544,6 +577,17 @@ export class Database {
     this.readyQueries.clear();
     await this.engine.close();
   }
+}
+
+function storageStatistics(partition: number, store: PartitionStore): PartitionStorageStatistics {
+  const status = store.pageStatus();
+  return {
+    partition,
+    mapSizeBytes: status.mapSizeBytes,
+    usedBytes: status.usedPages * status.pageSize,
+    freePages: status.freePages,
+    readers: status.readers.length,
+  };
 }
 
 /**

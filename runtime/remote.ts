@@ -128,6 +128,8 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
           throw new SilkError("unsupported_operation", "a cluster's index statuses are asked of its partitions: use indexStatuses()");
         },
         indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map: coordinator.currentMap(), schema })),
+        // The partitions are processes of their own: their storage is not in this process to read.
+        partitionStorage: () => [],
         close: async () => {
           admin?.unsubscribe();
           await coordinator.settle();
