@@ -10,7 +10,7 @@
  */
 import { statSync, watch, type FSWatcher } from "node:fs";
 import type { Logger } from "pino";
-import { Database, type IndexInfo } from "../runtime/embedded.js";
+import { Database, type DatabaseStatistics, type IndexInfo } from "../runtime/embedded.js";
 import type { GatewayDatabase } from "../gateway/server.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError } from "../protocol/errors.js";
@@ -75,6 +75,11 @@ class ReloadingDatabase implements GatewayDatabase {
 
   indexStatuses(): Promise<IndexInfo[]> {
     return this.use((database) => database.indexStatuses());
+  }
+
+  /** The handle serving now: a reload starts its transaction counts again (Prometheus reads that as a reset). */
+  statistics(): Promise<DatabaseStatistics> {
+    return this.use((database) => database.statistics());
   }
 
   private async use<T>(work: (database: Database) => Promise<T>): Promise<T> {

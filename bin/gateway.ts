@@ -70,7 +70,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
     await bucket.close();
     await database.close();
   };
-  const hosted = { keys: new KeyStore(settings.data), isDisabled: () => isDisabled(settings.data), bucket };
+  const hosted = { databaseId: databaseId(settings.data), keys: new KeyStore(settings.data), isDisabled: () => isDisabled(settings.data), bucket };
   let app: FastifyInstance | undefined;
   try {
     app = await buildGateway({ database, logger: settings.logger, hosted });

@@ -6,8 +6,9 @@
  * cost a sixth of a small read's throughput, for lines that are written only on a failure (they name the request
  * ID themselves, errors.ts). bin/serve.ts opens the database and starts listening; bin/gateway.ts does the same for
  * the hosted form, which adds API keys, the account switch and the rate limit in front of the same routes
- * (hosted/access.ts). Every socket's life is bounded (http-limits.ts): a request must arrive within its timeouts, and
- * errors of Node's HTTP parser (bad framing, oversized headers, those timeouts) answer in the same error shape.
+ * (hosted/access.ts). `GET /metrics` (metrics.ts) reports every request fastify routes, the database and the process.
+ * Every socket's life is bounded (http-limits.ts): a request must arrive within its timeouts, and errors of Node's
+ * HTTP parser (bad framing, oversized headers, those timeouts) answer in the same error shape.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
@@ -16,6 +17,7 @@ import { answerClientError, installErrorReplies } from "./errors.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
 import { mcpRoutes } from "./mcp.js";
+import { metricsRoutes, ServerMetrics, type StatisticsSource } from "./metrics.js";
 import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
 import { queryV2Routes, type QueryRunner } from "./query-v2.js";
 
@@ -24,7 +26,7 @@ import { queryV2Routes, type QueryRunner } from "./query-v2.js";
  * to whichever database holds the last good version of the project). Read on every request, never copied; only
  * whether it has a schema is decided once, when the gateway is built (a project's database keeps one).
  */
-export interface GatewayDatabase extends QueryRunner, NamedQueryRunner, ServedProject {}
+export interface GatewayDatabase extends QueryRunner, NamedQueryRunner, ServedProject, StatisticsSource {}
 
 export interface GatewayOptions {
   readonly database: GatewayDatabase;
@@ -52,8 +54,14 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   });
   app.server.on("request", (request: IncomingMessage, response: ServerResponse) => responses.set(request.socket, response));
   installErrorReplies(app);
-  if (options.hosted !== undefined) installHostedAccess(app, options.hosted);
+  // A registry per server: several servers in one process (tests) count apart. Its hook goes first, so that the
+  // hosted checks' refusals are counted too.
+  const metrics = new ServerMetrics(options.database);
+  metrics.install(app);
+  const hosted = options.hosted;
+  if (hosted !== undefined) installHostedAccess(app, hosted, (decision) => metrics.countAdmission(hosted.databaseId, decision));
   await app.register(adminRoutes, { project: options.database });
+  await app.register(metricsRoutes, { metrics });
   await app.register(queryV2Routes, { database: options.database });
   // `#[mcp]` queries as MCP tools; a schemaless database offers none (an empty tools/list), docs/MCP.md.
   await app.register(mcpRoutes, { database: options.database, loopbackOriginsOnly: options.hosted === undefined });

@@ -15,11 +15,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { SilkError } from "../../protocol/errors.js";
+import type { AdmissionDecision } from "../metrics.js";
 import type { KeyStore } from "./key-store.js";
 import type { Admitter } from "./token-bucket.js";
 
 /** What the hosted checks need: the database's keys, its account switch and its bucket. */
 export interface HostedAccess {
+  /** The database's id (`<data>/gateway/database.json`), the label of its bucket's decisions in `/metrics`. */
+  readonly databaseId: string;
   readonly keys: Pick<KeyStore, "verify">;
   /** Read on every request: the switch takes effect without a restart. */
   isDisabled(): boolean;
@@ -76,7 +79,7 @@ function routeOf(request: FastifyRequest): string | undefined {
  * Installs the checks on the root instance; like the error replies, before the route plugins are registered, so
  * that every plugin inherits them.
  */
-export function installHostedAccess(app: FastifyInstance, access: HostedAccess): void {
+export function installHostedAccess(app: FastifyInstance, access: HostedAccess, countAdmission: (decision: AdmissionDecision) => void): void {
   app.addHook("onRequest", async (request, reply) => {
     const route = routeOf(request);
     if (route !== undefined && OPEN_ROUTES.has(route)) return;
@@ -96,11 +99,16 @@ export function installHostedAccess(app: FastifyInstance, access: HostedAccess):
     try {
       admission = await access.bucket.admit();
     } catch (cause) {
-      if (cause instanceof SilkError && cause.code === "rate_limit_unavailable") return reject(reply, cause);
+      if (cause instanceof SilkError && cause.code === "rate_limit_unavailable") {
+        countAdmission("unavailable");
+        return reject(reply, cause);
+      }
       throw cause;
     }
     if (!admission.admitted) {
+      countAdmission("rate_limited");
       return reject(reply, new SilkError("rate_limited", "rate limit exceeded"), { "retry-after": String(admission.retryAfterSeconds) });
     }
+    countAdmission("admitted");
   });
 }

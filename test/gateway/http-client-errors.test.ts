@@ -34,6 +34,7 @@ function slowDatabase(inner: Database): GatewayDatabase {
     },
     queryJson: (name, parameters) => inner.queryJson(name, parameters),
     indexStatuses: () => inner.indexStatuses(),
+    statistics: () => inner.statistics(),
     runV2: async (tree) => {
       await new Promise((done) => setTimeout(done, TIMEOUTS.requestMs * 2));
       return inner.runV2(tree);

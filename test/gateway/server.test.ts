@@ -9,7 +9,7 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../runtime/embedded.js";
+import { Database, type DatabaseStatistics } from "../../runtime/embedded.js";
 import { REQUEST_BODY_BYTES_MAX } from "../../gateway/query-v2.js";
 import { buildGateway } from "../../gateway/server.js";
 import { addUser, allNodes, countRequest, nodesLabeled, REPO, removeTemporaryDirectories, str, temporaryDirectory, write } from "../cli/helpers.js";
@@ -139,12 +139,15 @@ describe("unknown routes", () => {
   });
 });
 
+/** A stand-in database's statistics: no transactions, no partitions. */
+const noStatistics = async (): Promise<DatabaseStatistics> => ({ transactions: { committed: 0, aborted: 0 }, partitions: [] });
+
 describe("replies the engine cannot give through a real database", () => {
   // A stand-in database: these are the engine's rare failures and values, which a real one cannot be made to
   // produce on demand.
   async function gatewayOver(run: () => Promise<Record<string, unknown>>): Promise<{ url: string; close: () => Promise<void> }> {
     const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
-    const gateway = await listeningGateway({ runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] });
+    const gateway = await listeningGateway({ runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [], statistics: noStatistics });
     return { url: `${gateway.base}/v2/query`, close: () => gateway.app.close() };
   }
 
@@ -185,7 +188,7 @@ describe("replies the engine cannot give through a real database", () => {
       throw new TypeError("boom");
     };
     const queryJson = (): Promise<string> => Promise.reject(new Error("this stand-in has no queries"));
-    const app = await buildGateway({ database: { runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [] }, logger });
+    const app = await buildGateway({ database: { runV2: run, queryJson, queries: [], schema: undefined, indexStatuses: async () => [], statistics: noStatistics }, logger });
     try {
       // A client may put a credential in the query string: its value must never reach the log.
       const failed = await app.inject({ method: "POST", url: "/v2/query?api_key=silk_secret&x=1", payload: "{}", headers: { "content-type": "application/json" } });

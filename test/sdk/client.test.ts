@@ -187,6 +187,7 @@ describe("SilkClient on the hosted gateway", () => {
     hosted = await buildGateway({
       database,
       hosted: {
+        databaseId: "client-test",
         keys: { verify: (presented: string) => (presented === "secret-key" ? key : undefined) },
         isDisabled: () => false,
         bucket: {
