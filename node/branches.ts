@@ -92,34 +92,31 @@ async function holding(items: Element[], predicate: Predicate, scope: EvalScope)
 }
 
 /**
- * `repeat`: levels L0 (the input), L1 = body(L0), ... Before each iteration the records of the level that satisfy
- * `until` leave the loop; the loop ends after `times` iterations (or `max_depth`), or when a level is empty, and the
- * last level leaves it too. The result is the records that left, in level order, plus the levels emitted: `before`
- * and `all` emit every level, `after` every level but L0 (filtered by `emit_predicate` when given).
+ * `repeat`, as HelixDB v3 runs it: levels L0 (the input), L1 = body(L0), ..., at most `times` iterations (and
+ * `max_depth`). Each iteration emits the level it starts from (`before`, `all`) and the level it makes (`after`,
+ * `all`; with `emit_predicate`, only its records that satisfy it), then ends the loop when the new level is empty or
+ * any of its records satisfies `until`. The answer is what was emitted, or the last level when nothing is (`none`).
  */
 export async function repeat(step: Extract<Step, { op: "repeat" }>, input: Stream, scope: EvalScope): Promise<Stream> {
   const { config } = step;
-  const limit = Math.min(config.times ?? Infinity, config.maxDepth);
-  const result: Element[] = [];
+  const iterations = Math.min(config.times ?? Infinity, config.maxDepth);
+  const emitted: Element[] = [];
   let held = 0;
   let level = elementsOf(input, "repeat");
-  for (let depth = 0; ; depth += 1) {
-    held += level.length;
+  for (let depth = 0; depth < iterations; depth += 1) {
+    if (config.emit === "before" || config.emit === "all") append(emitted, level);
+    const next = elementsOf(await runFrom(config.body, elements(level), scope), "repeat");
+    held += next.length;
     if (held > REPEAT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `repeat reached more than ${REPEAT_ELEMENTS_MAX} records`);
-    let continuing = level;
-    let leaving: Element[] = [];
-    if (config.until !== undefined) [leaving, continuing] = await holding(level, config.until, scope);
-    const last = depth >= limit || continuing.length === 0;
-    const emits = config.emit !== "none" && (config.emit !== "after" || depth > 0);
-    // Appended one by one: spreading a level of a million records into push's arguments overflows the stack.
-    append(result, leaving);
-    if (emits && !last) append(result, config.emitPredicate === undefined ? continuing : (await holding(continuing, config.emitPredicate, scope))[0]);
-    else if (last) append(result, continuing);
-    if (last) return elements(result);
-    level = elementsOf(await runFrom(config.body, elements(continuing), scope), "repeat");
+    if (config.emit === "after" || config.emit === "all") append(emitted, config.emitPredicate === undefined ? next : (await holding(next, config.emitPredicate, scope))[0]);
+    const stop = config.until !== undefined && (await holding(next, config.until, scope))[0].length > 0;
+    level = next;
+    if (level.length === 0 || stop) break;
   }
+  return elements(config.emit === "none" ? level : emitted);
 }
 
+/** Appended one by one: spreading a level of a million records into push's arguments overflows the stack. */
 function append(into: Element[], items: readonly Element[]): void {
   for (const item of items) into.push(item);
 }

@@ -253,6 +253,8 @@ function repeatConfig(d: Decoding): RepeatConfig {
   const maxDepth = present("max_depth") ? iterationsAt(config.max_depth, `${at}.max_depth`, 1) : (times ?? REPEAT_DEPTH_DEFAULT);
   // A loop that stopped at max_depth before `times` would return fewer levels than asked for: refuse it instead.
   if (times !== undefined && times > maxDepth) throw fault(`${at}.times`, `times ${times} is beyond max_depth ${maxDepth}`);
+  // HelixDB v3 filters only the levels an iteration makes: a predicate with `before`, `all` or `none` is refused.
+  if (present("emit_predicate") && emit !== "after") throw fault(`${at}.emit_predicate`, `emit_predicate needs emit "after", not ${JSON.stringify(emit)}`);
   const predicate = (key: string): Predicate | undefined => (present(key) ? d.decoders.predicate(config[key], `${at}.${key}`, d.depth + 1) : undefined);
   return {
     body: subTraversal(config.traversal, `${at}.traversal`, d),

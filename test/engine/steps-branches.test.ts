@@ -108,12 +108,18 @@ describe.each(CHEAP_BACKENDS)("branch and shape steps on $name", (backend) => {
     expect(await get(names(step("intersect", cidAndBob, { traversal: sub(step("in", context, { label: "Follows" })) })))).toEqual(rows("Ann"));
   });
 
-  it("repeat follows its body times over, stops at until, emits levels, and ends at an empty level", async () => {
+  it("repeat follows its body times over, stops at until, emits levels, and ends at an empty level, as HelixDB v3 does", async () => {
+    // Ann follows Bob and Cid, Bob Cid, Cid Dee: L0 [Ann], L1 [Bob, Cid], L2 [Cid, Dee], L3 [Dee], L4 empty.
     expect(await get(names(repeatOut(user("Ann"), { times: 2 })))).toEqual(rows("Cid", "Dee"));
     expect(await get(names(repeatOut(user("Ann"), { times: 2, emit: "after" })))).toEqual(rows("Bob", "Cid", "Cid", "Dee"));
     expect(await get(names(repeatOut(user("Ann"), { times: 1, emit: "all" })))).toEqual(rows("Ann", "Bob", "Cid"));
-    expect(await get(names(repeatOut(user("Ann"), { times: 2, emit: "after", emit_predicate: eq(prop("city"), "Paris") })))).toEqual(rows("Cid", "Cid", "Dee"));
-    expect(await get(names(repeatOut(user("Ann"), { until: eq(prop("name"), "Cid") })))).toEqual(rows("Cid", "Cid"));
+    expect(await get(names(repeatOut(user("Ann"), { times: 2, emit: "before" })))).toEqual(rows("Ann", "Bob", "Cid"));
+    expect(await get(names(repeatOut(user("Ann"), { times: 2, emit: "all" })))).toEqual(rows("Ann", "Bob", "Cid", "Bob", "Cid", "Cid", "Dee"));
+    // Only the levels the iterations make are filtered and emitted: the last level is not added.
+    expect(await get(names(repeatOut(user("Ann"), { times: 2, emit: "after", emit_predicate: eq(prop("city"), "Paris") })))).toEqual(rows("Cid", "Cid"));
+    // until ends the whole loop at the first level holding a match, and that level is the answer.
+    expect(await get(names(repeatOut(user("Ann"), { until: eq(prop("name"), "Cid") })))).toEqual(rows("Bob", "Cid"));
+    expect(await get(names(repeatOut(user("Ann"), { until: eq(prop("name"), "Dee"), emit: "after" })))).toEqual(rows("Bob", "Cid", "Cid", "Dee"));
     // No times and no until: the loop ends when a level is empty (Dee follows nobody).
     expect(await get(names(repeatOut(user("Ann"), {})))).toEqual(rows());
     expect(await get(names(repeatOut(user("Ann"), { times: 0 })))).toEqual(rows("Ann"));
@@ -199,6 +205,7 @@ describe.each(CHEAP_BACKENDS)("branch and shape steps on $name", (backend) => {
     await refused(readOne(step("choose", user("Ann"), { then_traversal: sub(context) })), "malformed_tree", `${at}.choose.condition`);
     await refused(readOne(repeatOut(user("Ann"), { times: 5, max_depth: 2 })), "malformed_tree", `${at}.repeat.config.times`);
     await refused(readOne(repeatOut(user("Ann"), { emit: "sometimes" })), "malformed_tree", `${at}.repeat.config.emit`);
+    await refused(readOne(repeatOut(user("Ann"), { times: 2, emit: "all", emit_predicate: eq(prop("city"), "Paris") })), "malformed_tree", `${at}.repeat.config.emit_predicate`);
     await refused(readOne(repeatOut(user("Ann"), { max_depth: 1_001 })), "malformed_tree", `${at}.repeat.config.max_depth`);
     await refused(readOne(step("order_by_multiple", user("Ann"), { orderings: [["age", "up"]] })), "malformed_tree", `${at}.order_by_multiple.orderings[0][1]`);
     await refused(readOne(step("group", user("Ann"), {})), "malformed_tree", `${at}.group.property`);

@@ -220,7 +220,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
       expect(answer).toEqual({ union: ["2", "3"], chosen: ["2", "3", "2"], chosen_no_else: ["2", "3"], two_hops: ["3"], emitted_after: ["2", "3"], until_cy: ["3"] });
     });
 
-    it("repeat's emitBefore, emitAll, emitIf and a multi-record until answer Silk's levels, not HelixDB's (a known gap)", async () => {
+    it("repeat's emitBefore, emitAll, emitIf and a multi-record until answer as HelixDB v3's repeat", async () => {
       const { g, sub, readBatch, Predicate, RepeatConfig } = sdk;
       const out = () => RepeatConfig.new(sub().out("Knows"));
       const answer = await run(
@@ -231,14 +231,10 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
           .varAs("until_cy", g().n([1, 2]).repeat(out().until(Predicate.eq("name", "Cy")).maxDepth(5)).id())
           .returning(["before", "all", "if_bob", "until_cy"]),
       );
-      // GAP (issue 14): HelixDB v3 (crates/db/src/execution/interpreter/control/repeat.rs) emits, per iteration, the
-      // level before it (`before`, `all`) and the level after it (`after`, `all`, `emitIf`'s predicate), answers only
-      // what it emitted when it emits, and stops the whole loop once any record of a new level meets `until`. It
-      // would answer before [1, 2], all [1, 2, 2, 3], if_bob [2] and until_cy [2, 3]. Silk's repeat (node/
-      // branches.ts, docs/OPERATION_TREE.md "Branches") emits each level once, always keeps the records that leave the
-      // loop, and lets `until` take records out one by one, as Gremlin does. Asserted as Silk answers, so aligning it
-      // with HelixDB shows here; `times`, `emitAfter` and a one-record `until` agree (the test above).
-      expect(answer).toEqual({ before: ["1", "2", "3"], all: ["1", "2", "3"], if_bob: ["2", "3"], until_cy: ["3", "3"] });
+      // HelixDB v3 (its interpreter's control/repeat.rs) emits, per iteration, the level it starts from (`before`,
+      // `all`) and the level it makes (`after`, `all`, `emitIf`'s predicate), answers only what it emitted when it
+      // emits, and stops the whole loop once any record of a new level meets `until`.
+      expect(answer).toEqual({ before: ["1", "2"], all: ["1", "2", "2", "3"], if_bob: ["2"], until_cy: ["2", "3"] });
     });
 
     it("fold gathers the stream into one array of records, and unfold spreads it again", async () => {
