@@ -64,7 +64,7 @@ export interface CoordinatorOptions {
    * Throws when this writer may not write now (a cluster's writer coordinator that does not hold the writer lease,
    * runtime/remote.ts); checked before every write, after its turn at the write lock came.
    */
-  readonly writerGate?: () => void;
+  readonly writerGate?: (waitMs: number) => Promise<void>;
 }
 
 /** How many write transactions this coordinator ended, by outcome, since it started (the servers' `/metrics`). */
@@ -177,17 +177,18 @@ export class Coordinator {
   }
 
   /** Refuses a write where this coordinator may not write: opened read-only, or (a cluster's writer) its gate says no. */
-  private requireWritable(): void {
+  /** `waitMs`: how long a write may wait for a writer lease lost for a moment (cluster/nats/coordinator-lease.ts). */
+  private async requireWritable(waitMs: number | undefined = Infinity): Promise<void> {
     if (!this.options.writable) throw new SilkError("read_only", "this database was opened read-only");
-    this.options.writerGate?.();
+    await this.options.writerGate?.(waitMs ?? Infinity);
   }
 
   /** A batch of index operations, under the write lock so that no transaction runs across an index's change. */
   private async runIndexPlan(plan: Plan): Promise<QueryResult> {
-    this.requireWritable();
+    await this.requireWritable();
     const release = await this.lock.acquire(true);
     try {
-      this.requireWritable();
+      await this.requireWritable();
       try {
         return await runIndexOperations(plan, this.context());
       } finally {
@@ -250,9 +251,9 @@ export class Coordinator {
 
   private async runTransaction(plan: Plan, parameters: Plan["parameters"], planId: number | undefined): Promise<QueryResult> {
     const { transport } = this.options;
-    if (plan.requestType === "write") this.requireWritable();
-    // The deadline starts now, so waiting for the lock counts; a partition gets what is left of it.
+    // The deadline starts now, so waiting for the lock (or for a lost writer lease) counts; a partition gets what is left.
     const deadline = Deadline.after(plan.timeoutMs ?? this.options.defaultTimeoutMs, this.options.clockMs ?? monotonicClockMs);
+    if (plan.requestType === "write") await this.requireWritable(deadline.remainingMs());
     const executeOnOnlyPartition = async (): Promise<QueryResult> => {
       const timeoutMs = deadline.remainingMs();
       const timed: PartitionRequest =
@@ -270,7 +271,7 @@ export class Coordinator {
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
     const release = await this.acquireWithin(deadline, plan.requestType === "write");
     try {
-      if (plan.requestType === "write") this.requireWritable();
+      if (plan.requestType === "write") await this.requireWritable(deadline.remainingMs());
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
       const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids, deadline);
@@ -325,11 +326,11 @@ export class Coordinator {
   }
 
   private async runImportBatch(batch: ImportBatch): Promise<ImportResult> {
-    this.requireWritable();
+    await this.requireWritable();
     const { transport, schema, now } = this.options;
     const release = await this.lock.acquire(true);
     try {
-      this.requireWritable();
+      await this.requireWritable();
       const map = this.map;
       const reader = new ScatterReader(transport, map, true);
       const ids = this.ids;

@@ -112,7 +112,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         defaultTimeoutMs: options.defaultTimeoutMs,
         embedder: options.embedder,
         onCommitPhase: options.onCommitPhase,
-        writerGate: writerLease === undefined ? undefined : () => writerLease?.gate(),
+        writerGate: writerLease === undefined ? undefined : (waitMs) => writerLease?.gate(waitMs) ?? Promise.resolve(),
       });
       recover = () => coordinator.recover();
       if (mode === "writer") {

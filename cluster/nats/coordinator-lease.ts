@@ -6,11 +6,14 @@
  *
  * - Start: tries to take the lease for up to two lifetimes and a second (a crashed writer's entry expires by then);
  *   a live holder after that refuses the start: `writer_locked`, naming it.
- * - Serving: `gate()` throws unless the lease is held and the coordinator recovered after taking it; the
- *   coordinator calls it before every write (after its turn at the write lock came).
- * - Lost (renewals failed, e.g. NATS out of reach): writes are refused at once (`partition_unavailable`), and the
- *   lease is taken again when it can be; before writes resume, `onRegained` runs (the coordinator's 2PC recovery:
- *   another writer may have served in between).
+ * - Serving: `gate()` resolves once the lease is held and the coordinator recovered after taking it; the
+ *   coordinator awaits it before every write (after its turn at the write lock came).
+ * - Lost (renewals failed: NATS out of reach, or this process's event loop held past the lease's validity by a long
+ *   synchronous job): the lease is taken again as soon as it can be, and before writes resume `onRegained` runs (the
+ *   coordinator's 2PC recovery: another writer may have served in between). A write meanwhile waits for that, up to
+ *   two lease lifetimes and a second (a lost entry of its own expires by then) and its own deadline, and is refused
+ *   (`partition_unavailable`) only if the lease is not back by then: another writer holds it, or NATS is still out
+ *   of reach.
  * - Close: the lease is released, so the next writer starts at once.
  */
 import { randomBytes } from "node:crypto";
@@ -31,6 +34,9 @@ export interface CoordinatorLeaseOptions {
   /** Runs after the lease was taken again, before writes resume (the coordinator's recovery). */
   readonly onRegained: () => Promise<unknown>;
 }
+
+/** How often a waiting write looks again whether the lease is back. */
+const REGAIN_POLL_MS = 50;
 
 export class CoordinatorLease {
   /** False from a loss until the lease is taken again and `onRegained` finished. */
@@ -72,11 +78,20 @@ export class CoordinatorLease {
     );
   }
 
-  /** Throws unless this coordinator may write now. */
-  gate(): void {
-    if (this.closed) throw new SilkError("closed", "the database handle was closed");
-    if (this.ready && this.lease.held()) return;
-    throw new SilkError("partition_unavailable", `this coordinator lost the cluster's writer lease (${this.lostReason || "renewals are late"}); writes resume once it holds it again`);
+  /**
+   * Resolves once this coordinator may write: at once while it holds the lease, else when it holds it again, within
+   * two lease lifetimes and a second and the caller's `waitMs`; `partition_unavailable` after that, `closed` once
+   * released.
+   */
+  async gate(waitMs = Infinity): Promise<void> {
+    const until = performance.now() + Math.min(waitMs, 2 * this.lease.ttlMs + 1_000);
+    for (;;) {
+      if (this.closed) throw new SilkError("closed", "the database handle was closed");
+      if (this.ready && this.lease.held()) return;
+      if (performance.now() >= until) break;
+      await sleep(REGAIN_POLL_MS);
+    }
+    throw new SilkError("partition_unavailable", `this coordinator lost the cluster's writer lease (${this.lostReason || "renewals are late"}) and has not taken it back; writes resume once it holds it again`);
   }
 
   /** Releases the lease (the next writer coordinator starts at once). */
