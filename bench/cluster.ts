@@ -192,7 +192,9 @@ async function run(modules: Modules, directory: string, cleanups: (() => Promise
   if (p0Node === undefined) throw new Error("no loaded node lives on partition 0");
   const failover = await measureFailover({ cluster, db: clusterDb, nodeId: p0Node, leaseHolder, progress }, FAILOVER_ROUNDS);
   console.log(`\nfailover, transport attempt timeout 5,000 ms (default):\n${formatFailover(failover)}`);
-  // The same coordinator settings but a shorter attempt timeout; the first handle is idle meanwhile (one writer).
+  // The same coordinator settings but a shorter attempt timeout. A cluster has one writer coordinator: the first
+  // handle closes (releasing the writer lease) before the second connects.
+  await clusterDb.close();
   const shortDb = await modules.remote.connectCluster({ cluster: CLUSTER_NAME, servers: cluster.urls, partitions: PARTITIONS, schema: CLUSTER_BENCH_PROJECT, attemptTimeoutMs: SHORT_ATTEMPT_TIMEOUT_MS });
   cleanups.push(() => shortDb.close());
   const shortFailover = await measureFailover({ cluster, db: shortDb, nodeId: p0Node, leaseHolder, progress }, FAILOVER_ROUNDS);
