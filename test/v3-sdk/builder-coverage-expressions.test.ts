@@ -10,25 +10,16 @@
  * eval/predicate.rs): `neq` is the negation of `eq`, so a missing property matches it; `isNull` holds for a missing
  * property or a null, `isNotNull` for a present non-null one; the string tests hold only for strings.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_VARIANTS, openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { describeOnKnowsGraph, type Sdk } from "./harness.js";
 
 // Each suite runs against a schemaless database and against one with a schema (harness.ts KNOWS_SCHEMA).
-describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-  let embedded: SdkEmbedded;
-  let sdk: Sdk;
-  const run: SdkEmbedded["run"] = (batch) => embedded.run(batch);
-
-  beforeAll(async () => {
-    embedded = await openSeededKnowsGraph(variant);
-    sdk = embedded.sdk;
-  });
-
-  afterAll(() => embedded.db.close());
+describeOnKnowsGraph((graph) => {
+  const run = graph.run;
 
   describe("Expr built by the v3 SDK", () => {
     it("add, sub, mul, div and modulo compute on a property, in projections and predicates", async () => {
-      const { g, readBatch, Expr, Projection, Predicate, CompareOp } = sdk;
+      const { g, readBatch, Expr, Projection, Predicate, CompareOp } = graph.sdk;
       const age = () => Expr.prop("age");
       const answer = await run(
         readBatch()
@@ -60,13 +51,13 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("Expr.param reads a request parameter, and Expr.id the current element's ID", async () => {
-      const { g, readBatch, Expr, Projection, Predicate, CompareOp, defineParams, param } = sdk;
+      const { g, readBatch, Expr, Projection, Predicate, CompareOp, defineParams, param } = graph.sdk;
       const params = defineParams({ bonus: param.i64(), name: param.string() });
       const request = readBatch()
         .varAs("aged", g().n([1, 2]).project([Projection.expr("later", Expr.prop("age").add(Expr.param("bonus"))), Projection.expr("greeting", Expr.param("name"))]))
         .varAs("by_id", g().nWhere(Predicate.compare(Expr.id(), CompareOp.Gte, Expr.val(2))).values(["name"]))
         .returning(["aged", "by_id"]);
-      const answer = await embedded.db.run(JSON.parse(request.toQueryJson(params, { bonus: 10, name: "hi" })));
+      const answer = await graph.db.run(JSON.parse(request.toQueryJson(params, { bonus: 10, name: "hi" })));
       expect(answer).toEqual({
         aged: [
           { later: 40, greeting: "hi" },
@@ -79,7 +70,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
 
   describe("Predicate built by the v3 SDK", () => {
     it("comparisons and string tests: neq, lte, between, isNull, isNotNull, startsWith, endsWith, contains", async () => {
-      const { g, readBatch, Predicate } = sdk;
+      const { g, readBatch, Predicate } = graph.sdk;
       const users = (predicate: Parameters<Sdk["Predicate"]["not"]>[0]) => g().nWithLabel("User").where(predicate).id();
       const answer = await run(
         readBatch()
@@ -111,7 +102,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("a string test of a number is invalid_type in Silk, where HelixDB answers false (a known difference)", async () => {
-      const { g, readBatch, Predicate } = sdk;
+      const { g, readBatch, Predicate } = graph.sdk;
       // HelixDB's startsWith/endsWith/contains hold only when both sides are strings and are false otherwise
       // (eval/predicate.rs: `as_str().zip(..).is_some_and(..)`), so it would answer []. Silk follows SPEC's type
       // rules (node/predicates.ts): comparing mismatched types is an error, not a silent false. Asserted as it is,
@@ -121,7 +112,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("sets and logic: isIn, isInExpr, or, not and fromSource", async () => {
-      const { g, readBatch, Predicate, Expr } = sdk;
+      const { g, readBatch, Predicate, Expr } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("ann_or_cy", g().nWhere(Predicate.isIn("name", ["Ann", "Cy"])).id())
@@ -135,7 +126,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("parameter forms: eqParam, neqParam, gtParam, gteParam, ltParam, lteParam, containsParam, isInParam", async () => {
-      const { g, readBatch, Predicate, defineParams, param } = sdk;
+      const { g, readBatch, Predicate, defineParams, param } = graph.sdk;
       const params = defineParams({ who: param.string(), pivot: param.i64(), fragment: param.string(), ages: param.array(param.i64()) });
       const request = readBatch()
         .varAs("eq", g().nWhere(Predicate.eqParam("name", "who")).id())
@@ -147,7 +138,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
         .varAs("contains", g().nWhere(Predicate.containsParam("name", "fragment")).id())
         .varAs("in", g().nWhere(Predicate.isInParam("age", "ages")).id())
         .returning(["eq", "neq", "gt", "gte", "lt", "lte", "contains", "in"]);
-      const answer = await embedded.db.run(JSON.parse(request.toQueryJson(params, { who: "Bob", pivot: 25, fragment: "n", ages: [30, 31] })));
+      const answer = await graph.db.run(JSON.parse(request.toQueryJson(params, { who: "Bob", pivot: 25, fragment: "n", ages: [30, 31] })));
       expect(answer).toEqual({ eq: ["2"], neq: ["1", "3"], gt: ["1"], gte: ["1", "2"], lt: [], lte: ["2"], contains: ["1"], in: ["1"] });
     });
   });

@@ -13,8 +13,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_VARIANTS, openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { describeOnKnowsGraph } from "./harness.js";
 
 const DSL_TYPES = fileURLToPath(new URL("../../../shared/clients/helix-v3-sdk-ts/dist/dsl.d.ts", import.meta.url));
 const SUITE_FOLDER = fileURLToPath(new URL(".", import.meta.url));
@@ -86,21 +86,12 @@ describe("the SDK builder coverage guard", () => {
 });
 
 // Each suite runs against a schemaless database and against one with a schema (harness.ts KNOWS_SCHEMA).
-describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-  let embedded: SdkEmbedded;
-  let sdk: Sdk;
-  const run: SdkEmbedded["run"] = (batch) => embedded.run(batch);
-
-  beforeAll(async () => {
-    embedded = await openSeededKnowsGraph(variant);
-    sdk = embedded.sdk;
-  });
-
-  afterAll(() => embedded.db.close());
+describeOnKnowsGraph((graph) => {
+  const run = graph.run;
 
   describe("read steps of Traversal built by the v3 SDK", () => {
     it("sources: nWhere, e (one ID and a list), eWhere and eWithLabelWhere", async () => {
-      const { g, readBatch, Predicate } = sdk;
+      const { g, readBatch, Predicate } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("older", g().nWhere(Predicate.gt("age", 26)).id())
@@ -114,7 +105,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("inE, inN and otherN walk edges back to their ends", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("in_edges", g().n(1).inE("Knows").id())
@@ -129,7 +120,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("filters: hasLabel, dedup, within, without, edgeHas and edgeHasLabel", async () => {
-      const { g, readBatch, Predicate, Expr } = sdk;
+      const { g, readBatch, Predicate, Expr } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("young", g().nWhere(Predicate.lt("age", 28)))
@@ -163,7 +154,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("paging: limit, skip and range, with literal and expression bounds", async () => {
-      const { g, readBatch, Expr, StreamBound } = sdk;
+      const { g, readBatch, Expr, StreamBound } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("limited", g().n([1, 2, 3]).limit(2).id())
@@ -178,7 +169,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("named streams: as, store, select and inject", async () => {
-      const { g, readBatch, Predicate } = sdk;
+      const { g, readBatch, Predicate } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("bob", g().nWhere(Predicate.eq("name", "Bob")))
@@ -192,7 +183,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("terminals: exists and label", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("has_out", g().n(1).out().exists())
@@ -205,7 +196,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("branches: union, choose (with and without else) and repeat", async () => {
-      const { g, sub, readBatch, Predicate, RepeatConfig } = sdk;
+      const { g, sub, readBatch, Predicate, RepeatConfig } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("union", g().n(1).union([sub().out(), sub().in()]).id())
@@ -221,7 +212,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("repeat's emitBefore, emitAll, emitIf and a multi-record until answer as HelixDB v3's repeat", async () => {
-      const { g, sub, readBatch, Predicate, RepeatConfig } = sdk;
+      const { g, sub, readBatch, Predicate, RepeatConfig } = graph.sdk;
       const out = () => RepeatConfig.new(sub().out("Knows"));
       const answer = await run(
         readBatch()
@@ -238,7 +229,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("fold gathers the stream into one array of records, and unfold spreads it again", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(readBatch().varAs("folded", g().n([1, 2]).fold()).varAs("unfolded", g().n([2, 3]).fold().unfold()).returning(["folded", "unfolded"]));
       const ann = { $id: "1", $label: "User", name: "Ann", age: 30 };
       const bob = { $id: "2", $label: "User", name: "Bob", age: 25 };
@@ -249,7 +240,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
 
   describe("steps of SubTraversal built by the v3 SDK", () => {
     it("traversals inside a branch: inE, inN, otherN, hasLabel, dedup, edgeHas, edgeHasLabel", async () => {
-      const { g, sub, readBatch } = sdk;
+      const { g, sub, readBatch } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("in_edges", g().n(1).union([sub().inE("Knows")]).id())
@@ -274,7 +265,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("paging and named streams inside a branch: limit, skip, range, within, without, as, store, select", async () => {
-      const { g, sub, readBatch, Predicate } = sdk;
+      const { g, sub, readBatch, Predicate } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("young", g().nWhere(Predicate.lt("age", 28)))

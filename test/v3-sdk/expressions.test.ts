@@ -7,25 +7,16 @@
  * The graph: Ann (1, age 30) -Knows(4, weight 2)-> Bob (2, age 25) -Knows(5, weight 0.5)-> Cy (3, no age)
  * -Knows(6, weight 1)-> Ann.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_VARIANTS, openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { describeOnKnowsGraph } from "./harness.js";
 
 // Each suite runs against a schemaless database and against one with a schema (harness.ts KNOWS_SCHEMA).
-describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-  let embedded: SdkEmbedded;
-  let sdk: Sdk;
-  const run: SdkEmbedded["run"] = (batch) => embedded.run(batch);
-
-  beforeAll(async () => {
-    embedded = await openSeededKnowsGraph(variant);
-    sdk = embedded.sdk;
-  });
-
-  afterAll(() => embedded.db.close());
+describeOnKnowsGraph((graph) => {
+  const run = graph.run;
 
   describe("expressions built by the v3 SDK", () => {
     it("neg, case and timestamp evaluate in projections and predicates", async () => {
-      const { g, readBatch, Expr, Predicate, Projection, CompareOp } = sdk;
+      const { g, readBatch, Expr, Predicate, Projection, CompareOp } = graph.sdk;
       const before = Date.now();
       const answer = await run(
         readBatch()
@@ -62,7 +53,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("datetime (date_time_now) is the current time as a typed date: projected as ISO 8601, stored and compared as a date", async () => {
-      const { g, readBatch, writeBatch, Expr, Predicate, Projection, DateTime, PropertyInput } = sdk;
+      const { g, readBatch, writeBatch, Expr, Predicate, Projection, DateTime, PropertyInput } = graph.sdk;
       const request = readBatch().varAs("now", g().n(1).project([Projection.expr("now", Expr.datetime())]));
       expect(JSON.parse(request.toQueryJson()).query.read.entries[0].query.root.project.projections[0]).toEqual({ expr: { alias: "now", expr: "date_time_now" } });
       const before = Date.now();
@@ -78,7 +69,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
       expect(seen).toBeGreaterThanOrEqual(before);
       const compared = await run(
         readBatch()
-          .varAs("later", g().n(2).where(Predicate.compare(Expr.prop("seen"), sdk.CompareOp.Gte, Expr.val(DateTime.fromMillis(before)))).count())
+          .varAs("later", g().n(2).where(Predicate.compare(Expr.prop("seen"), graph.sdk.CompareOp.Gte, Expr.val(DateTime.fromMillis(before)))).count())
           .returning(["later"]),
       );
       expect(compared).toEqual({ later: 1 });

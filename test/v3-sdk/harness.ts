@@ -18,7 +18,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { open, type Database } from "../../runtime/embedded.js";
 import { createKey } from "../../gateway/hosted/key-store.js";
 import { temporaryDirectory } from "../cli/helpers.js";
@@ -173,4 +173,31 @@ export async function openSeededKnowsGraph(variant: DatabaseVariant = "schemales
   );
   expect(seeded).toMatchObject({ ann: [{ $id: "1" }], bob: [{ $id: "2" }], cy: [{ $id: "3" }] });
   return { sdk, db, run };
+}
+
+/**
+ * For each of DATABASE_VARIANTS, a describe block whose tests share one seeded Knows graph (openSeededKnowsGraph).
+ * `graph`'s `sdk`, `db` and `run` are for use inside tests: the database opens in the block's beforeAll.
+ */
+export function describeOnKnowsGraph(body: (graph: SdkEmbedded) => void): void {
+  describe.each(DATABASE_VARIANTS)("%s", (variant) => {
+    let embedded: SdkEmbedded | undefined;
+    const opened = (): SdkEmbedded => {
+      if (embedded === undefined) throw new Error("the Knows graph is opened in beforeAll: use it inside tests");
+      return embedded;
+    };
+    beforeAll(async () => {
+      embedded = await openSeededKnowsGraph(variant);
+    });
+    afterAll(() => embedded?.db.close());
+    body({
+      get sdk() {
+        return opened().sdk;
+      },
+      get db() {
+        return opened().db;
+      },
+      run: (batch) => opened().run(batch),
+    });
+  });
 }

@@ -7,25 +7,16 @@
  * The graph: Ann (1, age 30) -Knows(4, weight 2)-> Bob (2, age 25) -Knows(5, weight 0.5)-> Cy (3, no age)
  * -Knows(6, weight 1)-> Ann.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_VARIANTS, openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { describeOnKnowsGraph } from "./harness.js";
 
 // Each suite runs against a schemaless database and against one with a schema (harness.ts KNOWS_SCHEMA).
-describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-  let embedded: SdkEmbedded;
-  let sdk: Sdk;
-  const run: SdkEmbedded["run"] = (batch) => embedded.run(batch);
-
-  beforeAll(async () => {
-    embedded = await openSeededKnowsGraph(variant);
-    sdk = embedded.sdk;
-  });
-
-  afterAll(() => embedded.db.close());
+describeOnKnowsGraph((graph) => {
+  const run = graph.run;
 
   describe("row steps built by the v3 SDK", () => {
     it("bind and projectDistinctBindings, with coalesce across an optional binding (the SDK README's example)", async () => {
-      const { g, sub, readBatch, BindingProjection } = sdk;
+      const { g, sub, readBatch, BindingProjection } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs(
@@ -59,7 +50,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("path and simplePath follow each row's walk, edges included", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("walk", g().n(1).outE("Knows").outN().out("Knows").path())
@@ -78,7 +69,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("withSack, sackAdd, sackSet and sackGet carry a value along each row", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("weights", g().n(1).withSack(0).outE("Knows").sackAdd("weight").outN().outE("Knows").sackAdd("weight").outN().sackGet())
@@ -97,7 +88,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("Projection.fromEndpoint and toEndpoint project an edge's source and target fields, and filters read them", async () => {
-      const { g, readBatch, Projection, Predicate, Order } = sdk;
+      const { g, readBatch, Projection, Predicate, Order } = graph.sdk;
       const answer = await run(
         readBatch()
           .varAs("ends", g().eWithLabel("Knows").project([Projection.fromEndpoint("$id", "source"), Projection.fromEndpoint("name", "from"), Projection.toEndpoint("age", "to_age")]))
@@ -118,7 +109,7 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
     });
 
     it("edgeProperties answers the edges' record objects", async () => {
-      const { g, readBatch } = sdk;
+      const { g, readBatch } = graph.sdk;
       const answer = await run(readBatch().varAs("edges", g().n(2).bothE("Knows").edgeProperties()).returning(["edges"]));
       expect(answer).toEqual({
         edges: [
