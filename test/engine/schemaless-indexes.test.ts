@@ -70,7 +70,7 @@ describe.each(BACKENDS)("index DDL without a schema ($name)", (backend) => {
     expect(listed).toHaveLength(6);
     // The same definition again answers the index as it is; another one is refused until it is dropped.
     expect(await create({ label: "User", property: "age", type: "equality" })).toMatchObject({ index: "User.age", state: "active" });
-    await expectCode(t.run(createIndex({ label: "User", property: "age", type: "unique" })), "invalid_field");
+    await expectCode(t.run(createIndex({ label: "User", property: "age", type: "unique" })), "index_definition_conflict");
   });
 
   it("answers lookups from an untyped index exactly as the label scan does", async () => {
