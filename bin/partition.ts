@@ -7,10 +7,16 @@
  * cluster/nats/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
  * DIR/logs/p<I>-r<R>.log.
  *
+ * With `--health-port`, it answers `GET /health` on that port (`--health-host`, default 127.0.0.1; a Kubernetes pod
+ * gives 0.0.0.0): 200 `{"status": "ok", "partition", "replica", "role": "leader" | "follower", "applied"}` while the
+ * replica runs, 503 `{"error": "partition_unavailable", ..}` once it is stopping, for a supervisor's liveness and
+ * readiness probes.
+ *
  * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
  * and the NATS connection close. A fatal replica failure (the store cannot follow the log) exits with code 1.
  */
 import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
@@ -30,6 +36,27 @@ export interface PartitionCommandOptions {
   readonly dir: string;
   readonly partition: number;
   readonly replica: number;
+  /** Serve `GET /health` on this port (0: any free one, printed at start); absent: no HTTP at all. */
+  readonly healthPort?: number;
+  /** The address the health port binds (default 127.0.0.1). */
+  readonly healthHost?: string;
+}
+
+/** The replica's health answer: what a probe needs to tell a running replica from one that is going away. */
+function healthServer(state: () => { stopping: boolean; partition: number; replica: string; role: string; applied: number }): Server {
+  return createServer((request, response) => {
+    const url = request.url?.split("?")[0];
+    if (request.method !== "GET" || url !== "/health") {
+      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "not_found", msg: "a partition replica answers GET /health only" }));
+      return;
+    }
+    const { stopping, ...replica } = state();
+    if (stopping) {
+      response.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: "partition_unavailable", msg: "the replica is stopping", ...replica }));
+      return;
+    }
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "ok", ...replica }));
+  });
 }
 
 /** Starts the replica; resolves once it runs. The process then lives until a signal stops it. */
@@ -82,11 +109,13 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     uniqueEdgeLabels: uniqueEdgeLabels(schema),
   });
   let stopping = false;
+  let health: Server | undefined;
   const shutdown = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     try {
       await replica?.stop();
+      await new Promise<void>((done) => (health === undefined ? done() : health.close(() => done())));
       await nc.close();
       await store.close();
       lock.release();
@@ -113,7 +142,23 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     },
   });
   logger.info({ applied: replica.appliedSequence(), role: replica.role }, "replica started");
-  process.stdout.write(`silk: partition ${options.partition} replica ${options.replica} of cluster ${manifest.name} running\n`);
+  let healthNote = "";
+  if (options.healthPort !== undefined) {
+    const running = replica;
+    health = healthServer(() => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence() }));
+    const server = health;
+    await new Promise<void>((listening, failed) => {
+      server.once("error", failed);
+      server.listen(options.healthPort, options.healthHost ?? "127.0.0.1", () => listening());
+    }).catch(async (cause: unknown) => {
+      // shutdown() ends the process: the reason goes out first, as the CLI writes any other failure.
+      process.stderr.write(`silk partition: invalid_option: --health-port ${options.healthPort}: ${(cause as Error).message}\n`);
+      await shutdown(1);
+    });
+    const address = server.address();
+    healthNote = typeof address === "object" && address !== null ? `, health on http://${address.address}:${address.port}/health` : "";
+  }
+  process.stdout.write(`silk: partition ${options.partition} replica ${options.replica} of cluster ${manifest.name} running${healthNote}\n`);
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       logger.info(`${signal}: stopping`);

@@ -252,7 +252,9 @@ function partitionCommand(): Command {
     .requiredOption("--dir <dir>", "the cluster directory (its cluster.json)")
     .requiredOption("--partition <i>", "the partition's index, from 0", nonNegativeInteger)
     .requiredOption("--replica <r>", "the replica's index, from 0", nonNegativeInteger)
-    .action(async (flags: { dir: string; partition: number; replica: number }) => {
+    .option("--health-port <port>", "answer GET /health on this port (0: any free one), for a supervisor's probes", nonNegativeInteger)
+    .option("--health-host <host>", "the address the health port binds (default 127.0.0.1)")
+    .action(async (flags: { dir: string; partition: number; replica: number; healthPort?: number; healthHost?: string }) => {
       try {
         await runPartition(flags);
       } catch (cause) {

@@ -128,7 +128,11 @@ function start(pod: Pod): void {
   const env = environment(pod, container);
   // Kubernetes expands $(VAR) in command and args from the container's environment.
   const args = (container.args ?? []).map((arg) => localize(arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, name: string) => env[name] ?? `$(${name})`), pod, container));
-  const localArgs = args.map((arg, index) => (args[index - 1] === "--host" && arg === "0.0.0.0" ? "127.0.0.1" : args[index - 1] === "--port" ? String(pod.ports.get(Number(arg)) ?? arg) : arg));
+  const localArgs = args.map((arg, index) => {
+    const flag = args[index - 1];
+    if ((flag === "--host" || flag === "--health-host") && arg === "0.0.0.0") return "127.0.0.1";
+    return flag === "--port" || flag === "--health-port" ? String(pod.ports.get(Number(arg)) ?? arg) : arg;
+  });
   let child: ChildProcess;
   if (container.command?.[0] === "silk") {
     child = spawnSilk(localArgs, { cwd: pod.directory, env });
@@ -184,9 +188,13 @@ describe("deploy/kubernetes launched as local processes", () => {
     for (const pod of [...natsPods, ...partitionPods, coordinatorPod]) start(pod);
     const deadline = Date.now() + STARTUP_MS_MAX;
 
-    // The probes as the kubelet would run them: NATS's readiness and liveness paths, then the coordinator's.
+    // The probes as the kubelet would run them: NATS's readiness and liveness paths, every replica's, then the coordinator's.
     for (const pod of natsPods) {
       const container = nats.spec.template.spec.containers[0];
+      for (const probe of [container.readinessProbe!, container.livenessProbe!]) await httpGetOk(probePort(pod, container, probe.httpGet!.port), probe.httpGet!.path, deadline);
+    }
+    for (const pod of partitionPods) {
+      const container = pod.workload.spec.template.spec.containers[0];
       for (const probe of [container.readinessProbe!, container.livenessProbe!]) await httpGetOk(probePort(pod, container, probe.httpGet!.port), probe.httpGet!.path, deadline);
     }
     const server = coordinator.spec.template.spec.containers[0];

@@ -164,7 +164,7 @@ describe("deploy/kubernetes", () => {
           const port = probe?.httpGet?.port ?? probe?.tcpSocket?.port;
           if (port !== undefined) expect(containerPort(container, port), `${where}: probe port ${port}`).toBeDefined();
         }
-        const http = (container.ports ?? []).find((port) => port.name === "http" || port.name === "monitor");
+        const http = (container.ports ?? []).find((port) => port.name === "http" || port.name === "monitor" || port.name === "health");
         if (http === undefined) continue;
         expect(container.readinessProbe?.httpGet, `${where}: readiness`).toBeDefined();
         expect(container.livenessProbe?.httpGet, `${where}: liveness`).toBeDefined();

@@ -1,0 +1,53 @@
+/**
+ * `silk partition --health-port`: a replica process answers GET /health for a supervisor's probes (the Kubernetes
+ * manifests in deploy/ read it): 200 with its partition, replica, role and applied sequence while it runs, 404 for any
+ * other route, and a port it cannot bind refuses the start with invalid_option.
+ */
+import { once } from "node:events";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLUSTER_FORMAT, writeClusterManifest } from "../../cluster/nats/manifest.js";
+import { REPO, removeTemporaryDirectories, runSilk, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
+import { startTestNats, stopTestNats, type TestNats } from "../helpers/cluster.js";
+
+let nats: TestNats;
+
+beforeAll(async () => {
+  nats = await startTestNats(1);
+}, 30_000);
+
+afterAll(async () => {
+  if (nats !== undefined) await stopTestNats(nats);
+  removeTemporaryDirectories();
+});
+
+describe("silk partition --health-port", () => {
+  it("answers GET /health while the replica runs, 404 elsewhere, and refuses a port it cannot bind", async () => {
+    const dir = temporaryDirectory();
+    writeClusterManifest(dir, { format: CLUSTER_FORMAT, name: "health", nats: nats.urls, partitions: 1, replicas: 2, project: join(REPO, "examples"), port: 0 });
+    const replica = spawnSilk(["partition", "--dir", dir, "--partition", "0", "--replica", "0", "--health-port", "0"]);
+    try {
+      let printed = "";
+      replica.stdout.setEncoding("utf8").on("data", (chunk: string) => (printed += chunk));
+      while (!/health on (http:\/\/[0-9.]+:[0-9]+)\/health/.test(printed)) {
+        if (replica.exitCode !== null) throw new Error(`the replica exited (${replica.exitCode})`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const base = /health on (http:\/\/[0-9.]+:[0-9]+)\/health/.exec(printed)![1];
+      const health = await fetch(`${base}/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: "ok", partition: 0, replica: "r0", role: expect.stringMatching(/^(leader|follower)$/), applied: expect.any(Number) });
+      const other = await fetch(`${base}/metrics`);
+      expect([other.status, ((await other.json()) as { error: string }).error]).toEqual([404, "not_found"]);
+
+      // The same port for the second replica: refused before it serves, naming the flag.
+      const taken = await runSilk(["partition", "--dir", dir, "--partition", "0", "--replica", "1", "--health-port", new URL(base).port]);
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toMatch(/silk partition: invalid_option: --health-port \d+: .*EADDRINUSE/);
+    } finally {
+      replica.kill("SIGTERM");
+      if (replica.exitCode === null) await once(replica, "exit");
+    }
+    expect(replica.exitCode).toBe(0);
+  }, 60_000);
+});
