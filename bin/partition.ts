@@ -10,13 +10,15 @@
  * With `--health-port`, it answers `GET /health` on that port (`--health-host`, default 127.0.0.1; a Kubernetes pod
  * gives 0.0.0.0): 200 `{"status": "ok", "partition", "replica", "role": "leader" | "follower", "applied"}` while the
  * replica runs, 503 `{"error": "partition_unavailable", ..}` once it is stopping, for a supervisor's liveness and
- * readiness probes.
+ * readiness probes; and `GET /metrics` in Prometheus text (docs/CLUSTER.md, "Replica metrics"): its role, applied
+ * log sequence, LMDB map, pages and readers, and Node's process metrics.
  *
  * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
  * and the NATS connection close. A fatal replica failure (the store cannot follow the log) exits with code 1.
  */
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
@@ -36,18 +38,65 @@ export interface PartitionCommandOptions {
   readonly dir: string;
   readonly partition: number;
   readonly replica: number;
-  /** Serve `GET /health` on this port (0: any free one, printed at start); absent: no HTTP at all. */
+  /** Serve `GET /health` and `GET /metrics` on this port (0: any free one, printed at start); absent: no HTTP at all. */
   readonly healthPort?: number;
   /** The address the health port binds (default 127.0.0.1). */
   readonly healthHost?: string;
 }
 
-/** The replica's health answer: what a probe needs to tell a running replica from one that is going away. */
-function healthServer(state: () => { stopping: boolean; partition: number; replica: string; role: string; applied: number }): Server {
+interface ReplicaState {
+  readonly stopping: boolean;
+  readonly partition: number;
+  readonly replica: string;
+  readonly role: "leader" | "follower";
+  readonly applied: number;
+}
+
+/**
+ * The replica's metrics registry, read at each scrape: role, applied sequence and its LMDB's pages and readers (the
+ * names and meanings of `silk serve`'s LMDB gauges, docs/SERVER.md), plus Node's process metrics.
+ */
+function replicaMetrics(state: () => ReplicaState, store: PartitionStore): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labelNames = ["partition", "replica"];
+  const gauge = (name: string, help: string, read: () => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        const { partition, replica } = state();
+        this.set({ partition: String(partition), replica }, read());
+      },
+    });
+  };
+  gauge("silk_replica_leader", "1 while this replica leads its partition (holds the lease), else 0", () => (state().role === "leader" ? 1 : 0));
+  gauge("silk_replica_applied_sequence", "the last log sequence this replica applied to its LMDB", () => state().applied);
+  gauge("silk_lmdb_map_size_bytes", "this replica's LMDB map size", () => store.pageStatus().mapSizeBytes);
+  gauge("silk_lmdb_used_bytes", "bytes of this replica's map in use (its pages up to the highest used)", () => {
+    const pages = store.pageStatus();
+    return pages.usedPages * pages.pageSize;
+  });
+  gauge("silk_lmdb_free_pages", "pages on this replica's LMDB free list", () => store.pageStatus().freePages);
+  gauge("silk_lmdb_readers", "live LMDB reader slots of this replica's environment, of every process", () => store.pageStatus().readers.length);
+  return registry;
+}
+
+/** The replica's health answer (what a probe needs to tell a running replica from one that is going away) and metrics. */
+function healthServer(state: () => ReplicaState, metrics: Registry): Server {
   return createServer((request, response) => {
     const url = request.url?.split("?")[0];
+    if (request.method === "GET" && url === "/metrics") {
+      void metrics.metrics().then(
+        (text) => response.writeHead(200, { "content-type": metrics.contentType }).end(text),
+        (cause: unknown) => response.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: "internal", msg: String(cause) })),
+      );
+      return;
+    }
     if (request.method !== "GET" || url !== "/health") {
-      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "not_found", msg: "a partition replica answers GET /health only" }));
+      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "not_found", msg: "a partition replica answers GET /health and GET /metrics only" }));
       return;
     }
     const { stopping, ...replica } = state();
@@ -145,7 +194,8 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   let healthNote = "";
   if (options.healthPort !== undefined) {
     const running = replica;
-    health = healthServer(() => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence() }));
+    const state = (): ReplicaState => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence() });
+    health = healthServer(state, replicaMetrics(state, store));
     const server = health;
     await new Promise<void>((listening, failed) => {
       server.once("error", failed);

@@ -252,7 +252,7 @@ function partitionCommand(): Command {
     .requiredOption("--dir <dir>", "the cluster directory (its cluster.json)")
     .requiredOption("--partition <i>", "the partition's index, from 0", nonNegativeInteger)
     .requiredOption("--replica <r>", "the replica's index, from 0", nonNegativeInteger)
-    .option("--health-port <port>", "answer GET /health on this port (0: any free one), for a supervisor's probes", nonNegativeInteger)
+    .option("--health-port <port>", "answer GET /health and GET /metrics on this port (0: any free one), for a supervisor's probes and Prometheus", nonNegativeInteger)
     .option("--health-host <host>", "the address the health port binds (default 127.0.0.1)")
     .action(async (flags: { dir: string; partition: number; replica: number; healthPort?: number; healthHost?: string }) => {
       try {

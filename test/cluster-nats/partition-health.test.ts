@@ -1,7 +1,8 @@
 /**
  * `silk partition --health-port`: a replica process answers GET /health for a supervisor's probes (the Kubernetes
- * manifests in deploy/ read it): 200 with its partition, replica, role and applied sequence while it runs, 404 for any
- * other route, and a port it cannot bind refuses the start with invalid_option.
+ * manifests in deploy/ read it): 200 with its partition, replica, role and applied sequence while it runs; GET
+ * /metrics in Prometheus text (role, applied sequence, LMDB gauges, process metrics); 404 for any other route; and a
+ * port it cannot bind refuses the start with invalid_option.
  */
 import { once } from "node:events";
 import { join } from "node:path";
@@ -22,7 +23,7 @@ afterAll(async () => {
 });
 
 describe("silk partition --health-port", () => {
-  it("answers GET /health while the replica runs, 404 elsewhere, and refuses a port it cannot bind", async () => {
+  it("answers GET /health and GET /metrics while the replica runs, 404 elsewhere, and refuses a port it cannot bind", async () => {
     const dir = temporaryDirectory();
     writeClusterManifest(dir, { format: CLUSTER_FORMAT, name: "health", nats: nats.urls, partitions: 1, replicas: 2, project: join(REPO, "examples"), port: 0 });
     const replica = spawnSilk(["partition", "--dir", dir, "--partition", "0", "--replica", "0", "--health-port", "0"]);
@@ -37,7 +38,17 @@ describe("silk partition --health-port", () => {
       const health = await fetch(`${base}/health`);
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ status: "ok", partition: 0, replica: "r0", role: expect.stringMatching(/^(leader|follower)$/), applied: expect.any(Number) });
-      const other = await fetch(`${base}/metrics`);
+      const metrics = await fetch(`${base}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(metrics.headers.get("content-type")).toMatch(/^text\/plain/);
+      const text = await metrics.text();
+      expect(text).toMatch(/^silk_replica_leader\{partition="0",replica="r0"\} [01]$/m);
+      expect(text).toMatch(/^silk_replica_applied_sequence\{partition="0",replica="r0"\} \d+$/m);
+      for (const name of ["silk_lmdb_map_size_bytes", "silk_lmdb_used_bytes", "silk_lmdb_free_pages", "silk_lmdb_readers"]) {
+        expect(text).toMatch(new RegExp(`^${name}\\{partition="0",replica="r0"\\} \\d+$`, "m"));
+      }
+      expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+      const other = await fetch(`${base}/status`);
       expect([other.status, ((await other.json()) as { error: string }).error]).toEqual([404, "not_found"]);
 
       // The same port for the second replica: refused before it serves, naming the flag.
