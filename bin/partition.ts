@@ -27,6 +27,7 @@ import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
 import { acquireWriterLock } from "../runtime/writer-lock.js";
 import { PartitionStore } from "../node/partition-store.js";
+import { storageStatistics } from "../runtime/embedded.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
@@ -52,45 +53,54 @@ interface ReplicaState {
   readonly applied: number;
 }
 
+/** The replica's metrics: what `GET /metrics` reports, set from the replica and its store once per scrape. */
+interface ReplicaMetrics {
+  readonly registry: Registry;
+  refresh(state: ReplicaState): void;
+}
+
 /**
- * The replica's metrics registry, read at each scrape: role, applied sequence and its LMDB's pages and readers (the
- * names and meanings of `silk serve`'s LMDB gauges, docs/SERVER.md), plus Node's process metrics.
+ * Role, applied sequence and the LMDB gauges of `silk serve` (names and meanings as docs/SERVER.md gives them), each
+ * labelled partition and replica, plus Node's process metrics.
  */
-function replicaMetrics(state: () => ReplicaState, store: PartitionStore): Registry {
+function replicaMetrics(store: PartitionStore): ReplicaMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const labelNames = ["partition", "replica"];
-  const gauge = (name: string, help: string, read: () => number): void => {
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        const { partition, replica } = state();
-        this.set({ partition: String(partition), replica }, read());
-      },
-    });
+  const gauge = (name: string, help: string): Gauge => new Gauge({ name, help, labelNames: ["partition", "replica"], registers: [registry] });
+  const leader = gauge("silk_replica_leader", "1 while this replica leads its partition (holds the lease), else 0");
+  const applied = gauge("silk_replica_applied_sequence", "the last log sequence this replica applied to its LMDB");
+  const mapSize = gauge("silk_lmdb_map_size_bytes", "this replica's LMDB map size");
+  const usedBytes = gauge("silk_lmdb_used_bytes", "bytes of this replica's map in use (its pages up to the highest used)");
+  const freePages = gauge("silk_lmdb_free_pages", "pages on this replica's LMDB free list");
+  const readers = gauge("silk_lmdb_readers", "live LMDB reader slots of this replica's environment, of every process");
+  return {
+    registry,
+    refresh(state) {
+      const labels = { partition: String(state.partition), replica: state.replica };
+      const storage = storageStatistics(state.partition, store);
+      leader.set(labels, state.role === "leader" ? 1 : 0);
+      applied.set(labels, state.applied);
+      mapSize.set(labels, storage.mapSizeBytes);
+      usedBytes.set(labels, storage.usedBytes);
+      freePages.set(labels, storage.freePages);
+      readers.set(labels, storage.readers);
+    },
   };
-  gauge("silk_replica_leader", "1 while this replica leads its partition (holds the lease), else 0", () => (state().role === "leader" ? 1 : 0));
-  gauge("silk_replica_applied_sequence", "the last log sequence this replica applied to its LMDB", () => state().applied);
-  gauge("silk_lmdb_map_size_bytes", "this replica's LMDB map size", () => store.pageStatus().mapSizeBytes);
-  gauge("silk_lmdb_used_bytes", "bytes of this replica's map in use (its pages up to the highest used)", () => {
-    const pages = store.pageStatus();
-    return pages.usedPages * pages.pageSize;
-  });
-  gauge("silk_lmdb_free_pages", "pages on this replica's LMDB free list", () => store.pageStatus().freePages);
-  gauge("silk_lmdb_readers", "live LMDB reader slots of this replica's environment, of every process", () => store.pageStatus().readers.length);
-  return registry;
 }
 
 /** The replica's health answer (what a probe needs to tell a running replica from one that is going away) and metrics. */
-function healthServer(state: () => ReplicaState, metrics: Registry): Server {
+function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics): Server {
   return createServer((request, response) => {
     const url = request.url?.split("?")[0];
     if (request.method === "GET" && url === "/metrics") {
-      void metrics.metrics().then(
-        (text) => response.writeHead(200, { "content-type": metrics.contentType }).end(text),
+      // In the promise, so that a store closing under a scrape answers 500 instead of throwing out of the handler.
+      void Promise.resolve()
+        .then(() => {
+          metrics.refresh(state());
+          return metrics.registry.metrics();
+        })
+        .then(
+        (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
         (cause: unknown) => response.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: "internal", msg: String(cause) })),
       );
       return;
@@ -195,7 +205,7 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   if (options.healthPort !== undefined) {
     const running = replica;
     const state = (): ReplicaState => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence() });
-    health = healthServer(state, replicaMetrics(state, store));
+    health = healthServer(state, replicaMetrics(store));
     const server = health;
     await new Promise<void>((listening, failed) => {
       server.once("error", failed);

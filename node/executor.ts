@@ -10,7 +10,7 @@ import { SilkError, unreachable } from "../protocol/errors.js";
 import { idRendererOf } from "../protocol/ids.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../protocol/records.js";
-import { childSteps, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
+import { childSteps, sourceKind, type Bound, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { aggregate, group, groupsByValue } from "./aggregates.js";
 import { branch, intersect, repeat } from "./branches.js";
 import { dropEdges } from "./edge-drops.js";
@@ -228,11 +228,11 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "nodes":
     case "edges":
     case "vectors":
-      return elements(await resolveRef(step.ref, kindOfSource(step.op), scope, step.op));
+      return elements(await resolveRef(step.ref, sourceKind(step.op), scope, step.op));
     case "nodes_where":
     case "edges_where":
     case "vectors_where": {
-      const kind = kindOfSource(step.op);
+      const kind = sourceKind(step.op);
       const ids = await sourceIds(step.op, kind, step.predicate, scope);
       const candidates = await loaded(view, ids.map((id) => ({ kind, id })));
       return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope), scope));
@@ -424,9 +424,6 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
   }
 }
 
-function kindOfSource(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges_where" | "vectors_where"): RecordKind {
-  return op.startsWith("nodes") ? "node" : op.startsWith("edges") ? "edge" : "vector";
-}
 
 async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>, scope: EvalScope): Promise<Element[]> {
   const kept: Element[] = [];

@@ -20,7 +20,7 @@ import { SilkError, unreachable } from "../protocol/errors.js";
 import { RESULT_ELEMENTS_MAX } from "../protocol/limits.js";
 import { idRendererOf, type IdRenderer } from "../protocol/ids.js";
 import type { RecordKind, StoredRecord } from "../protocol/records.js";
-import type { Entry, Plan, Ref, Step } from "../protocol/tree.js";
+import { sourceKind, type Entry, type Plan, type Ref, type Step } from "../protocol/tree.js";
 import { valueToJson, type Value } from "../protocol/values.js";
 import type { Deadline } from "./deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
@@ -128,7 +128,7 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
     case "nodes":
     case "edges":
     case "vectors":
-      return elements(resolve(step.ref, step.op === "nodes" ? "node" : step.op === "edges" ? "edge" : "vector", scope, step.op, withRecords));
+      return elements(resolve(step.ref, sourceKind(step.op), scope, step.op, withRecords));
     case "out":
     case "in": {
       const items = elementsOf(evaluate(step.input, scope), step.op);
@@ -174,7 +174,7 @@ function evaluate(step: Step, scope: Scope, withRecords = false): Stream {
       // Every record of a kind: the store counts its keys (executor.ts does the same through node/pushdown.ts).
       const whole = step.input;
       if ((whole.op === "nodes" || whole.op === "edges" || whole.op === "vectors") && whole.ref.kind === "all") {
-        const counted = scope.reader.countIds(whole.op === "nodes" ? "node" : whole.op === "edges" ? "edge" : "vector");
+        const counted = scope.reader.countIds(sourceKind(whole.op));
         if (counted !== undefined && counted > RESULT_ELEMENTS_MAX) throw tooManyElements();
         if (counted !== undefined) return { kind: "scalar", value: counted };
       }

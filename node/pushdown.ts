@@ -16,7 +16,8 @@
  * it is used only when the invocation has written nothing yet (its own writes are in no store) and asked for no
  * `$explain` (which lists the access path of every source step, so the stream is built).
  */
-import type { Bound, Entry, Expr, Predicate, Step } from "../protocol/tree.js";
+import { unreachable } from "../protocol/errors.js";
+import { sourceKind, type Bound, type Entry, type Expr, type Predicate, type Step } from "../protocol/tree.js";
 import type { RecordKind } from "../protocol/records.js";
 import { labelOfPredicate } from "./planner.js";
 import type { EvalScope } from "./predicates.js";
@@ -108,7 +109,7 @@ function wholeKindOrLabel(step: Step): { kind: RecordKind; label?: string } | un
     case "nodes":
     case "edges":
     case "vectors":
-      return step.ref.kind === "all" ? { kind: kindOf(step.op) } : undefined;
+      return step.ref.kind === "all" ? { kind: sourceKind(step.op) } : undefined;
     case "nodes_where":
     case "edges_where":
     case "vectors_where": {
@@ -116,15 +117,11 @@ function wholeKindOrLabel(step: Step): { kind: RecordKind; label?: string } | un
       // Exactly `$label = L`: an AND holding it has other conditions, which only the records can answer.
       if (predicate.kind !== "compare") return undefined;
       const label = labelOfPredicate(predicate);
-      return label === undefined ? undefined : { kind: kindOf(step.op), label };
+      return label === undefined ? undefined : { kind: sourceKind(step.op), label };
     }
     default:
       return undefined;
   }
-}
-
-function kindOf(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges_where" | "vectors_where"): RecordKind {
-  return op.startsWith("nodes") ? "node" : op.startsWith("edges") ? "edge" : "vector";
 }
 
 /**
@@ -136,28 +133,28 @@ function kindOf(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges_where
  */
 export function localStep(step: Step): { kind: RecordKind; parameters: string[] } | undefined {
   const names = new Set<string>();
-  const sourceKind = (current: Step): RecordKind | undefined => {
+  const localKind = (current: Step): RecordKind | undefined => {
     switch (current.op) {
       case "nodes":
       case "edges":
       case "vectors":
-        return current.ref.kind === "all" ? kindOf(current.op) : undefined;
+        return current.ref.kind === "all" ? sourceKind(current.op) : undefined;
       case "nodes_where":
       case "edges_where":
       case "vectors_where":
-        return localPredicate(current.predicate, names) ? kindOf(current.op) : undefined;
+        return localPredicate(current.predicate, names) ? sourceKind(current.op) : undefined;
       case "has":
       case "has_key":
-        return ownPath(current.path) ? sourceKind(current.input) : undefined;
+        return ownPath(current.path) ? localKind(current.input) : undefined;
       case "has_label":
-        return sourceKind(current.input);
+        return localKind(current.input);
       case "where":
-        return localPredicate(current.predicate, names) ? sourceKind(current.input) : undefined;
+        return localPredicate(current.predicate, names) ? localKind(current.input) : undefined;
       default:
         return undefined;
     }
   };
-  const kind = sourceKind(step);
+  const kind = localKind(step);
   return kind === undefined ? undefined : { kind, parameters: [...names] };
 }
 /** A path into the record itself: `$from.x` and `$to.x` read the edge's endpoint records. */
@@ -190,10 +187,8 @@ function localPredicate(predicate: Predicate, names: Set<string>): boolean {
       return localPredicate(predicate.predicate, names);
     case "exists":
       return false;
-    default: {
-      const unreachable: never = predicate;
-      throw new Error(`unknown predicate ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(predicate, "predicate");
   }
 }
 
@@ -226,20 +221,18 @@ function localExpr(expr: Expr, names: Set<string>): boolean {
     case "timestamp":
     case "date_time_now":
       return false;
-    default: {
-      const unreachable: never = expr;
-      throw new Error(`unknown expression ${JSON.stringify(unreachable)}`);
-    }
+    default:
+      return unreachable(expr, "expression");
   }
 }
+
+const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
  * The parameters a step names, as `lookupParameter` finds them (a whole parameter, or the top-level one a dotted name
  * reads into): only they travel to the partitions, not a large array another entry loops over. A name not supplied
  * is left out, and the partition refuses it as the invocation would.
  */
-const hasOwn = Object.prototype.hasOwnProperty;
-
 function parametersNamed(names: readonly string[], parameters: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
   for (const name of names) {

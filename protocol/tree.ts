@@ -322,6 +322,11 @@ export function isMutation(op: StepOp): boolean {
   return MUTATING_OPS.has(op);
 }
 
+/** The kind of record a source step yields: `nodes` and `nodes_where` nodes, and so on. */
+export function sourceKind(op: "nodes" | "edges" | "vectors" | "nodes_where" | "edges_where" | "vectors_where"): RecordKind {
+  return op.startsWith("nodes") ? "node" : op.startsWith("edges") ? "edge" : "vector";
+}
+
 export { isLabel } from "./tree-json.js";
 // ---------------------------------------------------------------------------------------------------------------
 // Decoding.

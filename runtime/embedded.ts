@@ -579,7 +579,8 @@ export class Database {
   }
 }
 
-function storageStatistics(partition: number, store: PartitionStore): PartitionStorageStatistics {
+/** A partition store's figures for `/metrics` (the servers' and `silk partition`'s), read once per scrape. */
+export function storageStatistics(partition: number, store: PartitionStore): PartitionStorageStatistics {
   const status = store.pageStatus();
   return {
     partition,
