@@ -4,7 +4,7 @@
  * view's mutations, or abandons them.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { idToString, JsonId, parseId } from "../protocol/ids.js";
 import type { EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Input, PropertyAssignments, Ref, Step } from "../protocol/tree.js";
 import type { Properties } from "../protocol/values.js";
@@ -20,7 +20,7 @@ export async function evalInput(input: Input, scope: EvalScope): Promise<unknown
     case "value":
       return input.value;
     case "expr":
-      return evaluateExpr(input.expr, undefined, scope);
+      return storedIds(await evaluateExpr(input.expr, undefined, scope));
     case "optional_param": {
       const value = Object.hasOwn(scope.parameters, input.name) ? scope.parameters[input.name] : undefined;
       return value === null ? undefined : value;
@@ -28,6 +28,26 @@ export async function evalInput(input: Input, scope: EvalScope): Promise<unknown
     default:
       return unreachable(input, "input");
   }
+}
+
+/**
+ * An expression's value with every answer's ID (JsonId: a `var` of records, a `first` record or a `fold` on
+ * `/v2/query`) as its decimal string, what `Database.run` gives the same expression: the stored value does not depend
+ * on the route that wrote it. A value without one is returned as it is.
+ */
+function storedIds(value: unknown): unknown {
+  if (value instanceof JsonId) return idToString(value.id);
+  if (Array.isArray(value)) {
+    const items = value.map(storedIds);
+    return items.some((item, i) => item !== value[i]) ? items : value;
+  }
+  if (typeof value !== "object" || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const stored = storedIds(item);
+    if (stored !== item) (copy ??= { ...value })[key] = stored;
+  }
+  return copy ?? value;
 }
 
 /** The properties of a mutation; those given by an omitted optional parameter are left out (not set, or unchanged). */

@@ -9,14 +9,15 @@
  * Since the whole predicate is evaluated on the candidates either way, the result equals the scan's.
  *
  * Ranges are planned for numbers, dates and strings (in UTF-8 byte order, as the scan compares them), and only with
- * values of the field's kind: the comparisons a scan would refuse with `invalid_type` (ordering booleans, comparing a
- * number field with a string) are left to the scan, so they are refused the same way.
+ * values of the field's kind: the comparisons no record matches (ordering booleans, comparing a number field with a
+ * string; predicates.ts) are left to the scan, which answers them the same way.
  *
  * A schemaless database declares no field types: its indexes (all made by `create_index`) key each value by its own
  * kind, and one field may hold numbers in one record and strings in another. There a comparison takes, besides the
- * index's hits of its value's kind, every entry of every other kind: those are the records a scan would refuse with
- * `invalid_type` (or compare after aligning, an ISO string with a date), so they stay candidates and the predicate
- * answers or refuses them as the scan does. When the field holds one kind, the other kinds' ranges are empty seeks.
+ * index's hits of its value's kind, every entry of every other kind: a value of another kind matches nothing, but the
+ * scan compares some after aligning them (an ISO string with a date, a decimal string with an ID), so they stay
+ * candidates and the predicate answers them as the scan does. When the field holds one kind, the other kinds' ranges
+ * are empty seeks.
  */
 import type { IndexRange, RecordKind } from "../protocol/records.js";
 import type { FieldDecl, ScalarTypeName, Schema } from "../protocol/schema.js";
@@ -142,7 +143,7 @@ function lookupOf(predicate: Predicate, indexed: IndexedType, scope: EvalScope):
       const type = indexed(field);
       if (type === undefined || (op !== "eq" && !ordered(type))) return undefined;
       const value = boundValue(other, type, scope);
-      // Ordering booleans is the scan's invalid_type; an untyped field learns it from the value.
+      // Booleans do not order (the scan matches none); an untyped field learns it from the value.
       if (value === undefined || (op !== "eq" && typeof value === "boolean")) return undefined;
       return { field: (field as { path: string }).path, ranges: withOtherKinds(type, [comparisonRange(op, value)], [value]), equality: op === "eq" };
     }
@@ -151,7 +152,7 @@ function lookupOf(predicate: Predicate, indexed: IndexedType, scope: EvalScope):
       if (type === undefined || !ordered(type)) return undefined;
       const low = boundValue(predicate.min, type, scope);
       const high = boundValue(predicate.max, type, scope);
-      // Bounds of two kinds (or booleans) would make the scan refuse every record; it is left to say so.
+      // Bounds of two kinds (or booleans) match no record; the scan is left to answer so.
       if (low === undefined || high === undefined || typeof low === "boolean" || kindTagRange(low)?.first !== kindTagRange(high)?.first) return undefined;
       return { field: (predicate.value as { path: string }).path, ranges: withOtherKinds(type, [{ low, lowInclusive: true, high, highInclusive: true }], [low]), equality: false };
     }

@@ -1,13 +1,18 @@
 /**
- * Expressions and predicates of the operation tree, evaluated against one element. Comparisons follow SPEC's type
- * rules: EQ and NEQ compare strings, booleans, dates and numbers; GT, GTE, LT and LTE compare numbers, dates and
- * strings (SPEC's range indexes cover strings: by their UTF-8 bytes, which is Unicode code point order, the order of
- * index keys; not JavaScript's UTF-16 `<`). Comparing values of different types, or ordering booleans, is an
- * `invalid_type` error rather than a silent false, so a mistyped filter is found instead of returning nothing. A missing property matches nothing
- * (and so NEQ matches it).
+ * Expressions and predicates of the operation tree, evaluated against one element. Comparisons follow HelixDB v3's
+ * predicate evaluation (its `PropertyValue::compare` and `eq_value`): EQ and NEQ compare values of any kind (numbers
+ * with numbers exactly, whatever their representation; strings, booleans, dates, bytes, arrays and objects with their
+ * own kind); GT, GTE, LT and LTE order numbers, dates and strings (strings by their UTF-8 bytes, which is Unicode
+ * code point order, the order of index keys; not JavaScript's UTF-16 `<`). Values of two kinds, or two booleans,
+ * do not order, so an ordering comparison of them is false, and so is EQ of two kinds (NEQ is true); CONTAINS,
+ * STARTS_WITH and ENDS_WITH are false unless both sides are strings. A schemaless database may hold a number in one
+ * record and a string in another: a filter then skips the records of the other kind instead of failing the query.
+ * HelixQL's checker still refuses a mistyped comparison at load time (`invalid_type`). Before comparing, Silk aligns
+ * what denotes the same thing: an ISO 8601 string with a date, a decimal string or an answer's ID with an ID. A
+ * missing property matches nothing (and so NEQ matches it).
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
-import { idToString, parseId } from "../protocol/ids.js";
+import { idOf, JsonId } from "../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../protocol/tree.js";
 import { compareValues, valuesEqual, type Value } from "../protocol/values.js";
 import { embed } from "./embed.js";
@@ -33,7 +38,11 @@ export interface EvalScope {
 }
 
 
-/** A variable's value in an expression: a scalar as itself, values as an array, records as an array of their IDs. */
+/**
+ * A variable's value in an expression: a scalar as itself, values as an array, records as an array of their IDs in
+ * the answer's form (`renderId`: decimal strings from `Database.run`, JSON numbers on `/v2/query`), as the `id` step
+ * and `$id` show them.
+ */
 function variable(name: string, scope: EvalScope): Value {
   const stream = scope.variables.get(name);
   if (stream === undefined) throw new SilkError("unknown_variable", `no earlier entry defines ${JSON.stringify(name)}`);
@@ -43,8 +52,8 @@ function variable(name: string, scope: EvalScope): Value {
     case "values":
       return stream.items as Value[];
     case "elements":
-      // IDs in their JSON form (decimal strings), as a projection shows them; comparisons align them with stored IDs.
-      return stream.items.map((item) => idToString(item.id));
+      // Comparisons align either form with stored IDs; a mutation stores them as decimal strings (mutations.ts).
+      return stream.items.map((item) => scope.context.renderId(item.id)) as Value[];
     default:
       return unreachable(stream, "stream");
   }
@@ -201,42 +210,43 @@ function kindOf(value: Value): Kind {
   return "other";
 }
 
-function describe(value: Value): string {
-  return typeof value === "bigint" ? `${idToString(value < 0n ? -value : value)}` : JSON.stringify(value) ?? String(value);
-}
-
-/** Brings a comparison's two sides to one type where that is exact: ISO strings against dates, ID strings against IDs. */
-function align(left: Value, right: Value): [Value, Value] {
-  if (left instanceof Date && typeof right === "string") return [left, parseDate(right)];
-  if (right instanceof Date && typeof left === "string") return [parseDate(left), right];
-  if (typeof left === "bigint" && typeof right === "string" && /^\d+$/.test(right)) return [left, parseId(right, "comparison")];
-  if (typeof right === "bigint" && typeof left === "string" && /^\d+$/.test(left)) return [parseId(left, "comparison"), right];
+/**
+ * Brings a comparison's two sides to one type where they denote the same thing: an answer's ID (JsonId) is its ID;
+ * an ISO 8601 string against a date is that date; a decimal string against an ID (a bigint) is that ID. A string that
+ * is not such a date or ID stays a string, which then compares with nothing of the other kind.
+ */
+function align(rawLeft: Value, rawRight: Value): [Value, Value] {
+  const left = asId(rawLeft);
+  const right = asId(rawRight);
+  if (left instanceof Date && typeof right === "string") return [left, asDate(right)];
+  if (right instanceof Date && typeof left === "string") return [asDate(left), right];
+  if (typeof left === "bigint" && typeof right === "string") return [left, idOf(right) ?? right];
+  if (typeof right === "bigint" && typeof left === "string") return [idOf(left) ?? left, right];
   return [left, right];
 }
 
-function parseDate(text: string): Value {
-  const date = new Date(text);
-  if (Number.isNaN(date.getTime())) throw new SilkError("invalid_type", `${JSON.stringify(text)} is not an ISO 8601 date`);
-  return date;
+/** An answer's ID in an expression's value (a `var` of records on `/v2/query`, an `id` step's values) is its ID. */
+function asId(value: Value): Value {
+  return (value as unknown) instanceof JsonId ? (value as unknown as JsonId).id : value;
 }
 
+function asDate(text: string): Value {
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? text : date;
+}
+
+/** A comparison of two values, as HelixDB v3 evaluates it: values that do not compare give false (NEQ: true). */
 export function compare(op: CompareOp, rawLeft: Value | undefined, rawRight: Value | undefined): boolean {
   if (rawLeft === undefined || rawLeft === null || rawRight === undefined || rawRight === null) {
     return op === "neq" ? !(rawLeft == null && rawRight == null) : op === "eq" && rawLeft == null && rawRight == null;
   }
   const [left, right] = align(rawLeft, rawRight);
-  const leftKind = kindOf(left);
-  const rightKind = kindOf(right);
-  if (leftKind !== rightKind || leftKind === "other") {
-    if (op === "eq" || op === "neq") {
-      if (leftKind === "other" && rightKind === "other") return valuesEqual(left, right) === (op === "eq");
-    }
-    throw new SilkError("invalid_type", `cannot compare ${describe(left)} (${leftKind}) with ${describe(right)} (${rightKind})`);
-  }
   if (op === "eq") return valuesEqual(left, right);
   if (op === "neq") return !valuesEqual(left, right);
-  if (leftKind === "boolean") throw new SilkError("invalid_type", `${op.toUpperCase()} orders numbers, dates and strings, not booleans`);
-  const order = compareValues(left, right)!;
+  // Booleans do not order, as in HelixDB v3; compareValues orders them for sorting.
+  if (typeof left === "boolean") return false;
+  const order = kindOf(left) === kindOf(right) ? compareValues(left, right) : undefined;
+  if (order === undefined) return false;
   switch (op) {
     case "gt":
       return order > 0;
@@ -251,10 +261,9 @@ export function compare(op: CompareOp, rawLeft: Value | undefined, rawRight: Val
   }
 }
 
-function asString(value: Value | undefined, what: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string") throw new SilkError("invalid_type", `${what} needs strings`);
-  return value;
+/** A side of CONTAINS, STARTS_WITH or ENDS_WITH: a string, or undefined (the predicate is false) for anything else. */
+function asString(value: Value | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
 }
 
 export async function evaluatePredicate(predicate: Predicate, element: Element | undefined, scope: EvalScope): Promise<boolean> {
@@ -276,22 +285,23 @@ export async function evaluatePredicate(predicate: Predicate, element: Element |
       return value !== undefined && value !== null;
     }
     case "contains": {
-      const value = asString(await expr(predicate.value), "contains");
-      const needle = asString(await expr(predicate.needle), "contains");
+      const value = asString(await expr(predicate.value));
+      const needle = asString(await expr(predicate.needle));
       return value !== undefined && needle !== undefined && value.includes(needle);
     }
     case "starts_with":
     case "ends_with": {
-      const value = asString(await expr(predicate.value), predicate.kind);
-      const affix = asString(await expr(predicate.affix), predicate.kind);
+      const value = asString(await expr(predicate.value));
+      const affix = asString(await expr(predicate.affix));
       if (value === undefined || affix === undefined) return false;
       return predicate.kind === "starts_with" ? value.startsWith(affix) : value.endsWith(affix);
     }
     case "is_in": {
       const value = await expr(predicate.value);
       const values = await expr(predicate.values);
-      if (!Array.isArray(values)) throw new SilkError("invalid_type", "is_in needs an array of values");
-      return value !== undefined && value !== null && values.some((candidate) => compare("eq", value, candidate));
+      if (value === undefined || value === null) return false;
+      // HelixDB v3's membership: any member equal to the value; a value that is not an array is compared itself.
+      return Array.isArray(values) ? values.some((candidate) => compare("eq", value, candidate)) : compare("eq", value, values);
     }
     case "and":
       for (const inner of predicate.predicates) if (!(await evaluatePredicate(inner, element, scope))) return false;

@@ -54,6 +54,9 @@ export function idOf(input: unknown): bigint | undefined {
       const id = BigInt(significant);
       return id <= ID_MAX ? id : undefined;
     }
+    case "object":
+      // An ID from an answer of `/v2/query` (a `var` of records, an `id` step's values) names its record.
+      return input instanceof JsonId ? input.id : undefined;
     default:
       return undefined;
   }

@@ -9,6 +9,7 @@
  */
 
 import { SilkError } from "./errors.js";
+import { JsonId } from "./ids.js";
 import { VALUE_DEPTH_MAX } from "./limits.js";
 
 /** A UTF-16 unit of a surrogate pair standing alone: no Unicode text, and UTF-8 (storage, keys) cannot carry it. */
@@ -284,7 +285,8 @@ export function compareStringsByCodePoint(a: string, b: string): number {
  * IDs (an ID field always holds one: IDs are decimal strings in JSON, however small) or integers beyond 2^53 (which a
  * client would round); writes turn other integers into numbers. A BigInt64Array's elements are numbers while safe
  * integers, as an [I64]'s plain elements are. Dates become ISO 8601 strings; bytes become
- * base64; typed arrays become plain arrays; NaN and infinities, which JSON cannot carry, become null.
+ * base64; typed arrays become plain arrays; NaN and infinities, which JSON cannot carry, become null. An answer's ID
+ * (JsonId) inside a value already in its JSON form (a `fold`, a `first`, a `var` of records on `/v2/query`) stays one.
  */
 export function valueToJson(v: Value): unknown {
   switch (typeof v) {
@@ -304,6 +306,7 @@ export function valueToJson(v: Value): unknown {
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
   if (v instanceof BigInt64Array) return Array.from(v, bigintToJson);
   if (ArrayBuffer.isView(v)) return Array.from(v as ArrayLike<number>, finiteOrNull);
+  if ((v as unknown) instanceof JsonId) return v;
   const out: { [key: string]: unknown } = {};
   for (const key of Object.keys(v)) out[key] = valueToJson(v[key]);
   return out;

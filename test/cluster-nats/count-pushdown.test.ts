@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open, type Database } from "../../runtime/embedded.js";
 import { SilkError } from "../../protocol/errors.js";
-import { count, dedup, gt, nodesOf, nodesWhere, prop, range, readOne, where } from "../helpers/tree.js";
+import { count, dedup, expr, gt, nodesOf, nodesWhere, prop, range, readOne, where } from "../helpers/tree.js";
 import { startTestCluster, startTestNats, stopTestNats, type TestCluster, type TestNats } from "../helpers/cluster.js";
 
 const SCHEMA = [
@@ -64,7 +64,7 @@ describe("count over three partitions on NATS", () => {
   });
 
   it("answers a predicate the records refuse with one partition's error", async () => {
-    const request = readOne(count(nodesWhere(gt(prop("name"), 3))));
+    const request = readOne(count(nodesWhere(gt(expr({ call: { fn: "abs", args: [{ property: "name" }] } }), 3))));
     const outcome = async (db: Database): Promise<unknown> => db.run(request).catch((cause: SilkError) => ({ code: cause.code, message: cause.message }));
     const expected = await outcome(single);
     expect(expected).toMatchObject({ code: "invalid_type" });

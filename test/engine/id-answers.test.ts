@@ -44,4 +44,34 @@ describe("IDs in answers", () => {
       await db.close();
     }
   });
+
+  it("renders a var of records, a fold and a first as the route renders IDs, and stores them as decimal strings from both", async () => {
+    const db = await open({ storage: "memory", partitions: 2 });
+    try {
+      const seed = { request_type: "write", query: { write: { entries: [1, 2].map((i) => ({ query: { name: `n${i}`, root: { add_n: { label: "P", properties: [] } } } })), returns: [] } } };
+      await db.run(seed);
+      const big = "9223372036854775808"; // the second partition's first ID, beyond 2^53
+      const all = { query: { name: "all", root: { nodes: { reference: "all" } } } };
+      const read = {
+        request_type: "read",
+        query: { read: { entries: [
+          all,
+          { query: { name: "v", root: { project: { input: { nodes: { reference: { ids: [1] } } }, projections: [
+            { expr: { alias: "var", expr: { var: "all" } } },
+            { expr: { alias: "first", expr: { first: { nodes: { reference: { ids: [big] } } } } } },
+          ] } } } },
+          { query: { name: "f", root: { fold: { input: { nodes: { reference: { ids: [big] } } } } } } },
+        ], returns: ["v", "f"] } },
+      };
+      expect(stringifyJson(await db.run(read))).toBe(`{"v":[{"var":["1","${big}"],"first":{"$id":"${big}","$label":"P"}}],"f":[{"$id":"${big}","$label":"P"}]}`);
+      expect(stringifyAnswer(await db.runV2(read))).toBe(`{"v":[{"var":[1,${big}],"first":{"$id":${big},"$label":"P"}}],"f":[{"$id":${big},"$label":"P"}]}`);
+      const store = (name: string) => ({ request_type: "write", query: { write: { entries: [all, { query: { root: { set_property: { input: { nodes: { reference: { ids: [1] } } }, name, value: { expr: { var: "all" } } } } } }], returns: [] } } });
+      await db.run(store("fromRun"));
+      await db.runV2(store("fromV2"));
+      const stored = { request_type: "read", query: { read: { entries: [{ query: { name: "p", root: { value_map: { input: { nodes: { reference: { ids: [1] } } }, properties: ["fromRun", "fromV2"] } } } }], returns: ["p"] } } };
+      expect(await db.run(stored)).toEqual({ p: [{ fromRun: ["1", big], fromV2: ["1", big] }] });
+    } finally {
+      await db.close();
+    }
+  });
 });

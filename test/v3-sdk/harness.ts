@@ -73,10 +73,12 @@ function started(sdk: Sdk, running: StartedServer, data: string, client: SdkClie
   };
 }
 
-/** `silk serve --data <fresh dir> --port 0` without `--project`: a schemaless database, no per-query routes. */
-export async function startSchemalessServe(extra: readonly string[] = []): Promise<SdkServer> {
+/**
+ * `silk serve --data <fresh dir> --port 0` without `--project`: a schemaless database, no per-query routes. `data`
+ * serves a database directory made beforehand instead (one created with several partitions, say).
+ */
+export async function startSchemalessServe(extra: readonly string[] = [], data = join(temporaryDirectory(), "data")): Promise<SdkServer> {
   const sdk = await loadSdk();
-  const data = join(temporaryDirectory(), "data");
   const running = await startServer(["serve", "--data", data, "--port", "0", ...extra]);
   return started(sdk, running, data, sdk.Client.server(running.url));
 }
