@@ -29,7 +29,7 @@ import { checkUniqueRecords, uniqueFields } from "../node/unique.js";
 import { importBatch, type ImportBatch, type ImportResult, type ImportServices } from "./bulk-import.js";
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
-import { partitionIndexStatuses, runIndexOperations, type AbortedBuilds } from "./index-operations.js";
+import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
 import { UniqueBuildWatcher, type ValidationPhase } from "./unique-builds.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
@@ -103,9 +103,6 @@ export class Coordinator {
   /** New records' IDs, in blocks per partition, for every transaction this coordinator runs itself. */
   private readonly ids: RemoteIdSource;
 
-  /** The builds index operations aborted here, answered again by their operation IDs (index-operations.ts). */
-  private readonly abortedBuilds: AbortedBuilds = new Map();
-
   /** Finishes UNIQUE builds across partitions (a writer's; cluster/unique-builds.ts). */
   private readonly uniqueBuilds: UniqueBuildWatcher;
 
@@ -145,8 +142,8 @@ export class Coordinator {
   }
 
   /** This coordinator's options with the map in force (for code that takes the whole context). */
-  private context(): CoordinatorOptions & { abortedBuilds: AbortedBuilds } {
-    return { ...this.options, map: this.map, abortedBuilds: this.abortedBuilds };
+  private context(): CoordinatorOptions {
+    return { ...this.options, map: this.map };
   }
 
   /**

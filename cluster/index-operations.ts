@@ -13,7 +13,9 @@
  * The refusals follow HelixDB v3's index lifecycle: `create_index` with `if_not_exists` false of an index that
  * exists with the same definition is `index_already_exists`; `abort_index_operation` aborts a build under way or
  * blocked, refuses one that finished (`index_operation_not_abortable`), and answers a build it aborted again
- * (HelixDB keeps an aborted build's operation, so a repeated abort converges on it).
+ * (HelixDB keeps an aborted build's operation, so a repeated abort converges on it). The partitions that held the
+ * build keep it as aborted, in their LMDB, until the index is created again, so its operation ID answers `aborted`
+ * after a restart too.
  */
 import { SilkError, unreachable } from "../protocol/errors.js";
 import { LABEL_BYTES_MAX } from "../protocol/limits.js";
@@ -57,21 +59,12 @@ export interface IndexOperationContext {
   readonly transport: Transport;
   readonly map: PartitionMap;
   readonly schema: Schema | undefined;
-  readonly abortedBuilds: AbortedBuilds;
 }
 
-/**
- * The builds this coordinator aborted, by operation ID, as their abort answered them, until the index is created
- * again. A partition keeps nothing of an aborted index, so this is what lets `get_index_operation`,
- * `retry_index_operation` and a repeated `abort_index_operation` of its ID answer `aborted` as HelixDB does. It lives
- * as long as the coordinator (one per database or cluster): after a restart such an ID names nothing
- * (`index_not_found`).
- */
-export type AbortedBuilds = Map<string, AbortedBuild>;
-
-export interface AbortedBuild {
-  readonly answer: IndexAnswer;
-  readonly family: IndexFamily;
+/** What the partitions answer of their indexes: each one's statuses, and the builds aborted there (see runOne). */
+interface PartitionIndexes {
+  readonly statuses: IndexStatus[][];
+  readonly aborted: IndexStatus[][];
 }
 
 /** The answer shape of an index operation (also the CLI's `silk index status` lines). */
@@ -90,8 +83,12 @@ export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = stat
 
 /** Every partition's index statuses, in partition order. */
 export async function partitionIndexStatuses(context: Pick<IndexOperationContext, "transport" | "map" | "schema">): Promise<IndexStatus[][]> {
-  const replies = await Promise.all(context.map.partitions.map((partition) => context.transport.request(partition, { type: "index_statuses" })));
-  return replies.map((reply) => expectType(reply, "indexes").statuses);
+  return (await partitionIndexes(context)).statuses;
+}
+
+async function partitionIndexes(context: Pick<IndexOperationContext, "transport" | "map">): Promise<PartitionIndexes> {
+  const replies = (await Promise.all(context.map.partitions.map((partition) => context.transport.request(partition, { type: "index_statuses" })))).map((reply) => expectType(reply, "indexes"));
+  return { statuses: replies.map((reply) => reply.statuses), aborted: replies.map((reply) => reply.aborted ?? []) };
 }
 
 function expectType<T extends PartitionReplyBody["type"]>(body: PartitionReplyBody, type: T): Extract<PartitionReplyBody, { type: T }> {
@@ -141,9 +138,10 @@ interface IndexOutcome {
 }
 
 async function runOne(operation: IndexOperation, context: IndexOperationContext): Promise<IndexOutcome> {
-  const perPartition = await partitionIndexStatuses(context);
-  const aborted = abortedBuild(operation, perPartition, context.abortedBuilds);
-  if (aborted !== undefined) return { answer: aborted.answer, before: undefined, family: aborted.family };
+  const indexes = await partitionIndexes(context);
+  const perPartition = indexes.statuses;
+  const aborted = abortedBuild(operation, indexes);
+  if (aborted !== undefined) return { answer: answerOf(aborted, "aborted"), before: undefined, family: aborted.family };
   const { kind, name } = targetOf(operation, perPartition);
   const own = perPartition.map((statuses) => statuses.find((status) => status.kind === kind && status.name === name));
   const [merged] = mergeIndexStatuses(own.map((status) => (status === undefined ? [] : [status])));
@@ -169,7 +167,6 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       }
       // Every partition, also those that have it: one that a crash left without it gets it now.
       await send(everyPartition, { type: "index_create", definition });
-      context.abortedBuilds.delete(indexOperationId(kind, name));
       return { answer: await current(), before: merged?.state, family: definition.family };
     }
     case "get": {
@@ -195,10 +192,9 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
       if (!ABORTABLE[status.state]) {
         throw new SilkError("index_operation_not_abortable", `the build of ${name} has finished (${status.state}): only a build under way or blocked can be aborted (drop_index removes the index)`);
       }
-      await send(holders, { type: "index_drop", kind, name });
-      const answer = answerOf(status, "aborted");
-      context.abortedBuilds.set(indexOperationId(kind, name), { answer, family: status.family });
-      return { answer, before: status.state, family: status.family };
+      // Each holder keeps the build as it was when aborted (the merged status), in the transaction that drops it.
+      await send(holders, { type: "index_drop", kind, name, aborted: status });
+      return { answer: answerOf(status, "aborted"), before: status.state, family: status.family };
     }
     default:
       return unreachable(operation, "index action");
@@ -211,13 +207,16 @@ async function runOne(operation: IndexOperation, context: IndexOperationContext)
  */
 const ABORTABLE: Readonly<Record<IndexStateName, boolean>> = { constructing: true, validating: true, blocked: true, active: false };
 
-/** The aborted build an operation ID names, when no index answers to the ID now (abortedBuilds). */
-function abortedBuild(operation: IndexOperation, perPartition: readonly IndexStatus[][], abortedBuilds: AbortedBuilds): AbortedBuild | undefined {
+/**
+ * The aborted build an operation ID names, as the partitions that held it kept it, when no index answers to the ID
+ * now: HelixDB keeps an aborted build's operation, so `get_index_operation`, `retry_index_operation` and a repeated
+ * `abort_index_operation` of its ID answer it, status `aborted`, until the index is created again.
+ */
+function abortedBuild(operation: IndexOperation, indexes: PartitionIndexes): IndexStatus | undefined {
   if (!("operationId" in operation)) return undefined;
-  const aborted = abortedBuilds.get(operation.operationId);
-  if (aborted === undefined) return undefined;
-  const exists = perPartition.flat().some((status) => indexOperationId(status.kind, status.name) === operation.operationId);
-  return exists ? undefined : aborted;
+  const names = (status: IndexStatus): boolean => indexOperationId(status.kind, status.name) === operation.operationId;
+  if (indexes.statuses.flat().some(names)) return undefined;
+  return indexes.aborted.flat().find(names);
 }
 
 function found(status: IndexStatus | undefined, kind: RecordKind, name: string): IndexStatus {

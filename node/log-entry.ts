@@ -8,7 +8,7 @@
  * mutation list; an index build chunk scans the same records on every replica), and records the entry's sequence in
  * the same LMDB transaction as its effect, so replicas that applied the same prefix of the log hold the same data.
  */
-import type { IndexDefinition } from "../protocol/indexes.js";
+import type { IndexDefinition, IndexStatus } from "../protocol/indexes.js";
 import type { IdRange } from "../protocol/records.js";
 import type { PartitionStore } from "./partition-store.js";
 import { unreachable } from "../protocol/errors.js";
@@ -22,7 +22,8 @@ export type LogEntry =
   | { readonly type: "abort"; readonly txid: string }
   /** Index operations and one chunk of a background build (`key` is the index's meta key). */
   | { readonly type: "index_create"; readonly definition: IndexDefinition }
-  | { readonly type: "index_drop"; readonly key: string }
+  /** `aborted`: an aborted build, kept as it was (node/partition-store.ts `abortedIndexes`) until created again. */
+  | { readonly type: "index_drop"; readonly key: string; readonly aborted?: IndexStatus }
   | { readonly type: "index_retry"; readonly key: string }
   | { readonly type: "index_build"; readonly key: string; readonly chunkEntities: number }
   /** The coordinator's verdict on a `validating` UNIQUE index: active, or blocked by a duplicate across partitions. */
@@ -48,7 +49,7 @@ export function applyLogEntry(store: PartitionStore, entry: LogEntry, sequence?:
       case "index_create":
         return store.createIndex(entry.definition);
       case "index_drop":
-        return store.dropIndex(entry.key);
+        return store.dropIndex(entry.key, entry.aborted);
       case "index_retry":
         return store.retryIndex(entry.key);
       case "index_build":

@@ -296,7 +296,7 @@ export class PartitionActor {
       case "pending_intents":
         return { type: "intents", txids: store.pendingIntents() };
       case "index_statuses":
-        return { type: "indexes", statuses: this.indexStatuses() };
+        return { type: "indexes", statuses: this.indexStatuses(), aborted: store.abortedIndexes() };
       case "index_create":
         this.requireWritable();
         await this.serialized(() => this.change({ type: "index_create", definition: request.definition }));
@@ -304,7 +304,10 @@ export class PartitionActor {
         return { type: "done" };
       case "index_drop":
         this.requireWritable();
-        return this.serialized(async () => (await this.change({ type: "index_drop", key: indexKey(request.kind, request.name) }), { type: "done" as const }));
+        return this.serialized(async () => {
+          await this.change({ type: "index_drop", key: indexKey(request.kind, request.name), ...(request.aborted === undefined ? {} : { aborted: request.aborted }) });
+          return { type: "done" as const };
+        });
       case "index_entries":
         return { type: "index_entries", entries: store.indexValueEntries(indexKey(request.kind, request.name)) };
       case "index_validated":

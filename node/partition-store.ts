@@ -41,6 +41,14 @@ import { GRAPH_FOLDER } from "./vector-graph-files.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
 export { Snapshot } from "./snapshot.js";
+
+/** Meta keys of aborted builds (`aborted-index:<kind>:<name>`), outside the catalog's `index:` range. */
+const ABORTED_PREFIX = "aborted-index:";
+const ABORTED_END = "aborted-index;";
+
+function abortedKey(kind: RecordKind, name: string): string {
+  return `${ABORTED_PREFIX}${kind}:${name}`;
+}
 import type { IndexedRecord, ScanChunk, ScannedRecord } from "./index-family.js";
 
 export interface PartitionStoreOptions {
@@ -548,13 +556,34 @@ export class PartitionStore {
   /** Registers a runtime index (`create_index`) in its own write transaction; the build loop then builds it. */
   createIndex(definition: IndexDefinition): void {
     const indexes = this.indexes;
-    indexes.adopt(this.transact(() => indexes.create(definition)));
+    indexes.adopt(
+      this.transact(() => {
+        // A build created anew is no longer the aborted one its operation ID named.
+        this.meta.removeSync(abortedKey(definition.kind, definition.name));
+        return indexes.create(definition);
+      }),
+    );
   }
 
-  /** Drops a runtime index and its entries in one write transaction (`index_not_found` when there is none). */
-  dropIndex(key: string): void {
+  /**
+   * Drops a runtime index and its entries in one write transaction (`index_not_found` when there is none). An
+   * abort's drop keeps the build as it was aborted (`aborted`), in the same transaction, until the index is created
+   * again: HelixDB keeps an aborted build's operation, so `get_index_operation` answers it after a restart too.
+   */
+  dropIndex(key: string, aborted?: IndexStatus): void {
     const indexes = this.indexes;
-    indexes.adopt(this.transact(() => indexes.drop(key)));
+    indexes.adopt(
+      this.transact(() => {
+        const next = indexes.drop(key);
+        if (aborted !== undefined) this.meta.putSync(abortedKey(aborted.kind, aborted.name), aborted);
+        return next;
+      }),
+    );
+  }
+
+  /** The builds aborted here and not created again since, as their aborts recorded them (dropIndex). */
+  abortedIndexes(): IndexStatus[] {
+    return [...this.meta.getRange({ start: ABORTED_PREFIX, end: ABORTED_END })].map(({ value }) => value as IndexStatus);
   }
 
   /** The coordinator's verdict on a `validating` UNIQUE index, as its own write transaction (index-catalog.ts). */

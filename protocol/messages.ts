@@ -60,8 +60,13 @@ export type PartitionRequest =
   | { readonly type: "index_statuses" }
   /** Registers a runtime index (`create_index`); the partition builds it in the background. */
   | { readonly type: "index_create"; readonly definition: IndexDefinition }
-  /** Drops a runtime index (`drop_index`, and `abort_index_operation`), or restarts a blocked build (`retry_index_operation`). */
-  | { readonly type: "index_drop" | "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string }
+  /**
+   * Drops a runtime index (`drop_index`, and `abort_index_operation`), or restarts a blocked build
+   * (`retry_index_operation`). An abort's drop carries the build as its abort answered it (`aborted`), which the
+   * partition keeps until the index is created again (`indexes` replies' `aborted`).
+   */
+  | { readonly type: "index_drop"; readonly kind: IndexDefinition["kind"]; readonly name: string; readonly aborted?: IndexStatus }
+  | { readonly type: "index_retry"; readonly kind: IndexDefinition["kind"]; readonly name: string }
   /** A secondary index's entries, `encoded value | id` in value order (the coordinator's UNIQUE check across partitions). */
   | { readonly type: "index_entries"; readonly kind: IndexDefinition["kind"]; readonly name: string }
   /** The coordinator's verdict on a `validating` UNIQUE index: active, or blocked by the duplicate it found. */
@@ -95,7 +100,7 @@ export type PartitionReplyBody =
   | { readonly type: "batch"; readonly batch: Uint8Array }
   | { readonly type: "id"; readonly id: bigint }
   | { readonly type: "intents"; readonly txids: string[] }
-  | { readonly type: "indexes"; readonly statuses: IndexStatus[] }
+  | { readonly type: "indexes"; readonly statuses: IndexStatus[]; readonly aborted?: IndexStatus[] }
   | { readonly type: "index_entries"; readonly entries: Uint8Array[] }
   | { readonly type: "done" };
 

@@ -245,4 +245,32 @@ describe.each(DISK_BACKENDS)("runtime indexes across a restart ($name)", (backen
       await t.destroy();
     }
   });
+
+  it("answers an aborted build by its operation ID after a reopen, until the index is created again", async () => {
+    const t = await TestDatabase.open(backend, { schema: SCHEMA }, { indexBuildChunkEntities: CHUNK_ENTITIES });
+    try {
+      await t.run(write(Array.from({ length: 300 }, (_, i) => entry(undefined, addN("User", { handle: `h${i}`, age: i }))), []));
+      const spec = { node_equality: { label: "User", property: "age" } };
+      const created = (await t.run(index("create_index", { spec }))).r as { kind: string; operation_id: string };
+      expect(created.kind).toBe("accepted");
+      const byId = { operation_id: created.operation_id };
+      const aborted = (await t.run(index("abort_index_operation", byId))).r;
+      expect(aborted).toMatchObject({ status: "aborted", state: "aborted", index: "User.age" });
+      // Kept in the partitions' LMDB with the index's drop: a new process answers it as the abort did.
+      await t.reopen();
+      expect((await t.run(index("get_index_operation", byId))).r).toEqual(aborted);
+      expect((await t.run(index("retry_index_operation", byId))).r).toEqual(aborted);
+      expect((await t.run(index("abort_index_operation", byId))).r).toEqual(aborted);
+      expect(t.db.indexes().map((status) => status.name)).not.toContain("User.age");
+      // Created again, the ID names the new build, across a reopen too; dropped, it names nothing.
+      await t.run(index("create_index", { spec }));
+      await t.reopen();
+      expect((await t.run(index("get_index_operation", byId))).r).toMatchObject({ state: expect.not.stringMatching(/^aborted$/), index: "User.age" });
+      await t.run(index("drop_index", { spec }));
+      await t.reopen();
+      await expectCode(t.run(index("get_index_operation", byId)), "index_operation_not_found");
+    } finally {
+      await t.destroy();
+    }
+  });
 });
