@@ -26,6 +26,7 @@ import { asSilkError, SilkError } from "../protocol/errors.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../protocol/limits.js";
 import { formatDiagnostic, type Warning } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
+import { isReadWorker, runReadWorker, runServeWorkers, serveWorkers } from "./serve-workers.js";
 
 export const SERVE_PORT_DEFAULT = 6969;
 export const SERVE_HOST_DEFAULT = "127.0.0.1";
@@ -40,6 +41,8 @@ export interface ServeOptions {
   readonly host?: string;
   readonly data?: string;
   readonly timeoutMs?: string;
+  /** `--workers`: processes serving HTTP, each reading on its own core (bin/serve-workers.ts); 1 by default. */
+  readonly workers?: string;
 }
 
 /** The port from --port, else $SILK_PORT, else 6969; 0 asks the system for a free one. */
@@ -142,7 +145,7 @@ export async function listenGateway(
  * On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish, then `closeRest` (the
  * database, and for `silk dev` its watcher). A second signal exits at once.
  */
-export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise<void>, logger: Logger): void {
+export function closeOnSignals(server: { close(): PromiseLike<unknown> }, closeRest: () => Promise<void>, logger: Logger): void {
   let closing = false;
   const close = (signal: NodeJS.Signals): void => {
     if (closing) {
@@ -151,8 +154,7 @@ export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise
     }
     closing = true;
     logger.info(`${signal}: closing the server and the database`);
-    server
-      .close()
+    Promise.resolve(server.close())
       .then(closeRest)
       .then(() => logger.info("closed"))
       .catch((cause: unknown) => {
@@ -171,7 +173,16 @@ export function closeOnSignals(server: FastifyInstance, closeRest: () => Promise
 
 /** Starts the server; resolves once it listens. The process then lives until a signal closes it. */
 export async function runServe(options: ServeOptions): Promise<void> {
+  const workers = serveWorkers(options.workers);
   const settings = serveSettings(options);
+  if (isReadWorker()) return runReadWorker(options, settings);
+  if (workers > 1) {
+    const { pool, writer } = await runServeWorkers(options, settings, workers);
+    closeOnSignals(pool, () => writer.close(), settings.logger);
+    announceEmbedder(settings);
+    announceWarnings(writer.warnings, settings.logger);
+    return;
+  }
   const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
   const database = await Database.open({ storage: { disk: settings.data }, schema, embedder: settings.embedder }, { defaultTimeoutMs: settings.timeoutMs });
   const server = await listenGateway(database, settings, servedName(options.project), () => database.close());
@@ -188,6 +199,8 @@ export interface ServeClusterOptions {
   readonly port?: string;
   readonly host?: string;
   readonly timeoutMs?: string;
+  /** Refused: `--workers` serves a local database (its reads are LMDB read-only handles beside the writer). */
+  readonly workers?: string;
 }
 
 const COMMIT_PHASES: readonly CommitPhase[] = ["prepared_first", "prepared_all", "decided", "committed_first", "committed_all"];
@@ -205,6 +218,9 @@ export function crashHook(setting: string | undefined): ((phase: CommitPhase) =>
 
 /** `silk serve --cluster DIR`: the gateway over a cluster's partitions; resolves once it listens. */
 export async function runServeCluster(options: ServeClusterOptions): Promise<void> {
+  if (options.workers !== undefined) {
+    throw new SilkError("invalid_option", "--workers serves a local database (--data); a cluster's partitions are processes of their own, with replicas that serve reads (docs/CLUSTER.md)");
+  }
   const manifest = readClusterManifest(options.cluster);
   const project = options.project ?? manifest.project;
   const settings = serveSettings({ project, port: options.port ?? String(manifest.port), host: options.host, data: options.cluster, timeoutMs: options.timeoutMs });

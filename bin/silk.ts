@@ -82,7 +82,8 @@ function serveCommand(): Command {
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
     .option("--cluster <dir>", "serve a cluster's partitions (its cluster.json, written by `silk cluster up`) instead of --data (docs/CLUSTER.md)")
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
-    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; timeoutMs?: string }) => {
+    .option("--workers <n>", "processes that serve HTTP, each with a read-only handle, writes going to the one writer; a number, or auto for one per core (default 1; docs/SERVER.md#read-workers)")
+    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; timeoutMs?: string; workers?: string }) => {
       try {
         if (flags.cluster !== undefined) await runServeCluster({ ...flags, cluster: flags.cluster });
         else await runServe(flags);

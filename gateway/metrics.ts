@@ -15,7 +15,7 @@
  * fastify sees a request (errors.ts) and are not counted here.
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import type { CompiledQuery } from "../protocol/helixql/query.js";
 import type { DatabaseStatistics } from "../runtime/embedded.js";
 
@@ -130,6 +130,21 @@ export class ServerMetrics {
 
   /** The registry's text, with the database's counters and storage read now. */
   async scrape(): Promise<string> {
+    await this.readDatabase();
+    return this.registry.metrics();
+  }
+
+  /**
+   * The same metrics as prom-client's JSON, what `aggregateMetrics` adds up: a read worker of `silk serve --workers`
+   * hands its own to the process that answers the scrape (bin/serve-workers.ts).
+   */
+  async json(): Promise<MetricsJson> {
+    await this.readDatabase();
+    return this.registry.getMetricsAsJSON();
+  }
+
+  /** Sets the gauges read on scrape: requests in flight, and the database's transaction counts and storage. */
+  private async readDatabase(): Promise<void> {
     this.inFlight.set(this.requestsInFlight);
     const statistics = await this.database.statistics();
     this.transactions.reset();
@@ -143,7 +158,6 @@ export class ServerMetrics {
       this.freePages.set(partition, storage.freePages);
       this.readers.set(partition, storage.readers);
     }
-    return this.registry.metrics();
   }
 
   /**
@@ -175,16 +189,32 @@ export class ServerMetrics {
   }
 }
 
+/** One registry's metrics as prom-client's JSON (Registry.getMetricsAsJSON). */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
+/**
+ * The metrics of several processes as one text: each series summed over the processes that report it, except where
+ * prom-client's default metrics name another aggregation (event-loop lag averaged or its min and max kept, the
+ * process start time left out, the Node version's first kept).
+ */
+export async function aggregateMetrics(sets: readonly MetricsJson[]): Promise<string> {
+  return AggregatorRegistry.aggregate([...sets]).metrics();
+}
+
+/** The content type of `GET /metrics`: Prometheus' text format, as every prom-client registry writes it. */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
 function partitionGauge(registry: Registry, name: string, help: string): Gauge<"partition"> {
   return new Gauge({ name, help, labelNames: ["partition"], registers: [registry] });
 }
 
 export interface MetricsRoutesOptions {
-  readonly metrics: ServerMetrics;
+  /** The text a scrape answers: this server's registry (ServerMetrics.scrape), or every read worker's together. */
+  readonly scrape: () => Promise<string>;
 }
 
 /** `GET /metrics`, under the access rules of every other route (open on `silk serve`, an API key on `silk gateway`). */
 export const metricsRoutes: FastifyPluginAsync<MetricsRoutesOptions> = async (app, options) => {
-  const { metrics } = options;
-  app.get("/metrics", async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.scrape()));
+  const { scrape } = options;
+  app.get("/metrics", async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await scrape()));
 };

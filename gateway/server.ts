@@ -36,6 +36,13 @@ export interface GatewayOptions {
   readonly hosted?: HostedAccess;
   /** HTTP_TIMEOUTS_DEFAULT unless a test needs them short. */
   readonly httpTimeouts?: HttpTimeouts;
+  /**
+   * The registry that counts this server's requests; one over `database` unless given. A read worker of
+   * `silk serve --workers` makes its own, to hand its figures to the process that answers the scrape.
+   */
+  readonly metrics?: ServerMetrics;
+  /** What `GET /metrics` answers; this server's registry unless given (a read worker's: every worker's together). */
+  readonly scrapeMetrics?: () => Promise<string>;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -56,12 +63,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   installErrorReplies(app);
   // A registry per server: several servers in one process (tests) count apart. Its hook goes first, so that the
   // hosted checks' refusals are counted too.
-  const metrics = new ServerMetrics(options.database);
+  const metrics = options.metrics ?? new ServerMetrics(options.database);
   metrics.install(app);
   const hosted = options.hosted;
   if (hosted !== undefined) installHostedAccess(app, hosted, (decision) => metrics.countAdmission(hosted.databaseId, decision));
   await app.register(adminRoutes, { project: options.database });
-  await app.register(metricsRoutes, { metrics });
+  await app.register(metricsRoutes, { scrape: options.scrapeMetrics ?? (() => metrics.scrape()) });
   await app.register(queryV2Routes, { database: options.database });
   // `#[mcp]` queries as MCP tools; a schemaless database offers none (an empty tools/list), docs/MCP.md.
   await app.register(mcpRoutes, { database: options.database, loopbackOriginsOnly: options.hosted === undefined });

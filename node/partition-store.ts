@@ -614,6 +614,14 @@ export class PartitionStore {
     return [...this.intents.getKeys({})].map(String);
   }
 
+  /**
+   * Makes the next reads start from the newest commit, another process's too: lmdb-js otherwise serves reads from a
+   * shared read transaction it renews only when this process commits and in a timer callback (snapshot.ts).
+   */
+  renewReads(): void {
+    this.root.resetReadTxn();
+  }
+
   async close(): Promise<void> {
     this.indexes.close();
     await this.root.close();

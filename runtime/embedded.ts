@@ -250,6 +250,8 @@ export interface DatabaseEngine {
   indexStatuses(): Promise<IndexInfo[]>;
   /** The storage of the partitions in this process (none for a cluster's). */
   partitionStorage(): PartitionStorageStatistics[];
+  /** Makes the next reads of the partitions in this process start from the newest commit (see Database.refresh). */
+  renewReads(): void;
   close(): Promise<void>;
 }
 
@@ -402,6 +404,9 @@ export class Database {
         indexes: () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
         indexStatuses: async () => mergeIndexStatuses(actors.map((actor) => actor.indexStatuses())),
         partitionStorage: () => stores.map((store, partition) => storageStatistics(partition, store)),
+        renewReads: () => {
+          for (const store of stores) store.renewReads();
+        },
         close: async () => {
           await Promise.all(actors.map((actor) => actor.stop()));
           await coordinator.settle();
@@ -566,6 +571,17 @@ export class Database {
   async statistics(): Promise<DatabaseStatistics> {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
     return { transactions: this.coordinator.transactionCounts(), partitions: this.engine.partitionStorage() };
+  }
+
+  /**
+   * Makes every read that starts after this call see every commit made before it, another process's too (a
+   * read-only handle beside its writer, `silk serve --workers`: docs/SERVER.md). Without it a read may, until this
+   * process's next timer callback, still run on a read transaction begun before such a commit. Reads in progress keep
+   * their snapshots.
+   */
+  refresh(): void {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    this.engine.renewReads();
   }
 
   async close(): Promise<void> {

@@ -130,6 +130,8 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         indexStatuses: async () => mergeIndexStatuses(await partitionIndexStatuses({ transport, map: coordinator.currentMap(), schema })),
         // The partitions are processes of their own: their storage is not in this process to read.
         partitionStorage: () => [],
+        // Every read is a request to a partition's process, which reads from its own newest commit.
+        renewReads: () => undefined,
         close: async () => {
           admin?.unsubscribe();
           await coordinator.settle();
