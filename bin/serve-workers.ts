@@ -101,7 +101,8 @@ class PrimaryLink implements WriterLink {
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: SilkError) => void }>();
 
-  constructor(private readonly local: () => Database | undefined) {}
+  /** `renewReads`: Database.refresh of the worker's handle, once it has one and until it closes. */
+  constructor(private readonly renewReads: () => void) {}
 
   runV2(tree: unknown): Promise<string> {
     return this.write((id) => ({ type: "write_v2", id, tree })) as Promise<string>;
@@ -131,14 +132,13 @@ class PrimaryLink implements WriterLink {
 
   /** A write: answered, failed or not, only after this worker's reads were renewed (the writer may have committed). */
   private write(message: (id: number) => WorkerMessage): Promise<unknown> {
-    const renew = (): void => this.local()?.refresh();
     return this.request(message).then(
       (value) => {
-        renew();
+        this.renewReads();
         return value;
       },
       (cause: unknown) => {
-        renew();
+        this.renewReads();
         throw cause;
       },
     );
@@ -168,15 +168,18 @@ export async function runReadWorker(options: ServeOptions, settings: ServeSettin
   const ignore = (): void => undefined;
   process.on("SIGINT", ignore);
   process.on("SIGTERM", ignore);
-  let closing = false;
   let local: Database | undefined;
+  /** Set once the handle starts closing: nothing renews its reads from then on. */
+  let localClosing = false;
   let app: FastifyInstance | undefined;
   let metrics: ServerMetrics | undefined;
-  const link = new PrimaryLink(() => local);
-  process.on("disconnect", () => {
-    // The primary is gone, and with it the writer: nothing this worker answers could be kept.
-    if (!closing) process.exit(1);
-  });
+  const renewReads = (): void => {
+    if (!localClosing) local?.refresh();
+  };
+  const link = new PrimaryLink(renewReads);
+  // The primary is gone, and with it the writer: nothing this worker answers could be kept, and a write in flight
+  // (even while closing) would wait for its answer forever.
+  process.on("disconnect", () => process.exit(1));
   process.on("message", (message: PrimaryMessage) => {
     switch (message.type) {
       case "answer":
@@ -185,16 +188,17 @@ export async function runReadWorker(options: ServeOptions, settings: ServeSettin
         return;
       case "refresh":
         // Before this worker's open finished there is nothing to renew: it renews once open (below).
-        local?.refresh();
+        renewReads();
         sendToPrimary({ type: "refreshed", id: message.id });
         return;
       case "metrics":
         void metrics?.json().then((json) => sendToPrimary({ type: "metrics", id: message.id, metrics: json }));
         return;
       case "close":
-        closing = true;
         void (async () => {
+          // Requests in flight finish first, their writes answered (and renewed) by the primary meanwhile.
           await app?.close();
+          localClosing = true;
           await local?.close();
           process.exit(0);
         })();
@@ -283,6 +287,8 @@ class WorkerPool {
     this.slots.set(worker.id, slot);
     this.logger.info({ worker: worker.id, workerPid: worker.process.pid }, `read worker ${worker.id} started (pid ${worker.process.pid})`);
     worker.on("message", (message: WorkerMessage) => this.received(slot, message));
+    // A send to a worker that is exiting fails here rather than as an unhandled 'error'; its exit is handled below.
+    worker.on("error", (cause: Error) => this.logger.warn({ worker: worker.id, err: cause }, `read worker ${worker.id}: ${cause.message}`));
     worker.on("exit", (code: number | null, signal: string | null) => this.exited(slot, code, signal));
   }
 
