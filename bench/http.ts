@@ -13,14 +13,19 @@
  * they would not if the load generator shared their process. Silk's answers are checked before the clock starts,
  * the raw route's must be the same bytes, and any non-2xx reply or socket error during a run fails it.
  *
+ * Reads on every core: a second `silk serve`, with `--workers N` (default 2), serves a copy of the same database
+ * beside the one-process server, checked to answer the same bytes and measured in the same alternating rounds, so
+ * the table shows read throughput with N read workers against one process. On a 2-core machine the load generator
+ * (this process) shares the cores with the N workers: the ratio is what this machine gives, not N workers' ceiling.
+ *
  * Options: `--duration <s>` per run (default 10), `--connections <n>` (default 32), `--rounds <n>` alternating
- * rounds per side, the best reported (default 2), `--source` to serve the TypeScript sources through tsx instead
- * of dist/. Exit status 1 on a wrong answer or a failed request, 2 when a
+ * rounds per side, the best reported (default 2), `--workers <n>` of the second Silk server (default 2), `--source`
+ * to serve the TypeScript sources through tsx instead of dist/. Exit status 1 on a wrong answer or a failed request, 2 when a
  * ratio misses its target with `--strict`.
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -37,6 +42,8 @@ import { loadSilkModules, staleBuildFile } from "./silk-modules.js";
 export const THROUGHPUT_RATIO_MIN = 0.7;
 const DURATION_SECONDS_DEFAULT = 10;
 const CONNECTIONS_DEFAULT = 32;
+/** Read workers of the second Silk server (`silk serve --workers`). */
+const WORKERS_DEFAULT = 2;
 /** Every side is measured in this many alternating rounds; the best round of each is reported. */
 const ROUNDS_DEFAULT = 2;
 /** Each endpoint is driven this long, untimed, before its measured run, so both servers are measured warm. */
@@ -108,15 +115,15 @@ async function startServer(command: string, args: readonly string[]): Promise<Ch
 /** Whether dist/ holds a current build of everything `silk serve` runs (the engine, the gateway and the CLI). */
 function distIsCurrent(): boolean {
   if (staleBuildFile() !== undefined) return false;
-  for (const file of ["gateway/server.ts", "gateway/query-routes.ts", "gateway/query-v2.ts", "bin/serve.ts", "bin/silk.ts"]) {
+  for (const file of ["gateway/server.ts", "gateway/query-routes.ts", "gateway/query-v2.ts", "gateway/worker-database.ts", "bin/serve.ts", "bin/serve-workers.ts", "bin/silk.ts"]) {
     const compiled = join(REPO_ROOT, "dist", file.replace(/\.ts$/, ".js"));
     if (!existsSync(compiled) || statSync(compiled).mtimeMs < statSync(join(REPO_ROOT, file)).mtimeMs) return false;
   }
   return true;
 }
 
-function startSilk(project: string, data: string, useDist: boolean): Promise<Child> {
-  const serve = ["serve", "--project", project, "--data", data, "--port", "0"];
+function startSilk(project: string, data: string, useDist: boolean, workers: number): Promise<Child> {
+  const serve = ["serve", "--project", project, "--data", data, "--port", "0", "--workers", String(workers)];
   if (useDist) return startServer(process.execPath, [join(REPO_ROOT, "dist", "bin", "silk.js"), ...serve]);
   const loader = pathToFileURL(join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
   return startServer(process.execPath, ["--import", loader, join(REPO_ROOT, "bin", "silk.ts"), ...serve]);
@@ -239,6 +246,8 @@ interface Settings {
   readonly seconds: number;
   readonly connections: number;
   readonly rounds: number;
+  /** Read workers of the second Silk server. */
+  readonly workers: number;
 }
 
 async function answer(server: Child, endpoint: Endpoint): Promise<string> {
@@ -260,12 +269,13 @@ async function checkedAnswers(silk: Child, endpoints: readonly Endpoint[], point
   return answers;
 }
 
-type Side = "silk" | "raw" | "bare";
+/** `workers`: Silk with `--workers N`, beside `silk` with one process. */
+type Side = "silk" | "workers" | "raw" | "bare";
 
 /** Warms every server up on one endpoint, then measures them in alternating rounds; the best round of each. */
 async function measureEndpoint(endpoint: Endpoint, servers: Record<Side, Child>, settings: Settings): Promise<Record<Side, Measured>> {
   const sides = Object.entries(servers) as [Side, Child][];
-  const measured: Record<Side, Measured[]> = { silk: [], raw: [], bare: [] };
+  const measured: Record<Side, Measured[]> = { silk: [], workers: [], raw: [], bare: [] };
   for (const [side, server] of sides) {
     progress(`${endpoint.name} on ${side}: ${WARMUP_SECONDS} s warm-up...`);
     await drive(`${server.url}/${endpoint.name}`, endpoint.body, WARMUP_SECONDS, settings.connections);
@@ -276,21 +286,24 @@ async function measureEndpoint(endpoint: Endpoint, servers: Record<Side, Child>,
       measured[side].push(await drive(`${server.url}/${endpoint.name}`, endpoint.body, settings.seconds, settings.connections));
     }
   }
-  return { silk: bestRun(measured.silk), raw: bestRun(measured.raw), bare: bestRun(measured.bare) };
+  return { silk: bestRun(measured.silk), workers: bestRun(measured.workers), raw: bestRun(measured.raw), bare: bestRun(measured.bare) };
 }
 
-function resultRow(endpoint: Endpoint, answer: string, { silk, raw, bare }: Record<Side, Measured>): string[] {
+function resultRow(endpoint: Endpoint, answer: string, { silk, workers, raw, bare }: Record<Side, Measured>): string[] {
   const ratio = silk.requestsPerSecond / bare.requestsPerSecond;
   const rate = (side: Measured): string => Math.round(side.requestsPerSecond).toLocaleString("en-US");
   return [
     endpoint.title,
     rate(silk),
+    rate(workers),
+    (workers.requestsPerSecond / silk.requestsPerSecond).toFixed(2),
     rate(raw),
     rate(bare),
     ratio.toFixed(2),
     (raw.requestsPerSecond / bare.requestsPerSecond).toFixed(2),
     (silk.requestsPerSecond / raw.requestsPerSecond).toFixed(2),
     `${silk.p50Millis} / ${silk.p99Millis}`,
+    `${workers.p50Millis} / ${workers.p99Millis}`,
     `${raw.p50Millis} / ${raw.p99Millis}`,
     `${bare.p50Millis} / ${bare.p99Millis}`,
     String(Buffer.byteLength(answer)),
@@ -317,9 +330,18 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
     { title: "point get (PointGet)", name: "PointGet", body: JSON.stringify({ id: pointId }) },
     { title: `1-hop, ${hub.degree} neighbours (OneHop)`, name: "OneHop", body: JSON.stringify({ id: silkIdOf.get(hub.snapId)! }) },
   ];
-  const silk = await startSilk(project, data, useDist);
+  // The workers' server gets a copy: one writer per directory.
+  const workersData = join(workspace, "data-workers");
+  cpSync(data, workersData, { recursive: true });
+  const silk = await startSilk(project, data, useDist, 1);
   children.push(silk);
   const answers = await checkedAnswers(silk, endpoints, pointId, hub.degree);
+  const workers = await startSilk(project, workersData, useDist, settings.workers);
+  children.push(workers);
+  for (const endpoint of endpoints) {
+    const workersAnswer = await answer(workers, endpoint);
+    if (workersAnswer !== answers[endpoint.name]) throw new Error(`silk serve --workers ${settings.workers} answers ${endpoint.name} differently: ${workersAnswer.slice(0, 200)}`);
+  }
   const bodiesFile = join(workspace, "bodies.json");
   writeFileSync(bodiesFile, JSON.stringify(answers));
   const bare = await startBare(bodiesFile);
@@ -331,16 +353,20 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
     if (rawAnswer !== answers[endpoint.name]) throw new Error(`the raw route answers ${endpoint.name} differently: ${rawAnswer.slice(0, 200)}`);
   }
   const rows: string[][] = [
-    ["endpoint", "Silk req/s", "raw req/s", "bare req/s", "Silk/bare", "raw/bare", "Silk/raw", "Silk p50/p99 ms", "raw p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"],
+    ["endpoint", "Silk req/s", `Silk x${settings.workers} req/s`, `x${settings.workers}/x1`, "raw req/s", "bare req/s", "Silk/bare", "raw/bare", "Silk/raw", "Silk p50/p99 ms", `Silk x${settings.workers} p50/p99 ms`, "raw p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"],
   ];
   let missed = false;
   for (const endpoint of endpoints) {
-    const measured = await measureEndpoint(endpoint, { silk, raw, bare }, settings);
+    const measured = await measureEndpoint(endpoint, { silk, workers, raw, bare }, settings);
     missed ||= measured.silk.requestsPerSecond / measured.bare.requestsPerSecond < THROUGHPUT_RATIO_MIN;
     rows.push(resultRow(endpoint, answers[endpoint.name], measured));
   }
   process.stdout.write(`${formatMachine(machineInfo(useDist ? "dist/ (compiled by tsc)" : "TypeScript sources through tsx"))}\n`);
-  process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database\n`);
+  process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database (and a copy for the workers' server)\n`);
+  process.stdout.write(
+    `Silk: \`silk serve\` (one process) and \`silk serve --workers ${settings.workers}\` (a writer and ${settings.workers} read workers); ` +
+      `the load generator runs in this process, on the same ${cpus().length} cores as the workers\n`,
+  );
   process.stdout.write(
     `load: autocannon, ${settings.connections} connections, one request per connection at a time; ${WARMUP_SECONDS} s warm-up, then the ` +
       `best of ${settings.rounds} alternating ${settings.seconds} s rounds per side\n\n`,
@@ -355,6 +381,7 @@ async function main(): Promise<void> {
       duration: { type: "string", default: String(DURATION_SECONDS_DEFAULT) },
       connections: { type: "string", default: String(CONNECTIONS_DEFAULT) },
       rounds: { type: "string", default: String(ROUNDS_DEFAULT) },
+      workers: { type: "string", default: String(WORKERS_DEFAULT) },
       source: { type: "boolean", default: false },
       strict: { type: "boolean", default: false },
       "bare-server": { type: "string" },
@@ -368,7 +395,12 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const settings: Settings = { seconds: Number(values.duration), connections: Number(values.connections), rounds: Number(values.rounds) };
+  const settings: Settings = { seconds: Number(values.duration), connections: Number(values.connections), rounds: Number(values.rounds), workers: Number(values.workers) };
+  if (!Number.isInteger(settings.workers) || settings.workers < 2) {
+    progress(`--workers must be a whole number of at least 2 (the one-process server is always measured), got ${values.workers}`);
+    process.exitCode = 1;
+    return;
+  }
   const workspace = mkdtempSync(join(tmpdir(), "silk-bench-http-"));
   const children: Child[] = [];
   try {
