@@ -1,8 +1,9 @@
 /**
  * The coordinator: takes a decoded plan and runs it as one transaction across the partitions.
  *
- * - One partition: the whole plan goes to that partition as one `execute` message and runs in one LMDB
- *   transaction there (the fast path, and the only path of a default single-partition database).
+ * - One partition: the whole plan goes to that partition as one `execute` message and runs in its write queue there
+ *   (the fast path, and the only path of a default single-partition database); writes waiting together commit in
+ *   one LMDB transaction (node/write-group.ts).
  * - Several partitions: the coordinator executes the plan itself over a scatter/gather reader (one batched message
  *   per partition per step), collects the writes, splits them into one mutation list per owning partition (the
  *   sub-plans), and commits them by two-phase commit when more than one partition is touched.
@@ -263,10 +264,17 @@ export class Coordinator {
         throw cause;
       }
     };
-    // One partition: reads run on its own snapshots, unlocked; writes take the lock so that a bulk import (which checks
-    // its endpoints, then commits) cannot interleave with them.
+    // One partition: reads run on its own snapshots, unlocked; writes take the lock shared with each other (the
+    // partition's write queue orders them, and commits those waiting together: node/write-group.ts) and exclusive of
+    // a bulk import (which checks its endpoints, then commits) and of index operations and rebalancing.
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
-    const release = await this.acquireWithin(deadline, plan.requestType === "write");
+    const sharedWrite = plan.requestType === "write" && this.map.count === 1;
+    let release = await this.acquireWithin(deadline, plan.requestType === "write" && !sharedWrite);
+    if (sharedWrite && this.map.count !== 1) {
+      // A rebalance added partitions while this write waited: it needs the lock to itself.
+      release();
+      release = await this.acquireWithin(deadline, true);
+    }
     try {
       if (plan.requestType === "write") await this.requireWritable(deadline.remainingMs());
       const map = this.map;

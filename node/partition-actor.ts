@@ -5,6 +5,10 @@
  * writer's actor also builds the store's constructing indexes in the background, one chunk at a time in
  * the same queue as writes, so builds and writes interleave and never overlap.
  *
+ * On a single server (no replicated log) the write invocations waiting in the queue commit in groups
+ * (node/write-group.ts): one after another, each against the state of those before it, then one LMDB transaction
+ * and one fsync for the group, each answered once it is durable.
+ *
  * Long invocations pause to let the event loop run (deadline.ts): a read on its held snapshot, a write inside the
  * write queue, so no other write interleaves with it. A fast read, which cannot pause, gives up after its slice and
  * the plan runs on the executor; a request waiting in the write queue answers query_timeout at its deadline.
@@ -37,6 +41,7 @@ import type { PartitionStore, Snapshot } from "./partition-store.js";
 import { indexKey } from "./index-keys.js";
 import { TxnView, type BaseReader, type Neighbour } from "./txn-view.js";
 import { readsVectorData } from "./vector-reads.js";
+import { DEFAULT_WRITE_GROUP_BOUNDS, GroupFlushNeeded, GroupLayer, type WriteGroupBounds } from "./write-group.js";
 
 /**
  * Reads of one partition through one snapshot. `vectorData` false reads vector records without their vectors, for a
@@ -120,6 +125,31 @@ export interface PartitionActorOptions {
    * (node/log-entry.ts); without a log (the single server) changes apply directly.
    */
   readonly log?: WriteLog;
+  /** How large a single server's write groups may grow (default DEFAULT_WRITE_GROUP_BOUNDS); unused with a log. */
+  readonly writeGroup?: Partial<WriteGroupBounds>;
+}
+
+/** A write invocation waiting for, or running in, a write group. */
+interface Invocation {
+  readonly plan: Plan;
+  readonly parameters: Plan["parameters"];
+  readonly deadline: Deadline;
+  /** Called when a group takes it: from then on its wait is no longer timed (see `serialized`). */
+  readonly take: () => void;
+  readonly resolve: (body: PartitionReplyBody) => void;
+  readonly reject: (cause: unknown) => void;
+  taken: boolean;
+  /** Its caller was answered query_timeout while it waited: no group takes it. */
+  cancelled: boolean;
+  /** It runs in a group of its own (a group's commit failed on a member's error; see `commitGroup`). */
+  alone: boolean;
+}
+
+/** A member that ran: its answer, given once the group is durable, and its mutation list (none if it wrote nothing). */
+interface Ran {
+  readonly invocation: Invocation;
+  readonly body: PartitionReplyBody;
+  readonly batch: Uint8Array | undefined;
 }
 
 /** The replicated log a leader appends to (cluster/nats/replica.ts implements it over JetStream). */
@@ -148,8 +178,19 @@ export class PartitionActor {
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
   private buildFailure: string | undefined;
+  /** Write invocations waiting for a group, in arrival order (single server). */
+  private readonly waiting: Invocation[] = [];
+  /** Whether a group is queued or running: it takes the waiting invocations, and queues the next group if any remain. */
+  private groupQueued = false;
+  private readonly groupBounds: WriteGroupBounds;
 
-  constructor(private readonly options: PartitionActorOptions) {}
+  constructor(private readonly options: PartitionActorOptions) {
+    const bounds = options.writeGroup;
+    this.groupBounds = {
+      invocations: Math.max(1, bounds?.invocations ?? DEFAULT_WRITE_GROUP_BOUNDS.invocations),
+      bytes: Math.max(1, bounds?.bytes ?? DEFAULT_WRITE_GROUP_BOUNDS.bytes),
+    };
+  }
 
   /**
    * Starts building the store's constructing indexes in the background (a writer's actor; idempotent). The loop ends
@@ -361,9 +402,155 @@ export class PartitionActor {
     const deadline = Deadline.after(timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
+      if (this.options.log === undefined) return this.grouped(plan, parameters, deadline);
       return this.serialized(() => this.execute(plan, parameters, deadline, requestId), deadline);
     }
     return this.execute(plan, parameters, deadline, requestId);
+  }
+
+  /**
+   * A single server's write invocation, run and committed in a write group. Like `serialized`, only the wait is
+   * timed: an invocation still waiting at its deadline answers query_timeout and no group runs it.
+   */
+  private async grouped(plan: Plan, parameters: Plan["parameters"], deadline: Deadline): Promise<PartitionReplyBody> {
+    let taken!: () => void;
+    const started = new Promise<void>((resolve) => (taken = resolve));
+    let invocation!: Invocation;
+    const answered = new Promise<PartitionReplyBody>((resolve, reject) => {
+      invocation = { plan, parameters, deadline, take: taken, resolve, reject, taken: false, cancelled: false, alone: false };
+    });
+    this.waiting.push(invocation);
+    this.queueGroup();
+    try {
+      await deadline.within(started);
+    } catch (cause) {
+      if (!invocation.taken) {
+        invocation.cancelled = true;
+        throw cause;
+      }
+    }
+    return answered;
+  }
+
+  /** Queues a group behind the writes already queued, unless one is queued or running (it takes what waits). */
+  private queueGroup(): void {
+    if (this.groupQueued) return;
+    this.groupQueued = true;
+    void this.serialized(() => this.runGroup());
+  }
+
+  /** The next waiting invocation a group may take, or undefined: none waits, or it must run alone and the group has members. */
+  private nextMember(members: number): Invocation | undefined {
+    for (;;) {
+      const next = this.waiting[0];
+      if (next === undefined) return undefined;
+      if (next.cancelled) {
+        this.waiting.shift();
+        continue;
+      }
+      if (next.alone && members > 0) return undefined;
+      this.waiting.shift();
+      return next;
+    }
+  }
+
+  /**
+   * One write group, inside the write queue: takes waiting invocations one at a time (so one that waits is
+   * still answered query_timeout at its deadline) until none waits or a bound is reached, runs each against the
+   * group's state, then commits them all. Never waits for more: a lone write commits at once. Never rejects: every
+   * invocation it took is answered.
+   */
+  private async runGroup(): Promise<void> {
+    const { store } = this.options;
+    const ran: Ran[] = [];
+    let snapshot = store.snapshot();
+    let group = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+    let bytes = 0;
+    let running: Invocation | undefined;
+    try {
+      for (;;) {
+        running = undefined;
+        if (ran.length >= this.groupBounds.invocations || bytes >= this.groupBounds.bytes) break;
+        const invocation = this.nextMember(ran.length);
+        if (invocation === undefined) break;
+        running = invocation;
+        invocation.taken = true;
+        invocation.take();
+        let outcome: { body: PartitionReplyBody; view: TxnView | undefined };
+        try {
+          outcome = await this.runMember(invocation, snapshot, group);
+        } catch (cause) {
+          if (!(cause instanceof GroupFlushNeeded)) {
+            invocation.reject(cause);
+            if (invocation.alone) break;
+            continue;
+          }
+          // A read that cannot see the pending changes: commit them, then run this member in a new group (after
+          // any that commitGroup queues to run again alone: they came before it).
+          this.waiting.unshift(invocation);
+          this.commitGroup(ran.splice(0));
+          snapshot.close();
+          snapshot = store.snapshot();
+          group = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+          bytes = 0;
+          continue;
+        }
+        const batch = outcome.view?.hasWrites ? encodeMutations(outcome.view.mutations()) : undefined;
+        if (batch !== undefined && outcome.view !== undefined) {
+          group.absorb(outcome.view);
+          bytes += batch.byteLength;
+        }
+        ran.push({ invocation, body: outcome.body, batch });
+        running = undefined;
+        if (invocation.alone) break;
+      }
+      this.commitGroup(ran);
+    } catch (cause) {
+      // A bug (nothing above throws by design): whoever the group took is answered it, and nothing commits.
+      for (const invocation of [...ran.map((member) => member.invocation), ...(running === undefined ? [] : [running])]) invocation.reject(cause);
+    } finally {
+      snapshot.close();
+      this.groupQueued = false;
+      if (this.waiting.some((invocation) => !invocation.cancelled)) this.queueGroup();
+    }
+  }
+
+  /** One member on the group's snapshot, through the group's pending changes (write-group.ts GroupLayer). */
+  private async runMember(invocation: Invocation, snapshot: Snapshot, group: TxnView): Promise<{ body: PartitionReplyBody; view: TxnView | undefined }> {
+    const { store, schema, now } = this.options;
+    const { plan, parameters, deadline } = invocation;
+    if (!group.hasWrites && this.fastReadable(plan)) {
+      const result = this.fastRead(plan, snapshot, parameters, deadline);
+      if (result !== undefined) return { body: { type: "result", result }, view: undefined };
+    }
+    const layer = new GroupLayer(group, new SnapshotReader(snapshot, readsVectorData(plan)), deadline);
+    const view = new TxnView(layer, { allocate: () => store.allocateId() }, deadline);
+    const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
+    const result = await executePlan(plan, { view, schema, now, writable: true, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
+    return { body: { type: "result", result }, view };
+  }
+
+  /**
+   * Commits the members' lists in one transaction, then answers each. A member's error the store finds (a check
+   * only the commit makes, such as a vector's dimension) fails the whole transaction without saying whose list it
+   * was: then every member runs again alone, first in the queue, so the one at fault fails as it would have alone and
+   * the others commit (their reads may have seen its changes, so they run again rather than commit as they are).
+   * Any other failure (the disk) answers every member its error, and none is written.
+   */
+  private commitGroup(ran: readonly Ran[]): void {
+    const batches = ran.flatMap(({ batch }) => (batch === undefined ? [] : [batch]));
+    try {
+      if (batches.length > 0) this.options.store.applyAll(batches);
+    } catch (cause) {
+      if (ran.length > 1 && cause instanceof SilkError && cause.kind === "user") {
+        for (const { invocation } of ran) invocation.alone = true;
+        this.waiting.unshift(...ran.map(({ invocation }) => invocation));
+        return;
+      }
+      for (const { invocation } of ran) invocation.reject(cause);
+      return;
+    }
+    for (const { invocation, body } of ran) invocation.resolve(body);
   }
 
   private withSnapshot(read: (reader: SnapshotReader) => PartitionReplyBody): PartitionReplyBody {
@@ -398,7 +585,10 @@ export class PartitionActor {
     }
   }
 
-  /** One invocation: a snapshot, an overlay, then one LMDB write transaction for whatever it changed. */
+  /**
+   * One invocation: a snapshot, an overlay, then one LMDB write transaction (through the log, in a cluster) for
+   * whatever it changed. A single server's writes run in groups instead (`runGroup`).
+   */
   private async execute(plan: Plan, parameters: Plan["parameters"], deadline: Deadline, requestId: string | undefined): Promise<PartitionReplyBody> {
     const { store, schema, now } = this.options;
     const snapshot = store.snapshot();

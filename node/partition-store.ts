@@ -402,6 +402,17 @@ export class PartitionStore {
     this.transact(() => this.write(batch));
   }
 
+  /**
+   * Applies encoded mutation lists one after another as one LMDB transaction (a write group, node/write-group.ts):
+   * each list meets the state the lists before it left, as if each were its own transaction, and one fsync makes them
+   * all durable. A list that fails fails them all; nothing of any is written.
+   */
+  applyAll(batches: readonly Uint8Array[]): void {
+    this.transact(() => {
+      for (const batch of batches) this.write(batch);
+    });
+  }
+
   /** The schema version this partition's records have; undefined before one was recorded. */
   schemaVersion(): number | undefined {
     return this.meta.get(META_SCHEMA_VERSION) as number | undefined;

@@ -109,6 +109,17 @@ export interface IdSource {
   allocate(kind: RecordKind, near?: bigint): MaybePromise<bigint>;
 }
 
+/**
+ * A view's uncommitted changes. Views made by `over` share one (a write group's pending state, read through each
+ * member's own base and deadline: node/write-group.ts).
+ */
+export interface TxnOverlay {
+  /** Records changed: the new record, or null once dropped. */
+  readonly changed: Map<bigint, StoredRecord | null>;
+  /** Everything else a write needs, made on the first write: most invocations only read. */
+  writes: WriteState | undefined;
+}
+
 interface WriteState {
   /** The committed form of every changed record that existed before this invocation. */
   readonly original: Map<bigint, StoredRecord>;
@@ -119,12 +130,14 @@ interface WriteState {
 
 export class TxnView {
   /** Records this invocation changed: the new record, or null once dropped. */
-  private readonly changed = new Map<bigint, StoredRecord | null>();
-  /** Everything else a write needs, made on the first write: most invocations only read. */
-  private writeState: WriteState | undefined;
+  private readonly changed: Map<bigint, StoredRecord | null>;
+
+  private get writeState(): WriteState | undefined {
+    return this.overlay.writes;
+  }
 
   private get writes(): WriteState {
-    return (this.writeState ??= {
+    return (this.overlay.writes ??= {
       original: new Map(),
       created: new Set(),
       createdByLabel: new Map(),
@@ -137,7 +150,37 @@ export class TxnView {
     private readonly ids: IdSource,
     /** The invocation's deadline, checked (and its slice paced) between the chunks of a large read. */
     private readonly deadline: Deadline = Deadline.none(),
-  ) {}
+    private readonly overlay: TxnOverlay = { changed: new Map(), writes: undefined },
+  ) {
+    this.changed = overlay.changed;
+  }
+
+  /**
+   * A view of this one's changes over another base, paced by another deadline: changes through either are changes
+   * of both. A write group reads its pending state through each member's snapshot reader and deadline this way.
+   */
+  over(base: BaseReader, deadline: Deadline): TxnView {
+    return new TxnView(base, this.ids, deadline, this.overlay);
+  }
+
+  /**
+   * Takes the changes of `upper`, a view whose base reads through this one (a write group's member), as if they had
+   * been made here: its creates as creates, its updates and drops of records it found here (committed, or changed
+   * by an earlier member) as updates and drops. A record `upper` created and dropped leaves nothing.
+   */
+  absorb(upper: TxnView): void {
+    const state = upper.writeState;
+    if (state === undefined) return;
+    for (const [id, record] of upper.changed) {
+      if (state.created.has(id)) {
+        if (record !== null) this.create(record);
+        continue;
+      }
+      const before = state.original.get(id)!;
+      if (record === null) this.drop(before);
+      else this.replace(before, record);
+    }
+  }
 
   /**
    * `read` over `ids` in chunks of BASE_READ_CHUNK_IDS, results concatenated in order; past `resultsMax` results it
@@ -259,9 +302,13 @@ export class TxnView {
    */
   async vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
     if (this.changed.size === 0) return this.base.vectorSearch(request);
-    const changed: bigint[] = [];
-    const records: { id: bigint; props: StoredRecord["props"]; vector?: Float64Array }[] = [];
+    // A view stacked on this one (a later member of a write group) sent its own changes: they are newer than these.
+    const above = request.overlay;
+    const changed: bigint[] = above === undefined ? [] : [...above.changed];
+    const records: { id: bigint; props: StoredRecord["props"]; vector?: Float64Array }[] = above === undefined ? [] : [...above.records];
+    const changedAbove = new Set(changed);
     for (const [id, record] of this.changed) {
+      if (changedAbove.has(id)) continue;
       const before = this.writes.original.get(id);
       const ofLabel = (candidate: StoredRecord | null | undefined): boolean => candidate != null && candidate.kind === request.kind && candidate.label === request.label;
       if (!ofLabel(record) && !ofLabel(before)) continue;

@@ -22,6 +22,7 @@ import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { ExplainStep } from "../node/planner.js";
 import { PartitionActor } from "../node/partition-actor.js";
+import type { WriteGroupBounds } from "../node/write-group.js";
 import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
 import { storageFailure } from "../node/storage-errors.js";
 import { migratePartition, storedVersion, type MigrationOptions } from "../node/schema-migration.js";
@@ -81,6 +82,11 @@ export interface InternalOpenOptions {
   readonly migration?: MigrationOptions;
   /** How often each partition's writer clears dead readers' slots, at most (node/partition-store.ts). */
   readonly readerCheckIntervalMs?: number;
+  /**
+   * How large a partition's write groups may grow (node/write-group.ts); `{ invocations: 1 }` commits every write
+   * invocation alone (the commit benchmark's baseline).
+   */
+  readonly writeGroup?: Partial<WriteGroupBounds>;
 }
 
 /**
@@ -372,6 +378,7 @@ export class Database {
             clockMs: internal.clockMs,
             indexBuildChunkEntities: internal.indexBuildChunkEntities,
             embedder,
+            writeGroup: internal.writeGroup,
           }),
       );
       const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory, clockMs: internal.clockMs });
