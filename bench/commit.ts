@@ -3,10 +3,12 @@
  * durable commit lmdb-js allows, side by side in one run on the same disk.
  *
  * A Silk write is acknowledged once its LMDB transaction is on disk (node/partition-store.ts opens writers with
- * overlappingSync off), one transaction per invocation, invocations one after another in the partition's write
- * queue: so each acknowledged write pays one fsync, with 16 writers in flight as with one. The rows:
+ * overlappingSync off). The invocations waiting in the partition's write queue commit together, one transaction and
+ * one fsync per group (node/write-group.ts), so with 16 writers in flight most writes share an fsync. The rows:
  *
  * - `silk`: `db.query("AddUser")` on a disk database, one writer at a time, then 16 in flight.
+ * - `silk, groups of 1`: the same with write groups of one invocation (`writeGroup: { invocations: 1 }`): one
+ *   transaction and one fsync per write, as before group commit — the baseline beside it.
  * - `lmdb sync`: raw lmdb-js, one `transactionSync` put per write with overlappingSync off — one fsync per
  *   acknowledged write, what Silk's commit is underneath.
  * - `lmdb batched`: raw lmdb-js `await put()` with 16 in flight — lmdb-js groups the puts of one moment into one
@@ -54,9 +56,9 @@ function scratch(): string {
   return mkdtempSync(join(tmpdir(), "silk-bench-commit-"));
 }
 
-async function silk(count: number, writers: number): Promise<number> {
+async function silk(count: number, writers: number, groupInvocations?: number): Promise<number> {
   const directory = scratch();
-  const db = await Database.open({ storage: { disk: directory }, schema: PROJECT });
+  const db = await Database.open({ storage: { disk: directory }, schema: PROJECT }, groupInvocations === undefined ? {} : { writeGroup: { invocations: groupInvocations } });
   try {
     return await timed(count, writers, (i) => db.query("AddUser", { name: `u${i}`, age: i % 100 }));
   } finally {
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
     { name: "silk", writers: 1, run: () => silk(count, 1) },
     { name: "lmdb sync", writers: 1, run: () => lmdb(count, 1, "sync") },
     { name: "lmdb overlapping", writers: 1, run: () => lmdb(count, 1, "overlapping") },
+    { name: "silk, groups of 1", writers: IN_FLIGHT, run: () => silk(count, IN_FLIGHT, 1) },
     { name: "silk", writers: IN_FLIGHT, run: () => silk(count, IN_FLIGHT) },
     { name: "lmdb sync", writers: IN_FLIGHT, run: () => lmdb(count, IN_FLIGHT, "sync") },
     { name: "lmdb batched", writers: IN_FLIGHT, run: () => lmdb(count, IN_FLIGHT, "batched") },
@@ -102,11 +105,13 @@ async function main(): Promise<void> {
   const rate = (name: string, writers: number): number => rows.find((row) => row.name === name && row.writers === writers)!.writesPerSecond;
   console.log(formatMachine(machineInfo("sources (tsx)")));
   console.log(`disk: ${tmpdir()}; ${count} writes per row, best of ${rounds} rounds\n`);
-  for (const row of rows) console.log(`${`${row.name} x${row.writers}`.padEnd(22)} ${row.writesPerSecond.toFixed(0).padStart(8)} writes/s`);
+  for (const row of rows) console.log(`${`${row.name} x${row.writers}`.padEnd(26)} ${row.writesPerSecond.toFixed(0).padStart(8)} writes/s`);
   console.log("");
   console.log(`silk x1 / lmdb sync x1 (the same one fsync per write):        ${(rate("silk", 1) / rate("lmdb sync", 1)).toFixed(2)}`);
   console.log(`lmdb overlapping x1 / lmdb sync x1 (what not waiting costs):  ${(rate("lmdb overlapping", 1) / rate("lmdb sync", 1)).toFixed(2)}`);
   console.log(`silk x${IN_FLIGHT} / lmdb batched x${IN_FLIGHT} (group commit's ceiling):        ${(rate("silk", IN_FLIGHT) / rate("lmdb batched", IN_FLIGHT)).toFixed(2)}`);
+  console.log(`silk, groups of 1 x${IN_FLIGHT} / lmdb batched x${IN_FLIGHT} (no group commit):   ${(rate("silk, groups of 1", IN_FLIGHT) / rate("lmdb batched", IN_FLIGHT)).toFixed(2)}`);
+  console.log(`silk x${IN_FLIGHT} / silk, groups of 1 x${IN_FLIGHT} (what grouping buys):        ${(rate("silk", IN_FLIGHT) / rate("silk, groups of 1", IN_FLIGHT)).toFixed(2)}`);
 }
 
 await main();
