@@ -139,8 +139,6 @@ interface Invocation {
   readonly resolve: (body: PartitionReplyBody) => void;
   readonly reject: (cause: unknown) => void;
   taken: boolean;
-  /** Its caller was answered query_timeout while it waited: no group takes it. */
-  cancelled: boolean;
   /** It runs in a group of its own (a group's commit failed on a member's error; see `commitGroup`). */
   alone: boolean;
 }
@@ -417,7 +415,7 @@ export class PartitionActor {
     const started = new Promise<void>((resolve) => (taken = resolve));
     let invocation!: Invocation;
     const answered = new Promise<PartitionReplyBody>((resolve, reject) => {
-      invocation = { plan, parameters, deadline, take: taken, resolve, reject, taken: false, cancelled: false, alone: false };
+      invocation = { plan, parameters, deadline, take: taken, resolve, reject, taken: false, alone: false };
     });
     this.waiting.push(invocation);
     this.queueGroup();
@@ -425,7 +423,8 @@ export class PartitionActor {
       await deadline.within(started);
     } catch (cause) {
       if (!invocation.taken) {
-        invocation.cancelled = true;
+        // Answered query_timeout while it waited: no group takes it.
+        this.waiting.splice(this.waiting.indexOf(invocation), 1);
         throw cause;
       }
     }
@@ -441,17 +440,9 @@ export class PartitionActor {
 
   /** The next waiting invocation a group may take, or undefined: none waits, or it must run alone and the group has members. */
   private nextMember(members: number): Invocation | undefined {
-    for (;;) {
-      const next = this.waiting[0];
-      if (next === undefined) return undefined;
-      if (next.cancelled) {
-        this.waiting.shift();
-        continue;
-      }
-      if (next.alone && members > 0) return undefined;
-      this.waiting.shift();
-      return next;
-    }
+    const next = this.waiting[0];
+    if (next === undefined || (next.alone && members > 0)) return undefined;
+    return this.waiting.shift();
   }
 
   /**
@@ -511,7 +502,7 @@ export class PartitionActor {
     } finally {
       snapshot.close();
       this.groupQueued = false;
-      if (this.waiting.some((invocation) => !invocation.cancelled)) this.queueGroup();
+      if (this.waiting.length > 0) this.queueGroup();
     }
   }
 
