@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster redis-server s3-server clean
+.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster test-snapshots-100k redis-server s3-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -69,6 +69,12 @@ cluster: build nats-server
 
 cluster-down: build
 	node dist/bin/silk.js cluster down --dir ./cluster-data
+
+# Snapshots and log truncation at issue 16's size (docs/CLUSTER.md): 100,000 writes through a partition's leader, a
+# snapshot every 10,000 entries; the log stays under 30,000 entries and a wiped replica bootstraps (`make test` runs
+# the same case with 3,000 writes).
+test-snapshots-100k: build nats-server
+	SILK_SNAPSHOT_WRITES=100000 SILK_SNAPSHOT_EVERY=10000 npx vitest run test/cluster-nats/snapshots.test.ts -t "keeps the log"
 
 # The cluster suites start nats-server processes of their own (a three-server JetStream cluster on loopback).
 nats-server:

@@ -8,7 +8,8 @@
  *   `down` stops what `up` started even when `up` failed half-way (up then stops them itself).
  * - down: SIGTERM to the serve and replica processes, SIGKILL after a grace period, NATS servers last.
  * - status: each partition's leader (from its lease), the log's last sequence and each replica's applied sequence
- *   (read from its LMDB, read-only, as a second reader does), and the partition map's version and ranges.
+ *   (read from its LMDB, read-only, as a second reader does), the partition map's version and ranges, the entries
+ *   the log holds (first..last, count, bytes: truncation moves the first) and its latest snapshot's sequence and size.
  * - add-partition: asks the coordinator (admin subject, cluster/nats/rebalance.ts) to carve partition N's allocation
  *   range, records N in cluster.json, starts N's replica processes, waits for N's leader, then asks the coordinator
  *   to make N serve. Run again after a failure, it reuses the partition already carved.
@@ -39,6 +40,7 @@ import { freePort, LocalNatsCluster } from "../cluster/nats/servers.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
 import { subjects } from "../cluster/nats/subjects.js";
+import { latestSnapshot } from "../cluster/nats/snapshots.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./serve.js";
@@ -225,12 +227,16 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
     const owned = map.partitions.map((partition) => map.rangesOf(partition).map((range) => `${range.first}..${range.last}`).join(" "));
     out.write(`map version ${map.version}${map.pending === undefined ? "" : `, partition ${map.pending} being added`}\n`);
     for (const range of map.ranges) {
-      const last = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state.last_seq, () => undefined);
+      const log = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state, () => undefined);
+      const last = log?.last_seq;
       const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(dir, range, replica)}`);
       const holder = holders[range.index];
       const leader = holder === undefined ? "none" : `${holder.replica} (term ${holder.term})`;
       out.write(`p${range.index}: leader ${leader}, log last sequence ${last ?? "none"}, applied ${applied.join(" ")}\n`);
       out.write(`  owns ${owned[range.index]}\n`);
+      const snapshot = await latestSnapshot(nc, manifest.name, range.index).catch(() => undefined);
+      const entries = log === undefined ? "no log" : `log holds ${log.first_seq}..${log.last_seq} (${log.messages} entries, ${log.bytes} bytes)`;
+      out.write(`  ${entries}, ${snapshot === undefined ? "no snapshot" : `latest snapshot at ${snapshot.sequence} (${snapshot.bytes} bytes)`}\n`);
     }
   } finally {
     await nc.close();

@@ -5,7 +5,9 @@
  * manifest's partition count if absent; a partition being added has one before it serves) and the schema's index
  * definitions; the ranges it owns come from its log (add_ranges, drop_range). It runs
  * cluster/nats/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
- * DIR/logs/p<I>-r<R>.log.
+ * DIR/logs/p<I>-r<R>.log. Before its store opens, a directory without a store, or with one the log no longer reaches
+ * (truncated below a snapshot while this replica was down), gets the partition's latest snapshot
+ * (cluster/nats/snapshots.ts `bootstrapReplica`); as leader it snapshots by cluster.json's `snapshots` policy.
  *
  * With `--health-port`, it answers `GET /health` on that port (`--health-host`, default 127.0.0.1; a Kubernetes pod
  * gives 0.0.0.0): 200 `{"status": "ok", "partition", "replica", "role": "leader" | "follower", "applied"}` while the
@@ -25,6 +27,7 @@ import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/na
 import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
+import { bootstrapReplica } from "../cluster/nats/snapshots.js";
 import { acquireWriterLock } from "../runtime/writer-lock.js";
 import { PartitionStore } from "../node/partition-store.js";
 import { storageStatistics } from "../runtime/embedded.js";
@@ -149,6 +152,9 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     const { value: map } = await (await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest) })).load(manifest.partitions);
     range = map.allocationOf(options.partition);
     if (range === undefined) throw new SilkError("invalid_option", `--partition must be from 0 to ${map.count - 1} (the cluster's map), not ${options.partition}`);
+    // An empty directory, or a store the log no longer reaches, starts from the partition's latest snapshot.
+    const bootstrap = await bootstrapReplica({ nc, cluster: manifest.name, partition: options.partition, path: storePath, logger });
+    if (bootstrap.kind === "restored") process.stdout.write(`silk: partition ${options.partition} replica ${options.replica} bootstrapped from the snapshot at log sequence ${bootstrap.sequence} (${bootstrap.bytes} bytes)\n`);
   } catch (cause) {
     await nc.close();
     throw cause;
@@ -167,6 +173,8 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     uniqueAcrossPartitions: true,
     uniqueEdgeLabels: uniqueEdgeLabels(schema),
   });
+  const scratchDirectory = clusterPaths.replicaScratch(options.dir, options.partition, options.replica);
+  mkdirSync(scratchDirectory, { recursive: true });
   let stopping = false;
   let health: Server | undefined;
   const shutdown = async (code: number): Promise<void> => {
@@ -195,6 +203,8 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     now: () => new Date(),
     embedder: embedderFromEnvironment(process.env),
     logger,
+    snapshots: manifest.snapshots,
+    scratchDirectory,
     onFatal: (cause) => {
       logger.fatal({ err: cause }, `replica stopped: ${cause.message}`);
       void shutdown(1);

@@ -12,7 +12,7 @@
  * a writer clears them again before a write transaction, at most once per `readerCheckIntervalMs`, so a reader that
  * dies while the writer runs costs at most that long of writes. `storageStatus()` shows the readers and free pages.
  */
-import { statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { SilkError } from "../protocol/errors.js";
@@ -37,7 +37,7 @@ import { uniqueEdgeViolation } from "./unique-edges.js";
 import { AdjacencyWriter, listEntries } from "./adjacency.js";
 import { adjacencyPacked, upgradeAdjacency, type AdjacencyUpgradeOptions } from "./adjacency-upgrade.js";
 import { upgradeTextLayout } from "./text-upgrade.js";
-import { GRAPH_FOLDER } from "./vector-graph-files.js";
+import { GRAPH_FOLDER, isGraphFileName } from "./vector-graph-files.js";
 
 export { encodeRecord, packr } from "./record-codec.js";
 export { Snapshot } from "./snapshot.js";
@@ -365,6 +365,39 @@ export class PartitionStore {
   /** The sequence of the last replicated-log entry this replica applied; 0 before the first. */
   appliedLogSequence(): number {
     return (this.meta.get(META_LOG_SEQUENCE) as number | undefined) ?? 0;
+  }
+
+  /**
+   * The applied log sequence of the closed environment in `path` (a backup, or a replica's directory before it opens);
+   * undefined when `path` holds no environment.
+   */
+  static appliedLogSequenceAt(path: string): number | undefined {
+    if (!existsSync(join(path, "data.mdb"))) return undefined;
+    const root = open({ path, readOnly: true, maxDbs: 16, encoding: "binary" });
+    try {
+      return (root.openDB({ name: "meta", encoding: "msgpack" }).get(META_LOG_SEQUENCE) as number | undefined) ?? 0;
+    } finally {
+      void root.close();
+    }
+  }
+
+  /**
+   * Writes a consistent copy of this store into the empty folder `into` (a replicated log's snapshot, cluster/nats/snapshots.ts)
+   * and answers the log sequence it holds. The vector graph files are copied first, then LMDB copies the environment,
+   * compacted, from one read transaction (off the event loop): each graph file then reflects a change counter at or
+   * below the copy's, so an open of the copy takes the file and replays the changes since (node/vector-index.ts); a
+   * file is replaced whole by its writer, so the copy holds an old or a new one, never a mix.
+   */
+  async backup(into: string): Promise<number> {
+    const graphs = join(this.path, GRAPH_FOLDER);
+    if (existsSync(graphs)) {
+      mkdirSync(join(into, GRAPH_FOLDER), { recursive: true });
+      for (const name of readdirSync(graphs)) if (isGraphFileName(name)) copyFileSync(join(graphs, name), join(into, GRAPH_FOLDER, name));
+    }
+    await this.root.backup(into, true);
+    const sequence = PartitionStore.appliedLogSequenceAt(into);
+    if (sequence === undefined) throw new SilkError("internal", `internal error (a bug in Silk): LMDB's copy left no environment in ${into}`);
+    return sequence;
   }
 
   /**

@@ -28,6 +28,7 @@ export const GRAPH_FOLDER = "vector-graphs";
 const MAGIC = Buffer.from("SILKVGF1", "latin1");
 const GRAPH_FILE_FORMAT = 1;
 const TEMPORARY_SUFFIX = ".tmp";
+const GRAPH_SUFFIX = ".graph";
 const HEADER_LENGTH_BYTES = 4;
 const CHECKSUM_BYTES = 4;
 
@@ -72,7 +73,7 @@ function sameFields(a: DefinitionFields, b: DefinitionFields): boolean {
 /** The file of an index (names may hold any character: the file is named by a hash of the kind and name). */
 export function graphFilePath(folder: string, definition: VectorIndexDefinition): string {
   const digest = createHash("sha256").update(`${definition.kind}:${definition.name}`).digest("hex").slice(0, 32);
-  return join(folder, `${digest}.graph`);
+  return join(folder, `${digest}${GRAPH_SUFFIX}`);
 }
 
 /** Writes an index's graphs to its file, replacing the file whole (see the module comment). */
@@ -162,6 +163,11 @@ export function readGraphFile(folder: string, identity: string, definition: Vect
     rmSync(scratch, { recursive: true, force: true });
   }
   return { version: header.version, dimension, graphs };
+}
+
+/** Whether a name in the graph folder is a whole graph file (not one a writer is still writing beside its place). */
+export function isGraphFileName(name: string): boolean {
+  return name.endsWith(GRAPH_SUFFIX);
 }
 
 /** Deletes an index's file (a drop); a missing one is fine. */

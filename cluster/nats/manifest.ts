@@ -3,8 +3,10 @@
  * and where each process keeps its files under DIR.
  *
  * - DIR/cluster.json: the cluster's name, its NATS client URLs, the partition count, replicas per partition, the
- *   project directory (its .hx files are the schema and queries) and the HTTP port of the serve process.
- * - DIR/partitions/p<i>/r<r>/: replica r of partition i's LMDB environment (each replica its own copy).
+ *   project directory (its .hx files are the schema and queries), the HTTP port of the serve process, and optionally
+ *   `snapshots` (everyEntries, everyBytes, keep: when partition leaders snapshot and truncate their logs).
+ * - DIR/partitions/p<i>/r<r>/: replica r of partition i's LMDB environment (each replica its own copy);
+ *   DIR/partitions/p<i>/r<r>-scratch/: where that replica copies its store while it takes a snapshot.
  * - DIR/logs/<process>.log: pino logs (p<i>-r<r>.log, serve.log); DIR/nats/: the NATS servers' stores and logs.
  * - DIR/processes.json: the process IDs `silk cluster up` started (what `silk cluster down` stops).
  *
@@ -16,6 +18,7 @@ import { isAbsolute, join } from "node:path";
 import { SilkError } from "../../protocol/errors.js";
 import { PartitionMap } from "../partition-map.js";
 import { checkClusterName } from "./subjects.js";
+import { checkSnapshotPolicy, type SnapshotPolicy } from "./snapshots.js";
 
 export const CLUSTER_MANIFEST_FILE = "cluster.json";
 export const CLUSTER_PROCESSES_FILE = "processes.json";
@@ -31,6 +34,8 @@ export interface ClusterManifest {
   /** Absolute path of the project directory. */
   readonly project: string;
   readonly port: number;
+  /** When leaders snapshot and truncate their logs (cluster/nats/snapshots.ts); absent: DEFAULT_SNAPSHOT_POLICY. */
+  readonly snapshots?: SnapshotPolicy;
 }
 
 /** The processes of a running development cluster, by role. */
@@ -58,6 +63,7 @@ export function checkClusterManifest(value: unknown, source: string): ClusterMan
   if (!Number.isInteger(manifest.replicas) || manifest.replicas! < 1 || manifest.replicas! > REPLICAS_MAX) bad(`replicas must be an integer from 1 to ${REPLICAS_MAX}`);
   if (typeof manifest.project !== "string" || !isAbsolute(manifest.project)) bad("project must be an absolute path");
   if (!Number.isInteger(manifest.port) || manifest.port! < 0 || manifest.port! > 65_535) bad("port must be an integer from 0 to 65535");
+  if (manifest.snapshots !== undefined) return { ...(manifest as ClusterManifest), snapshots: checkSnapshotPolicy(manifest.snapshots, source) };
   return manifest as ClusterManifest;
 }
 
@@ -85,6 +91,7 @@ export function streamReplicas(manifest: ClusterManifest): number {
 
 export const clusterPaths = {
   replicaStore: (directory: string, partition: number, replica: number): string => join(directory, "partitions", `p${partition}`, `r${replica}`),
+  replicaScratch: (directory: string, partition: number, replica: number): string => join(directory, "partitions", `p${partition}`, `r${replica}-scratch`),
   logs: (directory: string): string => join(directory, "logs"),
   replicaLog: (directory: string, partition: number, replica: number): string => join(directory, "logs", `p${partition}-r${replica}.log`),
   serveLog: (directory: string): string => join(directory, "logs", "serve.log"),

@@ -133,7 +133,8 @@ export class PartitionLog {
   /**
    * Delivers every entry from `fromSequence` on, in order, to `onEntry` (synchronous: the next is delivered after it
    * returns), until the follower is stopped. An entry `onEntry` throws on ends the follow with that failure (`done`
-   * rejects). NATS trouble does not: the follower pulls batches through an ordered consumer and, when a pull fails or
+   * rejects), and so does a gap: an entry after `fromSequence`'s successors were purged (the log was truncated below a
+   * snapshot past this replica) ends it with `log_truncated`, never skipping an entry. NATS trouble does not: the follower pulls batches through an ordered consumer and, when a pull fails or
    * comes back empty while the stream holds more, makes a new consumer from the next sequence it needs.
    *
    * `onCurrent(asOf)` (a `performance.now()` instant) is called when the follower knows it applied every entry the
@@ -158,7 +159,11 @@ export class PartitionLog {
             try {
               for await (const message of batch) {
                 if (follower.stopped) break;
-                if (message.seq >= next) {
+                if (message.seq > next) {
+                  // JetStream starts a consumer at the stream's first entry when the one asked for was purged.
+                  throw new EntryFailure(new SilkError("log_truncated", `the log was truncated past this replica: it needs entry ${next}, the log starts at ${message.seq}; start it again to bootstrap from the latest snapshot`));
+                }
+                if (message.seq === next) {
                   try {
                     onEntry(message.seq, decodeLogEntry(message.data));
                   } catch (cause) {

@@ -21,6 +21,9 @@
  *   becomes Q), and if it still is too far behind refuses with `not_leader` (the transport then asks the leader).
  *   Guarantee: an answer reflects every entry that was in the log maxStalenessMs before the replica began answering
  *   (hence before the client sent the request plus the bound), and is a consistent snapshot of a log prefix.
+ * - A leader snapshots its store into the cluster's object store when the log grew enough since the latest snapshot,
+ *   and truncates the log below the oldest snapshot kept (cluster/nats/snapshots.ts); a follower that finds the log
+ *   truncated past what it applied stops (`log_truncated`), and bootstraps from the latest snapshot when started again.
  * - Test hook: `holdFollowing()` / `resumeFollowing()` stop and restart a follower's loop (a lagging follower); a
  *   held replica does not stand for election.
  *
@@ -45,6 +48,7 @@ import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
 import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
 import { STALE_QUEUE, subjects } from "./subjects.js";
+import { DEFAULT_SNAPSHOT_POLICY, latestSnapshot, PartitionSnapshots, type SnapshotPolicy, type SnapshotTaken } from "./snapshots.js";
 import { messageBytesMax, PARTS_COUNT_HEADER, PARTS_GONE_HEADER, PARTS_ID_HEADER, PARTS_SUBJECT_HEADER, PendingReplies, splitParts } from "./message-size.js";
 
 export interface ReplicaOptions {
@@ -66,6 +70,10 @@ export interface ReplicaOptions {
   readonly intentTimeoutMs?: number;
   /** A failure that leaves the store unable to follow the log (the replica has stopped). Default: exit code 1. */
   readonly onFatal?: (cause: Error) => void;
+  /** When a leader snapshots its store and truncates the log (cluster/nats/snapshots.ts); default DEFAULT_SNAPSHOT_POLICY. */
+  readonly snapshots?: SnapshotPolicy | "off";
+  /** Where a snapshot's copy of the store is made before it is uploaded (default: the system's temporary folder). */
+  readonly scratchDirectory?: string;
 }
 
 /** How long a new leader waits to catch up with the log before it gives the lease back. */
@@ -73,6 +81,8 @@ const CATCH_UP_TIMEOUT_MS = 30_000;
 /** A follower too stale for a read: how long it waits for JetStream's last sequence, then to have applied it. */
 const FRESHNESS_ASK_TIMEOUT_MS = 1_000;
 const FRESHNESS_WAIT_MS = 250;
+/** How often a leader checks whether a snapshot is due. */
+const SNAPSHOT_CHECK_MS = 1_000;
 
 interface Leadership {
   readonly actor: PartitionActor;
@@ -81,6 +91,7 @@ interface Leadership {
   current: boolean;
   readonly inflight: Set<Promise<void>>;
   resolverTimer: NodeJS.Timeout | undefined;
+  snapshotTimer: NodeJS.Timeout | undefined;
 }
 
 export class PartitionReplica {
@@ -106,6 +117,12 @@ export class PartitionReplica {
   private freshnessCheck: Promise<void> | undefined;
   /** Test hook: the follower loop is held (holdFollowing). */
   private held = false;
+  /** The partition's snapshots, opened when a leader first checks whether one is due. */
+  private snapshots: Promise<PartitionSnapshots> | undefined;
+  /** The sequence of the partition's latest snapshot (0: none), once read. */
+  private latestSnapshot: number | undefined;
+  /** The snapshot being taken (one at a time; `stop` waits for it: it reads the store). */
+  private snapshotRun: Promise<SnapshotTaken | undefined> | undefined;
 
   private constructor(
     private readonly options: ReplicaOptions,
@@ -185,6 +202,7 @@ export class PartitionReplica {
     this.stale?.unsubscribe();
     this.parts?.unsubscribe();
     this.pendingReplies.clear();
+    await this.snapshotRun?.catch(() => undefined);
     await this.queue(async () => {
       await this.stepDown("stopping", true);
       await this.follower?.stop();
@@ -273,7 +291,7 @@ export class PartitionReplica {
       logger,
     });
     const actor = new PartitionActor({ store, schema: this.options.schema, writable: true, now: this.options.now, embedder: this.options.embedder, log: writeLog });
-    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set(), resolverTimer: undefined };
+    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set(), resolverTimer: undefined, snapshotTimer: undefined };
     this.leadership = leadership;
     if (store.spareIds() === Infinity) {
       // A store that never saw a reservation would hand out IDs without one (spareIds is unlimited outside a
@@ -297,6 +315,7 @@ export class PartitionReplica {
     });
     actor.startIndexBuilds();
     this.startResolver(leadership);
+    this.startSnapshots(leadership);
     logger.info({ partition, replica, term: this.lease.currentTerm, applied: store.appliedLogSequence() }, "leading");
   }
 
@@ -330,6 +349,73 @@ export class PartitionReplica {
     leadership.resolverTimer.unref();
   }
 
+  /** While this leadership lasts, snapshots the store when the policy says one is due (cluster/nats/snapshots.ts). */
+  private startSnapshots(leadership: Leadership): void {
+    const policy = this.options.snapshots ?? DEFAULT_SNAPSHOT_POLICY;
+    if (policy === "off") return;
+    leadership.snapshotTimer = setInterval(() => {
+      if (!leadership.current || this.stopped || this.snapshotRun !== undefined) return;
+      void this.run(() => this.snapshotIfDue(policy)).catch((cause: unknown) => {
+        this.options.logger.warn({ partition: this.options.partition, err: String(cause) }, "snapshot failed; trying again later");
+      });
+    }, SNAPSHOT_CHECK_MS);
+    leadership.snapshotTimer.unref();
+  }
+
+  /** Runs a snapshot, one at a time: a second call while one runs waits for it and answers its result. */
+  private run(take: () => Promise<SnapshotTaken | undefined>): Promise<SnapshotTaken | undefined> {
+    if (this.snapshotRun !== undefined) return this.snapshotRun;
+    const running = take().finally(() => {
+      if (this.snapshotRun === running) this.snapshotRun = undefined;
+    });
+    this.snapshotRun = running;
+    return running;
+  }
+
+  private openSnapshots(): Promise<PartitionSnapshots> {
+    const { nc, cluster, partition, replicas, scratchDirectory } = this.options;
+    const opening = (this.snapshots ??= PartitionSnapshots.open({ nc, cluster, partition, replicas, scratch: scratchDirectory }));
+    opening.catch(() => {
+      if (this.snapshots === opening) this.snapshots = undefined;
+    });
+    return opening;
+  }
+
+  /** A snapshot when `everyEntries` entries, or about `everyBytes` of log, were applied since the latest one. */
+  private async snapshotIfDue(policy: SnapshotPolicy): Promise<SnapshotTaken | undefined> {
+    const { nc, cluster, partition } = this.options;
+    // Read without creating the bucket: a partition whose log never grew enough has none.
+    this.latestSnapshot ??= (await latestSnapshot(nc, cluster, partition))?.sequence ?? 0;
+    const since = this.appliedSequence() - this.latestSnapshot;
+    if (since <= 0) return undefined;
+    if (since < policy.everyEntries) {
+      const state = (await this.log.jsm.streams.info(this.log.stream)).state;
+      if (state.messages === 0 || (state.bytes * Math.min(since, state.messages)) / state.messages < policy.everyBytes) return undefined;
+    }
+    return this.snapshot(await this.openSnapshots(), policy);
+  }
+
+  private async snapshot(snapshots: PartitionSnapshots, policy: SnapshotPolicy): Promise<SnapshotTaken | undefined> {
+    const taken = await snapshots.take(this.options.store, policy, () => this.stopped);
+    if (taken !== undefined) {
+      this.latestSnapshot = taken.sequence;
+      const { partition, replica, logger } = this.options;
+      logger.info({ partition, replica, sequence: taken.sequence, bytes: taken.bytes, copyMs: Math.round(taken.copyMs), uploadMs: Math.round(taken.uploadMs), purged: taken.purged }, "snapshot taken");
+    }
+    return taken;
+  }
+
+  /**
+   * Snapshots this replica's store now, whatever the policy says (`keep` as configured): an operator's or a
+   * benchmark's request. Any replica may: its store holds a committed prefix of the log. Undefined when a snapshot
+   * at its applied sequence exists.
+   */
+  snapshotNow(): Promise<SnapshotTaken | undefined> {
+    if (this.stopped) return Promise.reject(new SilkError("partition_unavailable", "the replica is stopped"));
+    const policy = this.options.snapshots === "off" || this.options.snapshots === undefined ? DEFAULT_SNAPSHOT_POLICY : this.options.snapshots;
+    return this.run(async () => this.snapshot(await this.openSnapshots(), policy));
+  }
+
   /** Called synchronously by the lease: stop serving at once, then clean up in order. */
   private loseLeadership(reason: string): void {
     const leadership = this.leadership;
@@ -345,6 +431,7 @@ export class PartitionReplica {
     leadership.current = false;
     leadership.subscription?.unsubscribe();
     if (leadership.resolverTimer !== undefined) clearInterval(leadership.resolverTimer);
+    if (leadership.snapshotTimer !== undefined) clearInterval(leadership.snapshotTimer);
     await Promise.allSettled([...leadership.inflight]);
     await leadership.actor.stop();
     this.leadership = undefined;

@@ -13,6 +13,8 @@
  *   coordinator's lease (one writer coordinator per cluster).
  * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
  * - KV bucket `SILK_<CLUSTER>_MAP`, keys `map` and `move`: the partition map and a range move in flight.
+ * - object store bucket `SILK_<CLUSTER>_SNAPSHOTS` (stream `OBJ_SILK_<CLUSTER>_SNAPSHOTS`), objects `p<i>/<sequence>`:
+ *   partition i's snapshots (cluster/nats/snapshots.ts).
  * - `silk.<cluster>.admin`: rebalancing requests to the writer coordinator (JSON; cluster/nats/rebalance.ts).
  */
 import { SilkError } from "../../protocol/errors.js";
@@ -37,6 +39,7 @@ export const subjects = {
   coordinatorLeaseKey: "coordinator",
   decisionBucket: (cluster: string): string => `SILK_${upper(cluster)}_DECISIONS`,
   mapBucket: (cluster: string): string => `SILK_${upper(cluster)}_MAP`,
+  snapshotBucket: (cluster: string): string => `SILK_${upper(cluster)}_SNAPSHOTS`,
   admin: (cluster: string): string => `silk.${cluster}.admin`,
 } as const;
 

@@ -87,6 +87,9 @@ describe("silk cluster", () => {
         const [last, ...applied] = match!.slice(1).map(Number);
         expect(last).toBeGreaterThan(0);
         expect(Math.max(...applied)).toBe(last);
+        // Below it: what the log holds (nothing truncated yet) and its latest snapshot (none so few writes in).
+        const log = lines[lines.indexOf(line!) + 2];
+        expect(log).toMatch(/^  log holds 1\.\.\d+ \(\d+ entries, \d+ bytes\), no snapshot$/);
       }
       expect(existsSync(clusterPaths.replicaLog(dir, 0, 0))).toBe(true);
       expect(readFileSync(clusterPaths.replicaLog(dir, 1, 2), "utf8")).toMatch(/replica started/);

@@ -15,9 +15,8 @@ import { LmdbDecisionLog } from "../../cluster/decision-log.js";
 import { IntentResolver } from "../../cluster/nats/intent-resolver.js";
 import { KvDecisionLog } from "../../cluster/nats/kv-decision-log.js";
 import { LocalNatsCluster } from "../../cluster/nats/servers.js";
-import { PartitionReplica } from "../../cluster/nats/replica.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
-import { LEASE_TTL_MS, askLeader, createUser, leaderOf, logger, openStore, users, waitFor, type TestReplica } from "./replica-helpers.js";
+import { askLeader, createUser, leaderOf, logger, openStore, startReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";
 
 afterAll(removeTempDirs);
 
@@ -91,15 +90,8 @@ afterAll(async () => {
 
 const INTENT_TIMEOUT_MS = 2_000;
 
-async function startResolvingReplica(cluster: string, name: string): Promise<TestReplica> {
-  const nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-  const path = tempDir("silk-replica-");
-  const store = openStore(path);
-  const replica = await PartitionReplica.start({
-    nc, cluster, partition: 0, replica: name, replicas: 3, store, schema: undefined, now: () => new Date(), leaseTtlMs: LEASE_TTL_MS, logger,
-    intentTimeoutMs: INTENT_TIMEOUT_MS,
-  });
-  return { name, path, nc, store, replica };
+function startResolvingReplica(cluster: string, name: string): Promise<TestReplica> {
+  return startReplica(nats.urls, cluster, name, undefined, [], { intentTimeoutMs: INTENT_TIMEOUT_MS });
 }
 
 describe("a partition leader resolving intents left in doubt", () => {

@@ -7,7 +7,8 @@ import { randomUUID } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import pino from "pino";
-import { PartitionReplica } from "../../cluster/nats/replica.js";
+import { PartitionReplica, type ReplicaOptions } from "../../cluster/nats/replica.js";
+import { bootstrapReplica, type BootstrapOutcome } from "../../cluster/nats/snapshots.js";
 import { decodeReply, encodeRequest } from "../../cluster/nats/wire.js";
 import { subjects } from "../../cluster/nats/subjects.js";
 import { PartitionStore } from "../../node/partition-store.js";
@@ -24,20 +25,32 @@ export interface TestReplica {
   nc: NatsConnection;
   store: PartitionStore;
   replica: PartitionReplica;
+  /** What the start's bootstrap did with the directory (cluster/nats/snapshots.ts). */
+  bootstrap: BootstrapOutcome;
 }
 
-export function openStore(path: string): PartitionStore {
-  return PartitionStore.open({ path, readOnly: false, noSync: false, idFirst: 1n, idLast: 1n << 40n });
+export function openStore(path: string, noSync = false): PartitionStore {
+  return PartitionStore.open({ path, readOnly: false, noSync, idFirst: 1n, idLast: 1n << 40n });
 }
 
-export async function startReplica(urls: string[], cluster: string, name: string, path = tempDir("silk-replica-"), fatal: Error[] = []): Promise<TestReplica> {
+/**
+ * What a test may set beyond the defaults: the snapshot policy and the intent timeout of ReplicaOptions, and whether
+ * the store commits without fsync (as `silk partition` does: the log is what survives a crash).
+ */
+export type ReplicaExtras = Partial<Pick<ReplicaOptions, "snapshots" | "intentTimeoutMs">> & { readonly noSync?: boolean };
+
+export async function startReplica(urls: string[], cluster: string, name: string, path = tempDir("silk-replica-"), fatal: Error[] = [], extras: ReplicaExtras = {}): Promise<TestReplica> {
   const nc = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-  const store = openStore(path);
+  // As `silk partition` does: a directory without a store, or with one the log no longer reaches, gets a snapshot.
+  const bootstrap = await bootstrapReplica({ nc, cluster, partition: 0, path, logger });
+  const { noSync, ...options } = extras;
+  const store = openStore(path, noSync);
   const replica = await PartitionReplica.start({
     nc, cluster, partition: 0, replica: name, replicas: urls.length, store, schema: undefined, now: () => new Date(), leaseTtlMs: LEASE_TTL_MS, logger,
     onFatal: (cause) => fatal.push(cause),
+    ...options,
   });
-  return { name, path, nc, store, replica };
+  return { name, path, nc, store, replica, bootstrap };
 }
 
 /** Stops the replica, then closes its connection and store. */

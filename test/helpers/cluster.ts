@@ -148,7 +148,10 @@ async function stopReplica(handle: ClusterReplicaHandle): Promise<void> {
   rmSync(handle.path, { recursive: true, force: true });
 }
 
-/** Deletes the cluster's log streams and its lease and decision buckets (a KV bucket is the stream KV_<bucket>). */
+/**
+ * Deletes the cluster's log streams, its lease, decision and map buckets (a KV bucket is the stream KV_<bucket>) and
+ * its snapshot bucket (an object store bucket is the stream OBJ_<bucket>).
+ */
 async function deleteClusterStreams(nats: TestNats, cluster: string, partitions: number): Promise<void> {
   const nc = await connect({ servers: nats.urls });
   try {
@@ -158,6 +161,7 @@ async function deleteClusterStreams(nats: TestNats, cluster: string, partitions:
       `KV_${subjects.leaseBucket(cluster)}`,
       `KV_${subjects.decisionBucket(cluster)}`,
       `KV_${subjects.mapBucket(cluster)}`,
+      `OBJ_${subjects.snapshotBucket(cluster)}`,
     ];
     for (const name of names) await jsm.streams.delete(name).catch(() => false); // absent when nothing created it
   } finally {
