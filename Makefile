@@ -72,7 +72,7 @@ cluster-down: build
 
 # Snapshots and log truncation at issue 16's size (docs/CLUSTER.md): 100,000 writes through a partition's leader, a
 # snapshot every 10,000 entries; the log stays under 30,000 entries and a wiped replica bootstraps (`make test` runs
-# the same case with 3,000 writes).
+# the same case with 4,000 writes, a snapshot every 1,000).
 test-snapshots-100k: build nats-server
 	SILK_SNAPSHOT_WRITES=100000 SILK_SNAPSHOT_EVERY=10000 npx vitest run test/cluster-nats/snapshots.test.ts -t "keeps the log"
 

@@ -81,8 +81,12 @@ const CATCH_UP_TIMEOUT_MS = 30_000;
 /** A follower too stale for a read: how long it waits for JetStream's last sequence, then to have applied it. */
 const FRESHNESS_ASK_TIMEOUT_MS = 1_000;
 const FRESHNESS_WAIT_MS = 250;
-/** How often a leader checks whether a snapshot is due. */
-const SNAPSHOT_CHECK_MS = 1_000;
+/**
+ * How often a leader checks whether a snapshot is due by entries (a local comparison), and every how many of those
+ * checks it also asks the stream's size for `everyBytes`.
+ */
+const SNAPSHOT_CHECK_MS = 100;
+const SNAPSHOT_BYTES_CHECK_EVERY = 10;
 
 interface Leadership {
   readonly actor: PartitionActor;
@@ -353,8 +357,12 @@ export class PartitionReplica {
   private startSnapshots(leadership: Leadership): void {
     const policy = this.options.snapshots ?? DEFAULT_SNAPSHOT_POLICY;
     if (policy === "off") return;
+    let ticks = 0;
     leadership.snapshotTimer = setInterval(() => {
+      ticks += 1;
       if (!leadership.current || this.stopped || this.snapshotRun !== undefined) return;
+      const bytes = ticks % SNAPSHOT_BYTES_CHECK_EVERY === 0;
+      if (!bytes && this.latestSnapshot !== undefined && this.appliedSequence() - this.latestSnapshot < policy.everyEntries) return;
       void this.run(() => this.snapshotIfDue(policy)).catch((cause: unknown) => {
         this.options.logger.warn({ partition: this.options.partition, err: String(cause) }, "snapshot failed; trying again later");
       });

@@ -5,7 +5,7 @@
  * records (and a prepared intent the snapshot caught, which the log's tail then commits); a follower that the
  * truncation left behind stops with `log_truncated` and, started again on its directory, replaces its store.
  *
- * `SILK_SNAPSHOT_WRITES` (default 3,000) writes, a snapshot every `SILK_SNAPSHOT_EVERY` (default 500) entries, on
+ * `SILK_SNAPSHOT_WRITES` (default 4,000) writes, a snapshot every `SILK_SNAPSHOT_EVERY` (default 1,000) entries, on
  * `SILK_SNAPSHOT_NATS_SERVERS` (default 1) NATS servers; `make test-snapshots-100k` runs 100,000 writes, a snapshot
  * every 10,000 entries.
  */
@@ -20,8 +20,8 @@ import { encodeMutations } from "../../protocol/mutation-codec.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type ReplicaExtras, type TestReplica } from "./replica-helpers.js";
 
-const WRITES = Number(process.env.SILK_SNAPSHOT_WRITES ?? 3_000);
-const EVERY = Number(process.env.SILK_SNAPSHOT_EVERY ?? 500);
+const WRITES = Number(process.env.SILK_SNAPSHOT_WRITES ?? 4_000);
+const EVERY = Number(process.env.SILK_SNAPSHOT_EVERY ?? 1_000);
 const SERVERS = Number(process.env.SILK_SNAPSHOT_NATS_SERVERS ?? 1);
 /** Writes in flight at once (each one request to the leader). */
 const WRITERS = 16;
