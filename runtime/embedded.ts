@@ -18,6 +18,7 @@ import { renderOutputJson } from "../protocol/helixql/output-json.js";
 import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/helixql/query.js";
 import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
+import type { WireRequest } from "../protocol/tree-wire.js";
 import type { ClockMs } from "../node/deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
 import type { ExplainStep } from "../node/planner.js";
@@ -540,7 +541,7 @@ export class Database {
     }
   }
 
-  private preparedQuery(name: string, tree: Readonly<Record<string, unknown>>): Promise<PreparedQuery> {
+  private preparedQuery(name: string, tree: WireRequest): Promise<PreparedQuery> {
     let prepared = this.preparedQueries.get(name);
     if (prepared === undefined) {
       // The promise is kept, not its result, so that concurrent first calls prepare the tree once; once it resolved,

@@ -9,7 +9,8 @@ import type { Schema } from "../schema.js";
 import type { WarningCode } from "../warnings.js";
 import type { ExprAst, ParamAst, QueryDeclAst, SourceLocation, StatementAst } from "./ast.js";
 import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./query.js";
-import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext, Json } from "./query-scope.js";
+import type { WireEntry, WireEntryBodies, WireRequest } from "../tree-wire.js";
+import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext } from "./query-scope.js";
 import { checkQueryAttributes } from "./query-attributes.js";
 import { compileChain } from "./query-steps.js";
 import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
@@ -49,7 +50,7 @@ class QueryCompiler implements CompilerScope {
   /** FOR loops, innermost last: their bindings, and the variables their bodies assign. */
   private readonly loops: { readonly bindings: Map<string, Binding>; readonly assigned: string[] }[] = [];
   /** Entries made for RETURN items that are traversals; they run after the body. */
-  private readonly pendingHidden: Json[] = [];
+  private readonly pendingHidden: WireEntry[] = [];
   private writes = false;
   private failed = false;
   /** `#[model("name")]`: the model every Embed of the query names; set before any statement compiles. */
@@ -106,8 +107,14 @@ class QueryCompiler implements CompilerScope {
     if (this.failed || entries === undefined || returned === undefined) return undefined;
     entries.push(...this.pendingHidden);
     const requestType = this.writes ? "write" : "read";
-    const tree =
-      entries.length === 0 ? undefined : { request_type: requestType, query_name: decl.name.text, query: { [requestType]: { entries, returns: returned.entries } } };
+    const batch = { entries, returns: returned.entries };
+    const name = decl.name.text;
+    const tree: WireRequest | undefined =
+      entries.length === 0
+        ? undefined
+        : this.writes
+          ? { request_type: "write", query_name: name, query: { write: batch } }
+          : { request_type: "read", query_name: name, query: { read: batch } };
     return {
       name: decl.name.text,
       file,
@@ -138,8 +145,8 @@ class QueryCompiler implements CompilerScope {
     this.parameters.set(name, { name, type, optional: param.optional });
   }
 
-  private statements(body: readonly StatementAst[]): Json[] | undefined {
-    const entries: Json[] = [];
+  private statements(body: readonly StatementAst[]): WireEntry[] | undefined {
+    const entries: WireEntry[] = [];
     for (const statement of body) {
       const entry = this.statement(statement);
       if (entry !== undefined) entries.push(entry);
@@ -147,7 +154,7 @@ class QueryCompiler implements CompilerScope {
     return entries;
   }
 
-  private statement(statement: StatementAst): Json | undefined {
+  private statement(statement: StatementAst): WireEntry | undefined {
     switch (statement.kind) {
       case "assign": {
         const name = statement.name.text;
@@ -213,7 +220,7 @@ class QueryCompiler implements CompilerScope {
    * variable holding records binds each record in turn as a one-record variable. A loop name may shadow a parameter
    * or an outer loop's name (as HelixDB's scopes do), not a variable.
    */
-  private loop(statement: Extract<StatementAst, { kind: "for" }>): Json | undefined {
+  private loop(statement: Extract<StatementAst, { kind: "for" }>): WireEntry | undefined {
     const source = statement.source;
     const name = source.kind === "chain" && source.steps.length === 0 && isBareName(source.start) ? source.start.name.text : undefined;
     const binding = name === undefined || name.includes(".") ? undefined : this.lookup(name);
@@ -227,7 +234,7 @@ class QueryCompiler implements CompilerScope {
         this.report("query_invalid", loc, `${text} is already defined; name the loop variable something else`);
       } else names.set(text, bound);
     };
-    let over: Record<string, Json>;
+    let over: Omit<WireEntryBodies["for_each"], "body">;
     if (binding.kind === "var") {
       if (binding.type.kind !== "records") return undefined; // refused above
       if (statement.binding.kind !== "name") {

@@ -5,16 +5,14 @@
  */
 import type { ErrorCode } from "../errors.js";
 import type { Schema } from "../schema.js";
+import type { WireCompareOp, WireStep } from "../tree-wire.js";
 import type { WarningCode } from "../warnings.js";
 import type { ExprAst, SourceLocation } from "./ast.js";
 import type { StaticType, ValueType } from "./query-types.js";
 
-/** JSON of the operation tree being built. */
-export type Json = unknown;
-
-/** A compiled traversal: its tree step and what it yields. */
+/** A compiled traversal: its tree step (the wire JSON of protocol/tree-wire.ts) and what it yields. */
 export interface Compiled {
-  readonly tree: Json;
+  readonly tree: WireStep;
   readonly type: StaticType;
 }
 
@@ -77,7 +75,7 @@ export function closureDepth(context: ElementContext | undefined, name: string):
 }
 
 /** The step names that compare the value before them with their argument (conditions only). */
-export const COMPARISONS: ReadonlyMap<string, string> = new Map([
+export const COMPARISONS: ReadonlyMap<string, WireCompareOp | "contains" | "is_in"> = new Map<string, WireCompareOp | "contains" | "is_in">([
   ["EQ", "eq"],
   ["NEQ", "neq"],
   ["GT", "gt"],
@@ -89,6 +87,6 @@ export const COMPARISONS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** The tree's source for the current element `depth` sub-traversals out (0: this one's). */
-export function contextTree(depth: number): Json {
+export function contextTree(depth: number): WireStep {
   return depth === 0 ? "context" : { context: { depth } };
 }

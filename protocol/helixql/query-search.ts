@@ -15,16 +15,17 @@
 import { VECTOR_EF_MAX, VECTOR_FIELD } from "../indexes.js";
 import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, NamedArgumentAst } from "./ast.js";
-import type { Compiled, CompilerScope, Json } from "./query-scope.js";
+import type { WireInput, WireMmrDistance, WireStep, WireTextSearch, WireVectorSearch } from "../tree-wire.js";
+import type { Compiled, CompilerScope } from "./query-scope.js";
 import { describeStaticType, describeValueType, familyOf, type RecordKind } from "./query-types.js";
 import { compileInput, isBareName, locOf } from "./query-values.js";
+import { unreachable } from "../errors.js";
 
-const SEARCH_KIND_NAMES: Readonly<Record<RecordKind, string>> = { node: "nodes", edge: "edges", vector: "vectors" };
 const PREFIX: Readonly<Record<RecordKind, string>> = { node: "N", edge: "E", vector: "V" };
-const MMR_DISTANCES = ["cosine", "euclidean", "dotproduct"];
+const MMR_DISTANCES: readonly WireMmrDistance[] = ["cosine", "euclidean", "dotproduct"];
 
 /** Compiles a vector input (`Embed(text)` or a [F64] value); query-steps.ts's, shared with AddV. */
-export type VectorInputCompiler = (scope: CompilerScope, arg: ExprAst) => Json | undefined;
+export type VectorInputCompiler = (scope: CompilerScope, arg: ExprAst) => WireInput | undefined;
 
 interface Target {
   readonly kind: RecordKind;
@@ -63,7 +64,8 @@ export function compileSearch(scope: CompilerScope, call: CallAst, input: Compil
       return undefined;
     }
   }
-  const index = isVector ? vectorIndexOf(scope, call, found) : textIndexOf(scope, call, found);
+  const vectorIndex = isVector ? vectorIndexOf(scope, call, found) : undefined;
+  const index = isVector ? vectorIndex : textIndexOf(scope, call, found);
   if (index === undefined) return undefined;
   const args = call.args ?? [];
   const query = isVector ? vectorInput(scope, args[0]) : textInput(scope, args[0]);
@@ -74,25 +76,46 @@ export function compileSearch(scope: CompilerScope, call: CallAst, input: Compil
   const efArgument = named.get("ef");
   const ef = efArgument === undefined ? undefined : efInput(scope, call, efArgument);
   if (ef === null) return undefined;
-  const op = `${isVector ? "vector" : "text"}_search_${SEARCH_KIND_NAMES[kind]}${input === undefined ? "" : "_within"}`;
-  const body: Record<string, Json> = { ...(input === undefined ? {} : { input: input.tree }), label };
-  if (index.property !== undefined && index.property !== VECTOR_FIELD) body.property = index.property;
-  body.query = query;
-  body.k = k;
-  if (tenant !== undefined) body.tenant_value = tenant;
-  if (ef !== undefined) body.ef = ef;
-  return { tree: { [op]: body }, type: { kind: "records", record: kind, label, one: false } };
+  const search = { query, k, ...(tenant === undefined ? {} : { tenant_value: tenant }) };
+  const tree =
+    vectorIndex === undefined
+      ? textSearch(kind, input?.tree, { label, ...search })
+      : vectorSearch(kind, input?.tree, label, vectorIndex.property, { ...search, ...(ef === undefined ? {} : { ef }) });
+  return { tree, type: { kind: "records", record: kind, label, one: false } };
 }
 
+/** `vector_search_<kinds>[_within]`; a `V::` type's own vector (VECTOR_FIELD) is searched without a property. */
+function vectorSearch(kind: RecordKind, input: WireStep | undefined, label: string, property: string, search: Omit<WireVectorSearch, "label">): WireStep {
+  if (kind === "vector") {
+    return input === undefined ? { vector_search_vectors: { label, ...search } } : { vector_search_vectors_within: { input, label, ...search } };
+  }
+  const body = { label, property, ...search };
+  if (kind === "node") return input === undefined ? { vector_search_nodes: body } : { vector_search_nodes_within: { input, ...body } };
+  return input === undefined ? { vector_search_edges: body } : { vector_search_edges_within: { input, ...body } };
+}
+
+/** `text_search_<kinds>[_within]`, over every text index of the type (a record's score sums its fields'). */
+function textSearch(kind: RecordKind, input: WireStep | undefined, body: WireTextSearch): WireStep {
+  switch (kind) {
+    case "node":
+      return input === undefined ? { text_search_nodes: body } : { text_search_nodes_within: { input, ...body } };
+    case "edge":
+      return input === undefined ? { text_search_edges: body } : { text_search_edges_within: { input, ...body } };
+    case "vector":
+      return input === undefined ? { text_search_vectors: body } : { text_search_vectors_within: { input, ...body } };
+    default:
+      return unreachable(kind, "record kind");
+  }
+}
+
+/** What a search reads of its index; a vector search also names its `property` (VECTOR_FIELD: a `V::` type's own vector). */
 interface SearchedIndex {
-  /** The field searched; absent for text: every text index of the type. */
-  readonly property?: string;
   /** The tenant field, when the index is partitioned (for text: when any of the type's text indexes is). */
   readonly tenant?: string;
 }
 
 /** A `V::` type's own vector, or the type's one `VECTOR INDEX` field (or the one named by a third argument). */
-function vectorIndexOf(scope: CompilerScope, call: CallAst, found: Target): SearchedIndex | undefined {
+function vectorIndexOf(scope: CompilerScope, call: CallAst, found: Target): (SearchedIndex & { readonly property: string }) | undefined {
   const args = call.args ?? [];
   const usage = `SearchV<${found.label}>(vector or Embed(text), k${found.kind === "vector" ? "" : ", field?"})`;
   const most = found.kind === "vector" ? 2 : 3;
@@ -156,7 +179,7 @@ function isTextField(type: FieldType): boolean {
   return scalar.kind === "scalar" && scalar.name === "String";
 }
 
-function textInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
+function textInput(scope: CompilerScope, arg: ExprAst): WireInput | undefined {
   const text = compileInput(scope, arg, undefined);
   if (text === undefined) return undefined;
   if (!["string", "any"].includes(familyOf(text.type))) {
@@ -167,7 +190,7 @@ function textInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
 }
 
 /** k of a search: a number (a literal is checked to be a whole number of at least 1). */
-function countInput(scope: CompilerScope, arg: ExprAst, what: string): Json | undefined {
+function countInput(scope: CompilerScope, arg: ExprAst, what: string): WireInput | undefined {
   const value = compileInput(scope, arg, undefined);
   if (value === undefined) return undefined;
   const literal = arg.kind === "literal" && arg.literal.kind === "number" ? arg.literal.text : undefined;
@@ -198,7 +221,7 @@ function efInput(scope: CompilerScope, call: CallAst, given: NamedArgumentAst): 
 }
 
 /** RerankRRF's k: a number (a literal is checked to be greater than 0; `k: 30.0` as HelixDB's grammar takes it). */
-function rrfKInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
+function rrfKInput(scope: CompilerScope, arg: ExprAst): WireInput | undefined {
   const value = compileInput(scope, arg, undefined);
   if (value === undefined) return undefined;
   const literal = arg.kind === "literal" && arg.literal.kind === "number" ? arg.literal.text : undefined;
@@ -210,7 +233,7 @@ function rrfKInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
 }
 
 /** The tenant value: required by a partitioned index, refused by another. null after a report. */
-function tenantInput(scope: CompilerScope, call: CallAst, given: NamedArgumentAst | undefined, tenant: string | undefined): Json | undefined | null {
+function tenantInput(scope: CompilerScope, call: CallAst, given: NamedArgumentAst | undefined, tenant: string | undefined): WireInput | undefined | null {
   const what = `${call.name.text}<${call.generic?.text}>`;
   if (given === undefined) {
     if (tenant === undefined) return undefined;
@@ -257,11 +280,12 @@ export function compileRerank(scope: CompilerScope, current: Compiled, call: Cal
     return undefined;
   }
   const distanceArg = named.get("distance");
-  let distance = "cosine";
+  let distance: WireMmrDistance = "cosine";
   if (distanceArg !== undefined) {
     const value = distanceArg.value;
-    const text = value.kind === "literal" && value.literal.kind === "string" ? value.literal.value : undefined;
-    if (text === undefined || !MMR_DISTANCES.includes(text)) {
+    const written = value.kind === "literal" && value.literal.kind === "string" ? value.literal.value : undefined;
+    const text = MMR_DISTANCES.find((known) => known === written);
+    if (text === undefined) {
       scope.report("query_invalid", locOf(value), `RerankMMR's distance is one of ${MMR_DISTANCES.map((d) => `"${d}"`).join(", ")}`);
       return undefined;
     }

@@ -5,7 +5,8 @@
  * time (`Out<Follows>` from a Post, `UPDATE` of an undeclared field) is reported when the file loads.
  */
 import type { CallAst, ExprAst, StepAst } from "./ast.js";
-import { closureDepth, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType, COMPARISONS } from "./query-scope.js";
+import type { WireBound, WireExpr, WireInput, WireOrder, WirePredicate, WireRef, WireStep } from "../tree-wire.js";
+import { closureDepth, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type RecordsType, COMPARISONS } from "./query-scope.js";
 import {
   ANY, assignable, describeStaticType, describeValueType, familyOf, fieldValue, FLOAT, scalarValue, type RecordKind, type StaticType, type ValueType,
 } from "./query-types.js";
@@ -14,8 +15,35 @@ import {
   isMathFunction, locOf, refuseNamedArguments, resolveField, singleField,
 } from "./query-values.js";
 import { compileRerank, compileSearch } from "./query-search.js";
+import { unreachable } from "../errors.js";
 
-const SOURCE_OPS: Readonly<Record<RecordKind, string>> = { node: "nodes", edge: "edges", vector: "vectors" };
+/** The source step of records of `kind` by reference (`{"nodes": {"reference": ..}}`). */
+function sourceStep(kind: RecordKind, reference: WireRef): WireStep {
+  switch (kind) {
+    case "node":
+      return { nodes: { reference } };
+    case "edge":
+      return { edges: { reference } };
+    case "vector":
+      return { vectors: { reference } };
+    default:
+      return unreachable(kind, "record kind");
+  }
+}
+
+/** The source step of the records of `kind` that a predicate selects (`{"nodes_where": {"predicate": ..}}`). */
+function sourceWhere(kind: RecordKind, predicate: WirePredicate): WireStep {
+  switch (kind) {
+    case "node":
+      return { nodes_where: { predicate } };
+    case "edge":
+      return { edges_where: { predicate } };
+    case "vector":
+      return { vectors_where: { predicate } };
+    default:
+      return unreachable(kind, "record kind");
+  }
+}
 const PREFIXES: ReadonlyMap<string, RecordKind> = new Map([
   ["N", "node"],
   ["E", "edge"],
@@ -116,7 +144,7 @@ function variableSource(scope: CompilerScope, start: CallAst): Compiled | undefi
     scope.report("query_invalid", start.loc, `${name} holds ${describeStaticType(type)}; a traversal needs records`);
     return undefined;
   }
-  return { tree: { [SOURCE_OPS[type.record]]: { reference: { var: binding.tree } } }, type };
+  return { tree: sourceStep(type.record, { var: binding.tree }), type };
 }
 
 /** The declared label of a generic, reported when missing or unknown for the kind. */
@@ -136,7 +164,7 @@ function labelOf(scope: CompilerScope, call: CallAst, kind: RecordKind): string 
   return generic.text;
 }
 
-function labelPredicate(label: string): Json {
+function labelPredicate(label: string): WirePredicate {
   return { eq: { left: { property: "$label" }, right: { constant: { string: label } } } };
 }
 
@@ -146,7 +174,7 @@ function selectSource(scope: CompilerScope, call: CallAst, kind: RecordKind): Co
   if (label === undefined) return undefined;
   const many: RecordsType = { kind: "records", record: kind, label, one: false };
   const args = call.args ?? [];
-  if (args.length === 0) return { tree: { [`${SOURCE_OPS[kind]}_where`]: { predicate: labelPredicate(label) } }, type: many };
+  if (args.length === 0) return { tree: sourceWhere(kind, labelPredicate(label)), type: many };
   if (args.length > 1) {
     scope.report("query_invalid", call.loc, `${call.name.text}<${label}> takes one ID (or a list of IDs) or one {field: value}`);
     return undefined;
@@ -155,7 +183,7 @@ function selectSource(scope: CompilerScope, call: CallAst, kind: RecordKind): Co
   if (arg.kind === "object") return indexLookup(scope, call, kind, label, arg);
   const reference = idReference(scope, arg, `${call.name.text}<${label}>`);
   if (reference === undefined) return undefined;
-  const tree = { has_label: { input: { [SOURCE_OPS[kind]]: { reference: reference.ref } }, label } };
+  const tree: WireStep = { has_label: { input: sourceStep(kind, reference.ref), label } };
   return { tree, type: { ...many, one: reference.one } };
 }
 
@@ -183,12 +211,12 @@ function indexLookup(scope: CompilerScope, call: CallAst, kind: RecordKind, labe
     scope.report("invalid_type", key.loc, `${label}.${key.text} is ${describeValueType({ t: "field", type: decl.type })}, not ${describeValueType(value.type)}`);
     return undefined;
   }
-  const predicate = { and: { predicates: [labelPredicate(label), { eq: { left: { property: key.text }, right: value.expr } }] } };
-  return { tree: { [`${SOURCE_OPS[kind]}_where`]: { predicate } }, type: { kind: "records", record: kind, label, one: decl.index === "unique" } };
+  const predicate: WirePredicate = { and: { predicates: [labelPredicate(label), { eq: { left: { property: key.text }, right: value.expr } }] } };
+  return { tree: sourceWhere(kind, predicate), type: { kind: "records", record: kind, label, one: decl.index === "unique" } };
 }
 
 /** An ID argument: an ID (or [ID]) parameter, a FOR binding, or an integer or string literal. */
-function idReference(scope: CompilerScope, arg: ExprAst, where: string): { ref: Json; one: boolean } | undefined {
+function idReference(scope: CompilerScope, arg: ExprAst, where: string): { ref: WireRef; one: boolean } | undefined {
   if (arg.kind === "literal" && (arg.literal.kind === "number" || arg.literal.kind === "string")) {
     const text = arg.literal.kind === "number" ? arg.literal.text : arg.literal.value;
     if (!/^[0-9]+$/.test(text) || BigInt(text) > 0xffff_ffff_ffff_ffffn) {
@@ -251,7 +279,7 @@ function addRecord(scope: CompilerScope, call: CallAst, kind: "node" | "vector")
 }
 
 /** A vector argument: `Embed(text)` or a [F64] value. */
-function vectorInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
+function vectorInput(scope: CompilerScope, arg: ExprAst): WireInput | undefined {
   if (arg.kind === "chain" && arg.steps.length === 0 && arg.start.name.text === "Embed" && arg.start.generic === undefined) {
     const args = arg.start.args ?? [];
     if (args.length !== 1) {
@@ -276,14 +304,21 @@ function vectorInput(scope: CompilerScope, arg: ExprAst): Json | undefined {
   return input.input;
 }
 
+/** An end of AddE, UpsertE or a shortest path: the step selecting it, its reference, and whether it is one record. */
+interface Endpoint {
+  readonly source: WireStep;
+  readonly ref: WireRef;
+  readonly one: boolean;
+}
+
 interface Endpoints {
-  readonly from: { source: Json; ref: Json; one: boolean };
-  readonly to: { source: Json; ref: Json; one: boolean };
+  readonly from: Endpoint;
+  readonly to: Endpoint;
 }
 
 /** `::From(a)::To(b)` (in either order) right after AddE, UpsertE or a shortest path. */
 function endpoints(scope: CompilerScope, owner: CallAst, steps: readonly StepAst[], index: number, edgeLabel: string | undefined): Endpoints | undefined {
-  const found: Partial<Record<"From" | "To", { source: Json; ref: Json; one: boolean }>> = {};
+  const found: Partial<Record<"From" | "To", Endpoint>> = {};
   for (const step of steps.slice(index, index + 2)) {
     if (step.kind !== "call" || (step.call.name.text !== "From" && step.call.name.text !== "To")) break;
     const role = step.call.name.text as "From" | "To";
@@ -298,7 +333,7 @@ function endpoints(scope: CompilerScope, owner: CallAst, steps: readonly StepAst
   return { from: found.From, to: found.To };
 }
 
-function endpoint_(scope: CompilerScope, call: CallAst, edgeLabel: string | undefined, role: "From" | "To"): { source: Json; ref: Json; one: boolean } | undefined {
+function endpoint_(scope: CompilerScope, call: CallAst, edgeLabel: string | undefined, role: "From" | "To"): Endpoint | undefined {
   const args = call.args ?? [];
   if (args.length !== 1 || call.generic !== undefined) {
     scope.report("query_invalid", call.loc, `${role} takes one node: a variable or an ID`);
@@ -320,13 +355,13 @@ function endpoint_(scope: CompilerScope, call: CallAst, edgeLabel: string | unde
         scope.report("edge_endpoint_mismatch", arg.loc, `${edgeLabel}: ${role} must be a ${expected}, but ${arg.start.name.text} holds ${type.label}`);
         return undefined;
       }
-      const ref = { var: binding.tree };
-      return { source: { [SOURCE_OPS[type.record]]: { reference: ref } }, ref, one: type.one };
+      const ref: WireRef = { var: binding.tree };
+      return { source: sourceStep(type.record, ref), ref, one: type.one };
     }
   }
   const reference = idReference(scope, arg, role);
   if (reference === undefined) return undefined;
-  return { source: { nodes: { reference: reference.ref } }, ref: reference.ref, one: reference.one };
+  return { source: sourceStep("node", reference.ref), ref: reference.ref, one: reference.one };
 }
 
 /** `AddE<T>({..})::From(a)::To(b)`. */
@@ -342,7 +377,7 @@ function addEdge(scope: CompilerScope, call: CallAst, steps: readonly StepAst[])
   const properties = compileProperties(scope, args[0], { kind: "edge", label, loc: call.loc }, "create");
   const ends = endpoints(scope, call, steps, 0, label);
   if (properties === undefined || ends === undefined) return undefined;
-  const tree = { add_e: { input: ends.from.source, label, to: ends.to.ref, properties } };
+  const tree: WireStep = { add_e: { input: ends.from.source, label, to: ends.to.ref, properties } };
   return { compiled: { tree, type: { kind: "records", record: "edge", label, one: ends.from.one && ends.to.one } }, consumed: 2 };
 }
 
@@ -473,11 +508,11 @@ function adjacency(scope: CompilerScope, current: Compiled, call: CallAst): Comp
     scope.report("query_invalid", call.loc, `${call.name.text}<${label}>: ${label} ${side} ${here}, but the traversal yields ${input.label}`);
     return undefined;
   }
-  const op = { Out: "out", In: "in", OutE: "out_e", InE: "in_e" }[call.name.text]!;
-  if (op === "out_e" || op === "in_e") return { tree: { [op]: { input: current.tree, label } }, type: { kind: "records", record: "edge", label, one: false } };
+  const body = { input: current.tree, label };
+  if (call.name.text.endsWith("E")) return { tree: outward ? { out_e: body } : { in_e: body }, type: { kind: "records", record: "edge", label, one: false } };
   const there = outward ? decl.to : decl.from;
   const record: RecordKind = scope.schema.vectors.has(there) ? "vector" : "node";
-  return { tree: { [op]: { input: current.tree, label } }, type: { kind: "records", record, label: there, one: false } };
+  return { tree: outward ? { out: body } : { in: body }, type: { kind: "records", record, label: there, one: false } };
 }
 
 function edgeEnd(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
@@ -491,7 +526,7 @@ function edgeEnd(scope: CompilerScope, current: Compiled, call: CallAst): Compil
     scope.report("query_invalid", call.loc, `${call.name.text}: the ${source ? "source" : "target"} of ${input.label} is ${label}, use ${source ? "From" : "To"}${record === "vector" ? "N" : "V"}`);
     return undefined;
   }
-  return { tree: { [source ? "in_n" : "out_n"]: { input: current.tree } }, type: { kind: "records", record, label, one: input.one } };
+  return { tree: source ? { in_n: { input: current.tree } } : { out_n: { input: current.tree } }, type: { kind: "records", record, label, one: input.one } };
 }
 
 function where(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
@@ -506,7 +541,7 @@ function where(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
   return predicate === undefined ? undefined : { tree: { where: { input: current.tree, predicate } }, type: input };
 }
 
-function bound(scope: CompilerScope, arg: ExprAst): Json | undefined {
+function bound(scope: CompilerScope, arg: ExprAst): WireBound | undefined {
   if (arg.kind === "literal" && arg.literal.kind === "number" && /^[0-9]+$/.test(arg.literal.text)) return { literal: Number(arg.literal.text) };
   const value = compileValue(scope, arg, undefined);
   if (value === undefined) return undefined;
@@ -549,7 +584,7 @@ function order(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
     scope.report("query_invalid", call.generic?.loc ?? call.loc, "ORDER takes a direction: ORDER<Asc>(_::{field}) or ORDER<Desc>(_::{field})");
     return undefined;
   }
-  const order = direction.toLowerCase();
+  const order: WireOrder = direction === "Asc" ? "asc" : "desc";
   const [arg] = call.args ?? [];
   const field = arg?.kind === "chain" && arg.start.name.text === "_" && arg.steps.length === 1 ? singleField(arg.steps[0]) : undefined;
   if (call.args?.length === 1 && field === undefined) {
@@ -567,7 +602,7 @@ function order(scope: CompilerScope, current: Compiled, call: CallAst): Compiled
  * anonymous traversal; one that yields records, rows or several values has no single key to sort by, and those are
  * the compiled values whose type is not known (`ANY`).
  */
-function orderKey(scope: CompilerScope, arg: ExprAst, element: RecordsType): Json | undefined {
+function orderKey(scope: CompilerScope, arg: ExprAst, element: RecordsType): WireExpr | undefined {
   const usage = "ORDER takes a field or a traversal from _ that yields one value, as in ORDER<Desc>(_::{age}) or ORDER<Desc>(_::In<Follows>::COUNT)";
   if (arg.kind !== "chain" || arg.start.name.text !== "_" || arg.steps.length === 0) {
     scope.report("query_invalid", arg.kind === "literal" ? arg.literal.loc : arg.loc, usage);
@@ -652,14 +687,22 @@ function grouping(scope: CompilerScope, current: Compiled, call: CallAst, counte
     scope.report("query_invalid", call.loc, `${call.name.text} needs at least one field`);
     return undefined;
   }
-  const tree = call.name.text === "GROUP_BY"
+  const tree: WireStep = call.name.text === "GROUP_BY"
     ? { group_count: { input: current.tree, properties } }
-    : { aggregate_by: { input: current.tree, properties, ...(counted ? { shape: "count_data" } : {}) } };
+    : { aggregate_by: { input: current.tree, properties, ...(counted ? { shape: "count_data" as const } : {}) } };
   return { tree, type: { kind: "rows", one: false } };
 }
 
+/** The tree's `aggregate` function of each aggregating step. */
+const AGGREGATES: ReadonlyMap<string, "sum" | "avg" | "min" | "max"> = new Map([
+  ["SUM", "sum"],
+  ["AVG", "avg"],
+  ["MIN", "min"],
+  ["MAX", "max"],
+] as const);
+
 function aggregate(scope: CompilerScope, current: Compiled, call: CallAst): Compiled | undefined {
-  const fn = call.name.text.toLowerCase();
+  const fn = AGGREGATES.get(call.name.text)!;
   const type = current.type;
   if (type.kind === "values" && call.args === undefined) {
     const value = fn === "avg" ? FLOAT : type.value;
@@ -680,11 +723,12 @@ function aggregate(scope: CompilerScope, current: Compiled, call: CallAst): Comp
 }
 
 /** The reference a by-ID source selects (`N<T>(id)` compiles to has_label over nodes by reference). */
-function referenceOf(tree: Json): Json | undefined {
-  const object = tree as Record<string, Record<string, unknown>>;
-  const inner = object?.has_label?.input ?? tree;
-  const source = inner as Record<string, { reference?: Json }>;
-  for (const op of Object.values(SOURCE_OPS)) if (source?.[op]?.reference !== undefined) return source[op].reference;
+function referenceOf(tree: WireStep): WireRef | undefined {
+  const source = typeof tree !== "string" && "has_label" in tree ? tree.has_label.input : tree;
+  if (typeof source === "string") return undefined;
+  if ("nodes" in source) return source.nodes.reference;
+  if ("edges" in source) return source.edges.reference;
+  if ("vectors" in source) return source.vectors.reference;
   return undefined;
 }
 
@@ -714,11 +758,18 @@ function shortestPath(scope: CompilerScope, current: Compiled, steps: readonly S
     source = end.source;
     to = here;
   }
-  const tree = { shortest_path: { input: source, to, label, direction: "out", ...algorithm } };
+  const tree: WireStep = { shortest_path: { input: source, to, label, direction: "out", ...algorithm } };
   return { compiled: { tree, type: { kind: "rows", one: false } }, next: index + 2 };
 }
 
-const PATH_ALGORITHMS: Record<string, { readonly algorithm: string; readonly args: number; readonly form: string }> = {
+/** The tree's `algorithm` of a shortest path, with the weight (Dijkstra, A*) and heuristic (A*) it takes. */
+interface PathAlgorithm {
+  readonly algorithm: "bfs" | "dijkstra" | "astar";
+  readonly weight?: WireExpr;
+  readonly heuristic?: string;
+}
+
+const PATH_ALGORITHMS: Record<string, { readonly algorithm: PathAlgorithm["algorithm"]; readonly args: number; readonly form: string }> = {
   ShortestPath: { algorithm: "bfs", args: 0, form: "" },
   ShortestPathBFS: { algorithm: "bfs", args: 0, form: "" },
   ShortestPathDijkstras: { algorithm: "dijkstra", args: 1, form: "(_::{distance})" },
@@ -729,7 +780,7 @@ const PATH_ALGORITHMS: Record<string, { readonly algorithm: string; readonly arg
  * The tree's `algorithm` with its arguments: Dijkstra's and A*'s edge weight (a number), and A*'s heuristic, the name
  * of a numeric field that the edge's endpoint types declare, written as a string literal as HelixDB's grammar has it.
  */
-function pathAlgorithm(scope: CompilerScope, call: CallAst, label: string): { algorithm: string; weight?: Json; heuristic?: string } | undefined {
+function pathAlgorithm(scope: CompilerScope, call: CallAst, label: string): PathAlgorithm | undefined {
   const shape = PATH_ALGORITHMS[call.name.text];
   const args = call.args ?? [];
   if (shape.args === 0) {
@@ -828,6 +879,6 @@ function upsertEdge(scope: CompilerScope, current: Compiled, steps: readonly Ste
   const properties = compileProperties(scope, args[0], { kind: "edge", label, loc: call.loc }, "update");
   const ends = endpoints(scope, call, steps, index + 1, label);
   if (properties === undefined || ends === undefined) return undefined;
-  const tree = { upsert_e: { input: current.tree, label, from: ends.from.ref, to: ends.to.ref, properties } };
+  const tree: WireStep = { upsert_e: { input: current.tree, label, from: ends.from.ref, to: ends.to.ref, properties } };
   return { compiled: { tree, type: { kind: "records", record: "edge", label, one: input.one } }, next: index + 3 };
 }

@@ -4,6 +4,7 @@
  * parameter type, or the loose type of a literal). The checker uses them to reject a query at load time for what
  * would otherwise fail, or silently return nothing, at run time.
  */
+import type { WireLiteral } from "../tree-wire.js";
 import type { FieldType, ScalarTypeName } from "../schema.js";
 import type { LiteralAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
@@ -156,7 +157,7 @@ export function elementOf(type: ValueType): ValueType | undefined {
 }
 
 /** A literal in the tree's tagged form (`{"i64": 3}`, `{"string": "a"}`) and its value type. */
-export function literalToTree(literal: LiteralAst): { tree: unknown; type: ValueType } {
+export function literalToTree(literal: LiteralAst): { tree: WireLiteral; type: ValueType } {
   switch (literal.kind) {
     case "number": {
       if (/[.eE]/.test(literal.text)) return { tree: { f64: Number(literal.text) }, type: FLOAT };

@@ -7,17 +7,18 @@
 import type { FieldDecl, FieldType } from "../schema.js";
 import type { CallAst, ExprAst, ProjectionItemAst, SourceLocation, StepAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
-import { closureDepth, COMPARISONS, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type Json, type RecordsType } from "./query-scope.js";
+import type { WireArithmetic, WireAssignments, WireCompareOp, WireExpr, WireInput, WireLiteral, WirePredicate, WireProjection, WireStep } from "../tree-wire.js";
+import { closureDepth, COMPARISONS, contextTree, elementContext, type ChainAst, type Compiled, type CompilerScope, type ElementContext, type RecordsType } from "./query-scope.js";
 import {
   ANY, assignable, comparable, describeValueType, elementOf, familyOf, fieldValue, FLOAT, INT, literalToTree, scalarValue,
   type Family, type RecordKind, type ValueType,
 } from "./query-types.js";
 import { unreachable } from "../errors.js";
-import { MATH_FUNCTIONS, type MathFunctionSpec } from "../math-functions.js";
+import { isMathFunction as isKnownFunction, MATH_FUNCTIONS, type MathFunction, type MathFunctionSpec } from "../math-functions.js";
 
 /** A compiled value: a tree expression (`{"param": "x"}`, `{"constant": ...}`, ...) and its type. */
 export interface CompiledValue {
-  readonly expr: Json;
+  readonly expr: WireExpr;
   readonly type: ValueType;
 }
 
@@ -103,7 +104,8 @@ function knownFields(fields: ReadonlyMap<string, FieldDecl>): string {
 
 /** A HelixQL math call: arithmetic (`ADD(a, b)`: the tree's `add`) or a `call` of protocol/math-functions.ts. */
 interface MathCall {
-  readonly tree: string;
+  /** Arithmetic (`{"add": {left, right}}`) or a `call` of a math function. */
+  readonly tree: { readonly arith: WireArithmeticOp } | { readonly fn: MathFunction };
   /** [fewest, most] arguments. */
   readonly arity: readonly [number, number];
   readonly result: MathFunctionSpec["result"];
@@ -111,17 +113,17 @@ interface MathCall {
 
 const BOOL: ValueType = { t: "bool" };
 
-const ARITHMETIC = new Set(["add", "sub", "mul", "div", "mod"]);
+type WireArithmeticOp = "add" | "sub" | "mul" | "div" | "mod";
 
 // Maps, not object literals: a name like "constructor" must not find Object.prototype's members. The functions are
 // the tree's, named in capitals (POW, ATAN2, ...).
 const MATH: ReadonlyMap<string, MathCall> = new Map([
-  ["ADD", { tree: "add", arity: [2, 2], result: "widest" }],
-  ["SUB", { tree: "sub", arity: [2, 2], result: "widest" }],
-  ["MUL", { tree: "mul", arity: [2, 2], result: "widest" }],
-  ["DIV", { tree: "div", arity: [2, 2], result: "float" }],
-  ["MOD", { tree: "mod", arity: [2, 2], result: "widest" }],
-  ...Object.entries(MATH_FUNCTIONS).map(([fn, spec]): [string, MathCall] => [fn.toUpperCase(), { tree: fn, arity: spec.arity, result: spec.result }]),
+  ["ADD", { tree: { arith: "add" }, arity: [2, 2], result: "widest" }],
+  ["SUB", { tree: { arith: "sub" }, arity: [2, 2], result: "widest" }],
+  ["MUL", { tree: { arith: "mul" }, arity: [2, 2], result: "widest" }],
+  ["DIV", { tree: { arith: "div" }, arity: [2, 2], result: "float" }],
+  ["MOD", { tree: { arith: "mod" }, arity: [2, 2], result: "widest" }],
+  ...Object.keys(MATH_FUNCTIONS).filter(isKnownFunction).map((fn): [string, MathCall] => [fn.toUpperCase(), { tree: { fn }, arity: MATH_FUNCTIONS[fn].arity, result: MATH_FUNCTIONS[fn].result }]),
 ]);
 
 const CONSTANTS: ReadonlyMap<string, number> = new Map([
@@ -165,8 +167,8 @@ export function compileValue(scope: CompilerScope, expr: ExprAst, context: Eleme
 }
 
 /** An array of literals as one tagged literal; anything else in it is reported. */
-function arrayLiteral(scope: CompilerScope, expr: Extract<ExprAst, { kind: "array" }>): { tree: Json; type: ValueType } | undefined {
-  const elements: Json[] = [];
+function arrayLiteral(scope: CompilerScope, expr: Extract<ExprAst, { kind: "array" }>): { tree: WireLiteral; type: ValueType } | undefined {
+  const elements: WireLiteral[] = [];
   for (const element of expr.elements) {
     if (element.kind === "literal") elements.push(literalToTree(element.literal).tree);
     else if (element.kind === "array") {
@@ -349,8 +351,27 @@ function mathCall(
   }
   const allIntegers = compiled.every((value) => value.type.t === "int" || (value.type.t === "field" && isIntegerField(value.type.type)));
   const type = math.result === "float" ? FLOAT : math.result === "int" || allIntegers ? INT : FLOAT;
-  if (ARITHMETIC.has(math.tree)) return { expr: { [math.tree]: { left: compiled[0].expr, right: compiled[1].expr } }, type };
-  return { expr: { call: { fn: math.tree, args: compiled.map((value) => value.expr) } }, type };
+  const tree = math.tree;
+  if ("fn" in tree) return { expr: { call: { fn: tree.fn, args: compiled.map((value) => value.expr) } }, type };
+  return { expr: arithmetic(tree.arith, { left: compiled[0].expr, right: compiled[1].expr }), type };
+}
+
+/** The tree's arithmetic expression `op` of two operands. */
+function arithmetic(op: WireArithmeticOp, operands: WireArithmetic): WireExpr {
+  switch (op) {
+    case "add":
+      return { add: operands };
+    case "sub":
+      return { sub: operands };
+    case "mul":
+      return { mul: operands };
+    case "div":
+      return { div: operands };
+    case "mod":
+      return { mod: operands };
+    default:
+      return unreachable(op, "arithmetic");
+  }
 }
 
 function isIntegerField(type: FieldType): boolean {
@@ -358,7 +379,7 @@ function isIntegerField(type: FieldType): boolean {
 }
 
 /** A mutation's value: `{"value": literal}` for literals, `{"expr": ...}` otherwise. */
-export function compileInput(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): { input: Json; type: ValueType } | undefined {
+export function compileInput(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): { input: WireInput; type: ValueType } | undefined {
   if (expr.kind === "literal") {
     const { tree, type } = literalToTree(expr.literal);
     return { input: { value: tree }, type };
@@ -381,9 +402,9 @@ export function compileProperties(
   block: ExprAst | undefined,
   target: { kind: RecordKind; label: string; loc: SourceLocation },
   mode: "create" | "update",
-): Json[] | undefined {
+): WireAssignments | undefined {
   const fields = fieldsOf(scope, target.kind, target.label) ?? new Map<string, FieldDecl>();
-  const pairs: Json[] = [];
+  const pairs: [string, WireInput][] = [];
   const given = new Set<string>();
   let ok = true;
   if (block !== undefined && block.kind !== "object") {
@@ -434,7 +455,7 @@ export function compileProperties(
 }
 
 /** An optional parameter given as a property's value: when a call omits it, the property is left out. */
-function optionalParameter(scope: CompilerScope, value: ExprAst): { input: Json; type: ValueType } | undefined {
+function optionalParameter(scope: CompilerScope, value: ExprAst): { input: WireInput; type: ValueType } | undefined {
   if (value.kind !== "chain" || value.steps.length > 0 || !isBareName(value.start)) return undefined;
   const binding = scope.lookup(value.start.name.text);
   if (binding?.kind !== "param" || binding.optional !== true) return undefined;
@@ -453,7 +474,7 @@ function propertyItem(item: ProjectionItemAst): { key: { text: string; loc: Sour
 // ---- Conditions -------------------------------------------------------------------------------------------------
 
 /** Compiles a WHERE condition to a tree predicate. */
-export function compileCondition(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): Json | undefined {
+export function compileCondition(scope: CompilerScope, expr: ExprAst, context: ElementContext | undefined): WirePredicate | undefined {
   if (expr.kind === "not") {
     const inner = compileCondition(scope, expr.operand, context);
     return inner === undefined ? undefined : { not: { predicate: inner } };
@@ -508,7 +529,7 @@ function existsTraversal(scope: CompilerScope, call: CallAst, context: ElementCo
 export function compileExists(scope: CompilerScope, call: CallAst, negate: boolean, context: ElementContext | undefined): Compiled | undefined {
   const traversal = existsTraversal(scope, call, context);
   if (traversal === undefined) return undefined;
-  const tree = { exists: negate ? { input: traversal.tree, negate: true } : { input: traversal.tree } };
+  const tree: WireStep = { exists: negate ? { input: traversal.tree, negate: true } : { input: traversal.tree } };
   return { tree, type: { kind: "values", value: BOOL, shape: "scalar" } };
 }
 
@@ -518,18 +539,18 @@ function existsValue(scope: CompilerScope, call: CallAst, negate: boolean, conte
   return compiled === undefined ? undefined : { expr: { traversal: compiled.tree }, type: BOOL };
 }
 
-function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst[], context: ElementContext | undefined): Json | undefined {
+function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst[], context: ElementContext | undefined): WirePredicate | undefined {
   if (args.length === 0) {
     scope.report("query_invalid", call.loc, `${call.name.text} needs at least one condition`);
     return undefined;
   }
-  const predicates: Json[] = [];
+  const predicates: WirePredicate[] = [];
   for (const arg of args) {
     const predicate = compileCondition(scope, arg, context);
     if (predicate === undefined) return undefined;
     predicates.push(predicate);
   }
-  return { [call.name.text.toLowerCase()]: { predicates } };
+  return call.name.text === "AND" ? { and: { predicates } } : { or: { predicates } };
 }
 
 /**
@@ -538,7 +559,7 @@ function combination(scope: CompilerScope, call: CallAst, args: readonly ExprAst
  */
 const ORDERED: ReadonlySet<Family> = new Set<Family>(["number", "date", "string", "any"]);
 
-function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context: ElementContext | undefined): Json | undefined {
+function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context: ElementContext | undefined): WirePredicate | undefined {
   const op = COMPARISONS.get(call.name.text)!;
   const name = call.name.text;
   if (call.args === undefined || call.args.length !== 1 || call.generic !== undefined) {
@@ -570,7 +591,27 @@ function comparison(scope: CompilerScope, expr: ChainAst, call: CallAst, context
       if (op !== "eq" && op !== "neq" && !(ORDERED.has(leftFamily) && ORDERED.has(rightFamily))) {
         return mismatch("orders numbers, dates and strings only");
       }
-      return { [op]: { left: left.expr, right: right.expr } };
+      return comparePredicate(op, { left: left.expr, right: right.expr });
+  }
+}
+
+/** The tree's comparison predicate `op` of two operands. */
+function comparePredicate(op: WireCompareOp, operands: WireArithmetic): WirePredicate {
+  switch (op) {
+    case "eq":
+      return { eq: operands };
+    case "neq":
+      return { neq: operands };
+    case "gt":
+      return { gt: operands };
+    case "gte":
+      return { gte: operands };
+    case "lt":
+      return { lt: operands };
+    case "lte":
+      return { lte: operands };
+    default:
+      return unreachable(op, "comparison");
   }
 }
 
@@ -605,7 +646,7 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     }
     return { tree: { project: { input: input.tree, projections: [], exclude } }, type: { kind: "rows", one: input.type.one } };
   }
-  const projections: Json[] = [];
+  const projections: WireProjection[] = [];
   let all = false;
   for (const item of step.items) {
     if (item.kind === "spread") {
@@ -626,8 +667,8 @@ export function compileProjection(scope: CompilerScope, step: Extract<StepAst, {
     if (value.expr === "id") projections.push({ property: { source: "$id", alias: item.key.text } });
     else projections.push({ expr: { alias: item.key.text, expr: value.expr } });
   }
-  const project = all ? { input: input.tree, projections, all: true } : { input: input.tree, projections };
-  return { tree: { project }, type: { kind: "rows", one: input.type.one } };
+  const tree: WireStep = { project: all ? { input: input.tree, projections, all: true } : { input: input.tree, projections } };
+  return { tree, type: { kind: "rows", one: input.type.one } };
 }
 
 /**

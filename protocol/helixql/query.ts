@@ -8,6 +8,7 @@
 import { SilkError, unreachable } from "../errors.js";
 import type { FieldType } from "../schema.js";
 import { coerceValue, fieldTypeToString } from "./coerce.js";
+import type { WireRequest } from "../tree-wire.js";
 
 export interface QueryParameter {
   readonly name: string;
@@ -44,7 +45,7 @@ export interface CompiledQuery {
    * The `/v2/query` request body this query runs, without `parameters` (each call supplies them); undefined when the
    * query has no statements (`QUERY Hello() => RETURN "hello"`): there is nothing to run, only literals to return.
    */
-  readonly tree: Readonly<Record<string, unknown>> | undefined;
+  readonly tree: WireRequest | undefined;
   readonly output: QueryOutput;
   /** `#[mcp]`: the server offers it as a Model Context Protocol tool (gateway/mcp.ts). */
   readonly mcp?: true;

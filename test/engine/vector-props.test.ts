@@ -73,7 +73,7 @@ const checked = checkProject({ file: "notes.hx", text: SCHEMA });
 function planOf(name: string) {
   const query = checked.queries.find((candidate) => candidate.name === name);
   if (query?.tree === undefined) throw new Error(`no query ${name}`);
-  return decodeRequest(query.tree as Json);
+  return decodeRequest(query.tree);
 }
 
 describe("readsVectorData", () => {

@@ -26,9 +26,12 @@ V::Open { text: String }
 function root(query: string): unknown {
   const result = checkProject({ file: "q.hx", text: SCHEMA + query });
   expect(result.diagnostics.map((d) => d.message)).toEqual([]);
-  const tree = result.queries[0].tree as { query: { read: { entries: { query: { root: unknown } }[] } } };
+  const tree = result.queries[0].tree;
+  if (tree?.request_type !== "read") throw new Error("expected a read query");
   expect(() => decodeRequest(tree)).not.toThrow();
-  return tree.query.read.entries[0].query.root;
+  const [entry] = tree.query.read.entries;
+  if (!("query" in entry)) throw new Error("expected a query entry");
+  return entry.query.root;
 }
 
 /** Each diagnostic as `code line:column`, lines counted within the query text. */

@@ -1,0 +1,447 @@
+/**
+ * The wire JSON of the operation tree, as TypeScript types: every shape the decoder (tree.ts and the tree-*.ts
+ * decoders) accepts, and the only shapes the HelixQL compiler (helixql/query-*.ts) may build, so `tsc` rejects a
+ * misspelled step name, an unknown key or a value of the wrong type in a tree the compiler writes.
+ *
+ * Each family of externally tagged objects (`{"out": {"input": .., "label": ..}}`) is one interface of bodies by
+ * tag (`WireStepBodies`, `WireExprBodies`, ...) and its union of one-key objects (`Tagged<Bodies>`); unit variants
+ * are bare strings (`"context"`, `"id"`). The decoder's tag tables (`WIRE_STEP_TAGS` and the rest) are written
+ * against these interfaces, so a tag the type has and the decoder lacks, or the reverse, does not compile.
+ *
+ * Where the decoder also accepts `null` for an absent optional key (HelixDB's SDKs send it), the type allows `null`.
+ * See docs/OPERATION_TREE.md for what each step does.
+ */
+import type { MathFunction } from "./math-functions.js";
+import type { RecordKind } from "./records.js";
+
+/** The union of one-key objects `{tag: body}`, one for each tag of a table of bodies. */
+export type Tagged<Bodies> = { [K in keyof Bodies]: { readonly [P in K]: Bodies[P] } }[keyof Bodies];
+
+/** An ID: a non-negative integer, a decimal string, or a bigint (a lossless parse of a JSON integer beyond 2^53). */
+export type WireId = number | string | bigint;
+
+/** An integer literal: a safe JSON number, a decimal string, or a bigint. */
+export type WireInteger = number | string | bigint;
+
+// ---- Literals ---------------------------------------------------------------------------------------------------
+
+export interface WireLiteralBodies {
+  readonly bool: boolean;
+  readonly i64: WireInteger;
+  readonly f64: number | bigint;
+  readonly f32: number | bigint;
+  readonly string: string;
+  /** Epoch milliseconds or an ISO 8601 string. */
+  readonly date_time: number | string;
+  readonly bytes: readonly number[];
+  readonly i64_array: readonly WireInteger[];
+  readonly f64_array: readonly (number | bigint)[];
+  readonly f32_array: readonly (number | bigint)[];
+  readonly string_array: readonly string[];
+  readonly array: readonly WireLiteral[];
+  readonly object: { readonly [key: string]: WireLiteral };
+}
+
+export type WireLiteral = "null" | Tagged<WireLiteralBodies>;
+
+// ---- References, inputs, bounds -----------------------------------------------------------------------------
+
+export interface WireRefBodies {
+  readonly ids: readonly WireId[];
+  readonly var: string;
+  readonly param: string;
+}
+
+/** Where a source step takes its records from. */
+export type WireRef = "all" | Tagged<WireRefBodies>;
+
+export interface WireInputBodies {
+  readonly value: WireLiteral;
+  readonly expr: WireExpr;
+  /** Silk's: a parameter the call may omit; then the property is left out of the mutation. */
+  readonly optional_param: string;
+}
+
+/** A mutation's value. */
+export type WireInput = Tagged<WireInputBodies>;
+
+/** A paging bound: a non-negative integer or an expression. */
+export type WireBound = { readonly literal: number } | { readonly expr: WireExpr };
+
+/** k of a search or of RRF: a mutation value, or HelixDB's stream bound `{"literal": n}`. */
+export type WireCount = WireInput | { readonly literal: number | bigint };
+
+/** `[name, value]` pairs of a mutation. */
+export type WireAssignments = readonly (readonly [string, WireInput])[];
+
+// ---- Expressions and predicates -------------------------------------------------------------------------------
+
+export interface WireArithmetic {
+  readonly left: WireExpr;
+  readonly right: WireExpr;
+}
+
+export interface WireExprBodies {
+  readonly property: string;
+  readonly constant: WireLiteral;
+  readonly param: string;
+  readonly count: { readonly traversal: WireStep };
+  readonly add: WireArithmetic;
+  readonly sub: WireArithmetic;
+  readonly mul: WireArithmetic;
+  readonly div: WireArithmetic;
+  readonly mod: WireArithmetic;
+  readonly var: string;
+  readonly traversal: WireStep;
+  /** Silk's: the first element of a sub-traversal's JSON form, or null. */
+  readonly first: WireStep;
+  readonly call: { readonly fn: MathFunction; readonly args: readonly WireExpr[] };
+  readonly embed: { readonly text: WireExpr; readonly model?: string };
+  readonly neg: { readonly expr: WireExpr };
+  readonly case: { readonly when_then: readonly { readonly when: WirePredicate; readonly then: WireExpr }[]; readonly else_expr?: WireExpr | null };
+}
+
+/** The unit expressions, written as bare strings. */
+export type WireExprUnit = "id" | "timestamp" | "date_time_now";
+
+export type WireExpr = WireExprUnit | Tagged<WireExprBodies>;
+
+export type WireCompareOp = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
+
+export interface WirePredicateBodies {
+  readonly eq: WireArithmetic;
+  readonly neq: WireArithmetic;
+  readonly gt: WireArithmetic;
+  readonly gte: WireArithmetic;
+  readonly lt: WireArithmetic;
+  readonly lte: WireArithmetic;
+  readonly compare: { readonly left: WireExpr; readonly op: WireCompareOp; readonly right: WireExpr };
+  readonly between: { readonly value: WireExpr; readonly min: WireExpr; readonly max: WireExpr };
+  readonly is_null: { readonly property: string };
+  readonly is_not_null: { readonly property: string };
+  readonly has_key: { readonly property: string };
+  readonly contains: { readonly value: WireExpr; readonly substring: WireExpr };
+  readonly starts_with: { readonly value: WireExpr; readonly prefix: WireExpr };
+  readonly ends_with: { readonly value: WireExpr; readonly suffix: WireExpr };
+  readonly is_in: { readonly value: WireExpr; readonly values: WireExpr };
+  readonly and: { readonly predicates: readonly WirePredicate[] };
+  readonly or: { readonly predicates: readonly WirePredicate[] };
+  readonly not: { readonly predicate: WirePredicate };
+  readonly exists: { readonly traversal: WireStep };
+}
+
+export type WirePredicate = Tagged<WirePredicateBodies>;
+
+// ---- Steps ------------------------------------------------------------------------------------------------------
+
+/** A sub-traversal of a branch step; its chain usually starts at `"context"`. */
+export interface WireSubTraversal {
+  readonly root: WireStep;
+}
+
+export type WireProjection =
+  | { readonly property: { readonly source: string; readonly alias?: string } }
+  | { readonly expr: { readonly alias: string; readonly expr: WireExpr } };
+
+export type WireBindingTarget = "current" | { readonly binding: string };
+
+export interface WireBindingValueRef {
+  readonly target: WireBindingTarget;
+  readonly source: string;
+}
+
+export type WireBindingProjection =
+  | { readonly property: { readonly target: WireBindingTarget; readonly source: string; readonly alias: string } }
+  | { readonly coalesce: { readonly refs: readonly WireBindingValueRef[]; readonly alias: string } };
+
+export type WireOrder = "asc" | "desc";
+export type WireOrderRule = "helixdb_v3" | "helixql";
+export type WireDirection = "out" | "in" | "both";
+export type WireEmit = "none" | "before" | "after" | "all";
+export type WireMmrDistance = "cosine" | "euclidean" | "dotproduct";
+
+interface Piped {
+  readonly input: WireStep;
+}
+
+interface Labelled extends Piped {
+  readonly label?: string | null;
+}
+
+interface Named extends Piped {
+  readonly name: string;
+}
+
+interface Mutating {
+  readonly label: string;
+  readonly properties?: WireAssignments;
+}
+
+/** `shortest_path` in Silk's form: `input` sources, `to` targets. */
+export interface WireShortestPath extends Labelled {
+  readonly to: WireRef;
+  readonly direction?: WireDirection;
+  readonly algorithm?: "bfs" | "dijkstra" | "astar";
+  readonly weight?: WireExpr;
+  readonly heuristic?: string;
+}
+
+/** `shortest_path` in HelixDB's v3 form: one source node, one target, at most `max_depth` hops. */
+export interface WireHelixShortestPath {
+  readonly source: WireRef;
+  readonly target: WireRef;
+  readonly label?: string | null;
+  readonly direction?: WireDirection;
+  readonly max_depth: number;
+}
+
+export interface WireRepeatConfig {
+  readonly traversal: WireSubTraversal;
+  readonly times?: number | null;
+  readonly until?: WirePredicate | null;
+  readonly emit?: WireEmit | null;
+  readonly emit_predicate?: WirePredicate | null;
+  readonly max_depth?: number | null;
+}
+
+/** What every search step takes; the query under `query` (Silk's) or HelixDB's own name for it. */
+interface WireSearch {
+  readonly label: string;
+  readonly k: WireCount;
+  readonly tenant_value?: WireInput | null;
+}
+
+export interface WireVectorSearch extends WireSearch {
+  readonly query?: WireInput;
+  readonly query_vector?: WireInput;
+  /** The beam width, a whole number from 1 to VECTOR_EF_MAX. */
+  readonly ef?: number | null;
+}
+
+export interface WireTextSearch extends WireSearch {
+  readonly query?: WireInput;
+  readonly query_text?: WireInput;
+  /** Absent: every text index of the label. */
+  readonly property?: string | null;
+}
+
+/** A vector search of nodes or edges names the indexed property; one of vectors searches their own vector. */
+type WirePropertySearch = WireVectorSearch & { readonly property: string };
+type Within<T> = T & Piped;
+
+export interface WireStepBodies {
+  // Sources.
+  readonly context: { readonly depth: number };
+  readonly nodes: { readonly reference: WireRef };
+  readonly edges: { readonly reference: WireRef };
+  readonly vectors: { readonly reference: WireRef };
+  readonly nodes_where: { readonly predicate: WirePredicate };
+  readonly edges_where: { readonly predicate: WirePredicate };
+  readonly vectors_where: { readonly predicate: WirePredicate };
+  // Traversals.
+  readonly out: Labelled;
+  readonly in: Labelled;
+  readonly both: Labelled;
+  readonly out_e: Labelled;
+  readonly in_e: Labelled;
+  readonly both_e: Labelled;
+  readonly out_n: Piped;
+  readonly in_n: Piped;
+  readonly other_n: Piped;
+  // Filters.
+  readonly has: Piped & { readonly property: string; readonly value: WireLiteral };
+  readonly has_label: Piped & { readonly label: string };
+  readonly has_key: Piped & { readonly property: string };
+  readonly where: Piped & { readonly predicate: WirePredicate };
+  readonly dedup: Piped;
+  readonly within: Piped & { readonly variable: string };
+  readonly without: Piped & { readonly variable: string };
+  // Paging.
+  readonly limit: Piped & { readonly count: WireBound };
+  readonly skip: Piped & { readonly count: WireBound };
+  readonly range: Piped & { readonly start: WireBound; readonly end: WireBound };
+  // Terminals.
+  readonly count: Piped;
+  readonly id: Piped;
+  readonly label: Piped;
+  /** `negate` is Silk's: true when the input yields nothing. */
+  readonly exists: Piped & { readonly negate?: boolean };
+  readonly values: Piped & { readonly properties: readonly string[] };
+  readonly value_map: Piped & { readonly properties?: readonly string[] | null };
+  readonly project: Piped & { readonly projections?: readonly WireProjection[]; readonly all?: boolean; readonly exclude?: readonly string[] };
+  /** By a `property` (HelixDB's form) or an `expr` (Silk's), not both. */
+  readonly order_by: Piped & { readonly property?: string; readonly expr?: WireExpr; readonly order?: WireOrder; readonly rule?: WireOrderRule };
+  readonly order_by_multiple: Piped & { readonly orderings: readonly (readonly [string, WireOrder])[] };
+  // Branches.
+  readonly union: Piped & { readonly traversals: readonly WireSubTraversal[] };
+  readonly coalesce: Piped & { readonly traversals: readonly WireSubTraversal[] };
+  readonly optional: Piped & { readonly traversal: WireSubTraversal };
+  readonly intersect: Piped & { readonly traversal: WireSubTraversal };
+  readonly choose: Piped & {
+    readonly condition: WirePredicate;
+    readonly then_traversal: WireSubTraversal;
+    readonly else_traversal?: WireSubTraversal | null;
+  };
+  readonly repeat: Piped & { readonly config: WireRepeatConfig };
+  // Streams as values, and named streams.
+  readonly fold: Piped;
+  readonly unfold: Piped;
+  readonly group: Piped & { readonly property: string };
+  readonly inject: { readonly input?: WireStep | null; readonly variable: string };
+  readonly as: Named;
+  readonly store: Named;
+  readonly select: Named;
+  readonly edge_has: Piped & { readonly property: string; readonly value: WireInput };
+  readonly edge_has_label: Piped & { readonly label: string };
+  // Rows.
+  readonly path: Piped;
+  readonly simple_path: Piped;
+  readonly bind: Named;
+  readonly project_bindings: Piped & { readonly projections: readonly WireBindingProjection[]; readonly distinct?: boolean };
+  readonly edge_properties: Piped;
+  readonly with_sack: Piped & { readonly initial: WireLiteral };
+  readonly sack_set: Piped & { readonly property: string };
+  readonly sack_add: Piped & { readonly property: string };
+  readonly sack_get: Piped;
+  // Aggregates and paths.
+  readonly aggregate: Piped & { readonly fn: "sum" | "avg" | "min" | "max"; readonly property?: string | null };
+  /** Silk's form (`properties`), or HelixDB's (one `property`, rows ordered by its value). */
+  readonly group_count: Piped & ({ readonly properties: readonly string[] } | { readonly property: string });
+  /** Silk's form (`properties`, `shape`), or HelixDB's (`function` of one `property`). */
+  readonly aggregate_by: Piped &
+    (
+      | { readonly properties: readonly string[]; readonly shape?: "keyed" | "count_data" }
+      | { readonly function: "count" | "sum" | "min" | "max" | "mean"; readonly property: string }
+    );
+  readonly shortest_path: WireShortestPath | WireHelixShortestPath;
+  // Search and rerank.
+  readonly vector_search_nodes: WirePropertySearch;
+  readonly vector_search_edges: WirePropertySearch;
+  readonly vector_search_vectors: WireVectorSearch;
+  readonly vector_search_nodes_within: Within<WirePropertySearch>;
+  readonly vector_search_edges_within: Within<WirePropertySearch>;
+  readonly vector_search_vectors_within: Within<WireVectorSearch>;
+  readonly text_search_nodes: WireTextSearch;
+  readonly text_search_edges: WireTextSearch;
+  readonly text_search_vectors: WireTextSearch;
+  readonly text_search_nodes_within: Within<WireTextSearch>;
+  readonly text_search_edges_within: Within<WireTextSearch>;
+  readonly text_search_vectors_within: Within<WireTextSearch>;
+  readonly rerank_rrf: Piped & { readonly k?: WireCount | null };
+  readonly rerank_mmr: Piped & { readonly lambda: WireInput; readonly distance?: WireMmrDistance | null };
+  // Mutations.
+  readonly add_n: Mutating & { readonly input?: WireStep };
+  readonly add_e: Mutating & Piped & { readonly to: WireRef };
+  readonly add_v: Mutating & { readonly vector: WireInput };
+  readonly set_property: Piped & { readonly name: string; readonly value: WireInput };
+  readonly update: Piped & { readonly properties?: WireAssignments };
+  readonly remove_property: Named;
+  readonly drop: Piped;
+  readonly drop_edge: Piped & { readonly to: WireRef };
+  readonly drop_edge_labeled: Piped & { readonly to: WireRef; readonly label: string };
+  readonly drop_edge_by_id: { readonly input?: WireStep | null; readonly edges: WireRef };
+  readonly upsert_n: Mutating & Piped;
+  readonly upsert_v: Mutating & Piped & { readonly vector?: WireInput | null };
+  readonly upsert_e: Mutating & Piped & { readonly from: WireRef; readonly to: WireRef };
+}
+
+export type WireStepTag = keyof WireStepBodies;
+
+/** One step; `"context"` is the current element of the sub-traversal it starts. */
+export type WireStep = "context" | Tagged<WireStepBodies>;
+
+// ---- Index operations -------------------------------------------------------------------------------------------
+
+/** Silk's form of an index: by kind (node when absent), label and property. */
+interface WireIndexName {
+  readonly label: string;
+  readonly property: string;
+  readonly kind?: RecordKind | null;
+}
+
+/** Silk's `create_index`: the name, `type` (or the earlier `unique`) and that type's options. */
+export interface WireCreateIndex extends WireIndexName {
+  readonly type?: "equality" | "range" | "unique" | "vector" | "text" | null;
+  readonly unique?: boolean;
+  readonly metric?: string | null;
+  readonly dimension?: number | null;
+  readonly tenant_property?: string | null;
+  readonly ef?: number | null;
+  readonly analyzer?: string | null;
+  readonly positions?: boolean;
+}
+
+interface WireHelixIndexName {
+  readonly label: string;
+  readonly property: string;
+}
+
+export interface WireHelixSpecBodies {
+  readonly node_equality: WireHelixIndexName & { readonly unique?: boolean };
+  readonly node_range: WireHelixIndexName & { readonly direction?: WireOrder | null };
+  readonly edge_equality: WireHelixIndexName;
+  readonly edge_range: WireHelixIndexName & { readonly direction?: WireOrder | null };
+  readonly node_vector: WireHelixIndexName & { readonly dimension: number; readonly metric: string; readonly tenant_property?: string | null; readonly ef?: number | null };
+  readonly edge_vector: WireHelixIndexName & { readonly dimension: number; readonly metric: string; readonly tenant_property?: string | null; readonly ef?: number | null };
+  readonly node_text: WireHelixIndexName & { readonly tenant_property?: string | null };
+  readonly edge_text: WireHelixIndexName & { readonly tenant_property?: string | null };
+}
+
+/** HelixDB's index spec, `{"<kind>_<family>": {..}}`. */
+export type WireHelixSpec = Tagged<WireHelixSpecBodies>;
+
+/** HelixDB's operation ID of the operation that built an index. */
+interface WireOperationId {
+  readonly operation_id: string;
+}
+
+export interface WireIndexOperationBodies {
+  readonly create_index: WireCreateIndex | { readonly spec: WireHelixSpec; readonly if_not_exists?: boolean };
+  readonly drop_index: WireIndexName | { readonly spec: WireHelixSpec };
+  readonly get_index_operation: WireIndexName | WireOperationId;
+  readonly retry_index_operation: WireIndexName | WireOperationId;
+  readonly abort_index_operation: WireIndexName | WireOperationId;
+}
+
+export type WireIndexOperationTag = keyof WireIndexOperationBodies;
+
+export type WireIndexOperation = Tagged<WireIndexOperationBodies>;
+
+// ---- Entries and the request ---------------------------------------------------------------------------------
+
+export interface WireConditionBodies {
+  readonly var_empty: string;
+  readonly var_not_empty: string;
+  readonly var_min_size: readonly [string, number];
+}
+
+/** When an entry runs. */
+export type WireCondition = "prev_not_empty" | Tagged<WireConditionBodies>;
+
+export interface WireEntryBodies {
+  readonly query: { readonly name?: string | null; readonly root: WireStep | WireIndexOperation; readonly condition?: WireCondition | null };
+  /** Over an array parameter (`param`) or an earlier entry's records (`var`, each named `as`). */
+  readonly for_each: { readonly param?: string | null; readonly var?: string | null; readonly as?: string | null; readonly body: readonly WireEntry[] };
+}
+
+export type WireEntry = Tagged<WireEntryBodies>;
+
+export interface WireBatch {
+  readonly entries: readonly WireEntry[];
+  readonly returns?: readonly string[];
+}
+
+/** What a request asks besides its batch. */
+interface WireRequestOptions {
+  readonly query_name?: string;
+  /** Call values by parameter name (checked by the decoder, not typed here: they are the caller's data). */
+  readonly parameters?: Readonly<Record<string, unknown>> | null;
+  readonly parameter_types?: Readonly<Record<string, unknown>> | null;
+  readonly explain?: boolean;
+  readonly timeout_ms?: number | null;
+}
+
+/** A whole `POST /v2/query` body: the batch is tagged with the request type. */
+export type WireRequest =
+  | (WireRequestOptions & { readonly request_type: "read"; readonly query: { readonly read: WireBatch } })
+  | (WireRequestOptions & { readonly request_type: "write"; readonly query: { readonly write: WireBatch } });
