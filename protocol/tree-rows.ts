@@ -8,7 +8,9 @@
  * The decoders of steps and literals are passed in, so this module does not import tree.ts (which imports it).
  */
 import type { Step } from "./tree.js";
+import { unreachable } from "./errors.js";
 import { allowOnly, arrayAt, fault, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
+import type { WireStepTag } from "./tree-wire.js";
 import type { Value } from "./values.js";
 
 /** Whose value a binding projection reads: the row's current element, or the element bound under a name. */
@@ -30,9 +32,18 @@ export interface RowDecoders {
   literal(value: Json, path: string): Value;
 }
 
-export const ROW_STEP_TAGS: ReadonlySet<string> = new Set([
+const ROW_STEP_TAGS = [
   "path", "simple_path", "bind", "project_bindings", "edge_properties", "with_sack", "sack_set", "sack_add", "sack_get",
-]);
+] as const satisfies readonly WireStepTag[];
+
+/** The steps decodeRowStep decodes. */
+export type RowStepTag = (typeof ROW_STEP_TAGS)[number];
+
+const ROWS: ReadonlySet<string> = new Set(ROW_STEP_TAGS);
+
+export function isRowStepTag(tag: WireStepTag): tag is RowStepTag {
+  return ROWS.has(tag);
+}
 
 /** HelixDB refuses an empty binding name, projection source or alias (crates/ast projection.rs `non_empty_string`). */
 function nonEmptyAt(value: Json, path: string): string {
@@ -41,8 +52,8 @@ function nonEmptyAt(value: Json, path: string): string {
   return text;
 }
 
-/** Decodes one step whose tag is in ROW_STEP_TAGS. */
-export function decodeRowStep(tag: string, object: Record<string, Json>, at: string, depth: number, decoders: RowDecoders): Step {
+/** Decodes one step whose tag is a RowStepTag. */
+export function decodeRowStep(tag: RowStepTag, object: Record<string, Json>, at: string, depth: number, decoders: RowDecoders): Step {
   const only = (...keys: string[]): void => allowOnly(object, keys, at);
   const input = (): Step => decoders.step(object.input, `${at}.input`, depth + 1);
   switch (tag) {
@@ -76,7 +87,7 @@ export function decodeRowStep(tag: string, object: Record<string, Json>, at: str
       only("input", "property");
       return { op: tag, input: input(), path: nonEmptyAt(object.property, `${at}.property`) };
     default:
-      throw fault(at, `${tag} is not a row step`);
+      return unreachable(tag, "row step");
   }
 }
 

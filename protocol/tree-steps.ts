@@ -8,12 +8,13 @@
  * The decoders of steps, predicates, inputs and references are passed in, so this module does not import tree.ts
  * (which imports it).
  */
-import { SilkError } from "./errors.js";
+import { SilkError, unreachable } from "./errors.js";
 import { BRANCH_TRAVERSALS_MAX, REPEAT_ITERATIONS_MAX } from "./limits.js";
 import { isVectorEf, VECTOR_EF_MAX, VECTOR_FIELD } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
+import type { WireStepTag } from "./tree-wire.js";
 
 /** HelixDB's default `max_depth` of a `repeat` that sets neither it nor `times`. */
 export const REPEAT_DEPTH_DEFAULT = 100;
@@ -25,22 +26,34 @@ export interface StepDecoders {
   ref(value: Json, path: string): Ref;
 }
 
-export const EXTENDED_STEP_TAGS: ReadonlySet<string> = new Set([
+type SearchTag = Extract<WireStepTag, `${"vector" | "text"}_search_${string}`>;
+
+const EXTENDED_STEP_TAGS = [
   "union", "coalesce", "optional", "choose", "intersect", "repeat", "fold", "unfold", "group", "order_by_multiple", "inject", "as",
   "store", "select", "edge_has", "edge_has_label", "drop_edge", "drop_edge_labeled", "drop_edge_by_id",
   "rerank_rrf", "rerank_mmr",
-  ...["vector_search", "text_search"].flatMap((op) =>
-    ["nodes", "edges", "vectors"].flatMap((kind) => [`${op}_${kind}`, `${op}_${kind}_within`]),
-  ),
-]);
+] as const satisfies readonly WireStepTag[];
+
+/** The steps decodeExtendedStep decodes: the branching and stream-shaping steps, search and rerank. */
+export type ExtendedStepTag = (typeof EXTENDED_STEP_TAGS)[number] | SearchTag;
+
+const EXTENDED: ReadonlySet<string> = new Set(EXTENDED_STEP_TAGS);
+
+function isSearchTag(tag: WireStepTag): tag is SearchTag {
+  return tag.startsWith("vector_search_") || tag.startsWith("text_search_");
+}
+
+export function isExtendedStepTag(tag: WireStepTag): tag is ExtendedStepTag {
+  return EXTENDED.has(tag) || isSearchTag(tag);
+}
 
 const SEARCH_KINDS: Readonly<Record<string, RecordKind>> = { nodes: "node", edges: "edge", vectors: "vector" };
 const MMR_DISTANCES: readonly MmrDistance[] = ["cosine", "euclidean", "dotproduct"];
 
 type Decoding = { readonly object: Record<string, Json>; readonly at: string; readonly depth: number; readonly decoders: StepDecoders };
 
-/** Decodes one step whose tag is in EXTENDED_STEP_TAGS. */
-export function decodeExtendedStep(tag: string, object: Record<string, Json>, at: string, depth: number, decoders: StepDecoders): Step {
+/** Decodes one step whose tag is an ExtendedStepTag. */
+export function decodeExtendedStep(tag: ExtendedStepTag, object: Record<string, Json>, at: string, depth: number, decoders: StepDecoders): Step {
   const d: Decoding = { object, at, depth, decoders };
   const only = (...keys: string[]): void => allowOnly(object, keys, at);
   const input = (): Step => decoders.step(object.input, `${at}.input`, depth + 1);
@@ -113,8 +126,8 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
       return { op: "rerank_mmr", input: input(), lambda: lambdaInput(d), distance: distance as MmrDistance };
     }
     default:
-      if (tag.startsWith("vector_search_") || tag.startsWith("text_search_")) return searchStep(tag, d);
-      throw new SilkError("internal", `internal error (a bug in Silk): ${at} is not an extended step`);
+      if (isSearchTag(tag)) return searchStep(tag, d);
+      return unreachable(tag, "extended step");
   }
 }
 
@@ -123,7 +136,7 @@ export function decodeExtendedStep(tag: string, object: Record<string, Json>, at
  * "property" (none for vectors' own vector; optional for text), "query", "k", "tenant_value"?}`; a vector search
  * also `"ef"?`, its beam width (a whole number from 1 to VECTOR_EF_MAX, over the index's own).
  */
-function searchStep(tag: string, d: Decoding): Step {
+function searchStep(tag: SearchTag, d: Decoding): Step {
   const [, op, kindName, within] = /^(vector_search|text_search)_(nodes|edges|vectors)(_within)?$/.exec(tag) ?? [];
   const kind = SEARCH_KINDS[kindName];
   const { object, at, decoders } = d;

@@ -5,8 +5,9 @@
  *
  * Each family of externally tagged objects (`{"out": {"input": .., "label": ..}}`) is one interface of bodies by
  * tag (`WireStepBodies`, `WireExprBodies`, ...) and its union of one-key objects (`Tagged<Bodies>`); unit variants
- * are bare strings (`"context"`, `"id"`). The decoder's tag tables (`WIRE_STEP_TAGS` and the rest) are written
- * against these interfaces, so a tag the type has and the decoder lacks, or the reverse, does not compile.
+ * are bare strings (`"context"`, `"id"`). The step decoder switches over `WireStepTag` (tree.ts, tree-steps.ts,
+ * tree-rows.ts), each switch ending in `unreachable`, so a step tag the type has and the decoder lacks, or the
+ * reverse, does not compile.
  *
  * Where the decoder also accepts `null` for an absent optional key (HelixDB's SDKs send it), the type allows `null`.
  * See docs/OPERATION_TREE.md for what each step does.
@@ -346,6 +347,32 @@ export interface WireStepBodies {
 }
 
 export type WireStepTag = keyof WireStepBodies;
+
+/**
+ * Every step tag of the wire, at run time: the decoder refuses any other. Typed by WireStepBodies's keys, so a tag
+ * the type gains must be listed here, and one listed here must be in the type.
+ */
+const WIRE_STEP_TAGS: { readonly [K in WireStepTag]: true } = {
+  context: true, nodes: true, edges: true, vectors: true, nodes_where: true, edges_where: true, vectors_where: true,
+  out: true, in: true, both: true, out_e: true, in_e: true, both_e: true, out_n: true, in_n: true, other_n: true,
+  has: true, has_label: true, has_key: true, where: true, dedup: true, within: true, without: true, limit: true,
+  skip: true, range: true, count: true, id: true, label: true, exists: true, values: true, value_map: true,
+  project: true, order_by: true, order_by_multiple: true, union: true, coalesce: true, optional: true,
+  intersect: true, choose: true, repeat: true, fold: true, unfold: true, group: true, inject: true, as: true,
+  store: true, select: true, edge_has: true, edge_has_label: true, path: true, simple_path: true, bind: true,
+  project_bindings: true, edge_properties: true, with_sack: true, sack_set: true, sack_add: true, sack_get: true,
+  aggregate: true, group_count: true, aggregate_by: true, shortest_path: true, vector_search_nodes: true,
+  vector_search_edges: true, vector_search_vectors: true, vector_search_nodes_within: true,
+  vector_search_edges_within: true, vector_search_vectors_within: true, text_search_nodes: true,
+  text_search_edges: true, text_search_vectors: true, text_search_nodes_within: true, text_search_edges_within: true,
+  text_search_vectors_within: true, rerank_rrf: true, rerank_mmr: true, add_n: true, add_e: true, add_v: true,
+  set_property: true, update: true, remove_property: true, drop: true, drop_edge: true, drop_edge_labeled: true,
+  drop_edge_by_id: true, upsert_n: true, upsert_v: true, upsert_e: true,
+};
+
+export function isWireStepTag(tag: string): tag is WireStepTag {
+  return Object.hasOwn(WIRE_STEP_TAGS, tag);
+}
 
 /** One step; `"context"` is the current element of the sub-traversal it starts. */
 export type WireStep = "context" | Tagged<WireStepBodies>;

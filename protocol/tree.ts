@@ -18,9 +18,10 @@ import { isMathFunction, MATH_FUNCTIONS, type MathFunction } from "./math-functi
 import { checkParameters } from "./parameter-types.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, stringList, tagged, type Json } from "./tree-json.js";
 import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "./tree-indexes.js";
-import { decodeExtendedStep, EXTENDED_STEP_TAGS, type StepDecoders } from "./tree-steps.js";
+import { decodeExtendedStep, isExtendedStepTag, type StepDecoders } from "./tree-steps.js";
 import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
-import { decodeRowStep, ROW_STEP_TAGS, type BindingProjection, type RowDecoders } from "./tree-rows.js";
+import { decodeRowStep, isRowStepTag, type BindingProjection, type RowDecoders } from "./tree-rows.js";
+import { isWireStepTag } from "./tree-wire.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, type Value } from "./values.js";
 
@@ -763,6 +764,7 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
   const object = objectAt(body ?? {}, at);
   const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
   const only = (...keys: string[]): void => allowOnly(object, keys, at);
+  if (!isWireStepTag(tag)) throw fault(path, `unknown step ${JSON.stringify(tag)}`);
   switch (tag) {
     case "context": {
       only("depth");
@@ -907,9 +909,9 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       only("input", "name");
       return { op: "remove_property", input: input(), name: stringAt(object.name, `${at}.name`) };
     default:
-      if (EXTENDED_STEP_TAGS.has(tag)) return decodeExtendedStep(tag, object, at, depth, STEP_DECODERS);
-      if (ROW_STEP_TAGS.has(tag)) return decodeRowStep(tag, object, at, depth, ROW_DECODERS);
-      throw fault(path, `unknown step ${JSON.stringify(tag)}`);
+      if (isExtendedStepTag(tag)) return decodeExtendedStep(tag, object, at, depth, STEP_DECODERS);
+      if (isRowStepTag(tag)) return decodeRowStep(tag, object, at, depth, ROW_DECODERS);
+      return unreachable(tag, "step");
   }
 }
 
