@@ -4,7 +4,8 @@
  * import only from its own folder and the folders this table lists for it. The gateway reaches the engine only
  * through runtime/'s Database; it imports nothing of node/ or cluster/. The SDK (sdk/) stands apart: its code
  * generator reads projects through protocol/, and the runtime files an application bundles (client, json, retry,
- * builder) import nothing of ours and one pure-JavaScript package, so a browser or edge bundle never pulls in the engine, the parser or node: modules. Every
+ * builder) import nothing of ours and one pure-JavaScript package, so a browser or edge bundle never pulls in the engine, the parser or node: modules. The
+ * chaos harness (chaos/) stands outside the engine: it reaches a cluster over HTTP and NATS. Every
  * top-level folder that holds TypeScript is either in the table or one of the tools that may import anything.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -21,6 +22,9 @@ const allowed: Record<string, string[]> = {
   runtime: ["protocol", "platform", "node", "embedders", "cluster", "runtime"],
   gateway: ["protocol", "platform", "runtime", "gateway"],
   sdk: ["protocol", "sdk"],
+  // The chaos harness (docs/CHAOS.md) drives a cluster from outside: it reads cluster/nats/'s manifest, leases and
+  // intents; the CLI (bin/chaos.ts) hands it the way to start processes.
+  chaos: ["protocol", "cluster", "chaos"],
 };
 /** Folders outside the layers: the CLI, benchmarks, build scripts and tests may import any layer. */
 const TOOLS = ["bin", "bench", "scripts", "test"];
