@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster test-snapshots-100k redis-server s3-server clean
+.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster test-snapshots-100k redis-server s3-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -46,6 +46,15 @@ soak: build
 # Acknowledged writes against read-only processes SIGKILLed at random moments (4 minutes; SOAK_SECONDS changes it).
 soak-readers: build
 	npx tsx test/soak/dead-readers.ts
+
+# Jepsen-style runs (docs/CHAOS.md): each workload for $(CHAOS_DURATION) with every fault kind on a cluster of its own
+# under ./chaos-data, its history, summary and report.html in ./chaos-out/<workload>. Stops at the first anomaly.
+CHAOS_DURATION ?= 60s
+CHAOS_FAULTS ?= kill-leader,kill-follower,kill-nats,kill-coordinator,pause
+chaos: build nats-server
+	node dist/bin/silk.js chaos run --cluster ./chaos-data/bank --workload bank --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 1 --out ./chaos-out/bank
+	node dist/bin/silk.js chaos run --cluster ./chaos-data/list-append --workload list-append --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 2 --out ./chaos-out/list-append
+	node dist/bin/silk.js chaos run --cluster ./chaos-data/register --workload register --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 3 --out ./chaos-out/register
 
 # The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
 # suite fails naming the package where we cannot).

@@ -73,7 +73,7 @@ function alive(pid: number): boolean {
 }
 
 /** Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. */
-function spawnSilk(args: readonly string[], outFile: string): number {
+export function spawnSilk(args: readonly string[], outFile: string): number {
   const out = openSync(outFile, "a");
   try {
     // The same Node flags (tsx's loader when run from source) and the same entry script as this command.

@@ -5,7 +5,7 @@
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
  * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
  * progress, bin/index-command.ts), `silk status` (a database's storage: readers, pages, sizes, bin/status.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
- * bin/cluster.ts, bin/partition.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
+ * bin/cluster.ts, bin/partition.ts), `silk chaos run` (fault runs with checked histories, bin/chaos.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
 import { packageVersion } from "../gateway/version.js";
@@ -19,6 +19,7 @@ import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
 import { addIndexOptions, runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
 import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
 import { loadSchemaSources } from "./schema-files.js";
+import { chaosCommand } from "./chaos.js";
 import { clusterCommand } from "./cluster.js";
 import { runPartition } from "./partition.js";
 import { runStatus } from "./status.js";
@@ -279,6 +280,7 @@ const program = new Command("silk")
   .addCommand(indexCommand())
   .addCommand(statusCommand())
   .addCommand(partitionCommand())
-  .addCommand(clusterCommand(fail, positiveInteger));
+  .addCommand(clusterCommand(fail, positiveInteger))
+  .addCommand(chaosCommand(fail, positiveInteger, nonNegativeInteger));
 
 await program.parseAsync(process.argv);

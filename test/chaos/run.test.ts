@@ -1,0 +1,85 @@
+/**
+ * `silk chaos run` end to end, bounded (docs/CHAOS.md): a 12-second bank run on a cluster the command starts
+ * (2 partitions × 3 replica processes, three nats-server), with leader and follower kills and pauses drawn from the
+ * seed; then a short register run attached to the same cluster; then the cluster is stopped. Each run's history,
+ * faults, summary and report are written, the verdict is valid and the exit code says so. A bad fault name is
+ * refused before anything starts.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { pairEvents, type HistoryEvent } from "../../chaos/history.js";
+import type { ChaosSummary } from "../../chaos/run.js";
+import type { FaultEvent } from "../../chaos/nemesis.js";
+import { readClusterProcesses } from "../../cluster/nats/manifest.js";
+import { parseDuration } from "../../bin/chaos.js";
+import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
+
+afterAll(removeTemporaryDirectories);
+
+const jsonLines = <T>(path: string): T[] =>
+  readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as T);
+
+describe("silk chaos run", () => {
+  it("refuses an unknown fault before starting anything, naming the known ones", async () => {
+    const dir = temporaryDirectory();
+    const fault = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,partition"]);
+    expect(fault.code).toBe(1);
+    expect(fault.stderr).toContain("unknown fault partition (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause)");
+    expect(existsSync(join(dir, "cluster.json"))).toBe(false);
+  }, 120_000);
+
+  it("reads durations in ms, s and m, and refuses others", () => {
+    expect([parseDuration("60s"), parseDuration("1500ms"), parseDuration("2m"), parseDuration("15")]).toEqual([60_000, 1_500, 120_000, 15_000]);
+    expect(() => parseDuration("soon")).toThrow("expected a duration such as 60s, 1500ms or 2m");
+    expect(() => parseDuration("500ms")).toThrow("a run lasts at least 1s");
+  });
+
+  it("runs the bank under seeded kills and pauses, checks the history, then attaches a register run to the same cluster", async () => {
+    const dir = temporaryDirectory();
+    const out = temporaryDirectory();
+    try {
+      const bank = await runSilk([
+        "chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,kill-follower,pause",
+        "--duration", "12s", "--rate", "15", "--seed", "11", "--out", out, "--keep",
+      ]);
+      expect(bank.code, `${bank.stdout}${bank.stderr}`).toBe(0);
+      expect(bank.stdout).toContain("verdict: valid");
+      const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8")) as ChaosSummary;
+      expect(summary.verdict.valid).toBe(true);
+      expect(summary.operations.total).toBeGreaterThan(10);
+      expect(summary.operations.ok).toBeGreaterThan(0);
+      expect(summary.operations.ok + summary.operations.fail + summary.operations.unknown).toBe(summary.operations.total);
+      expect(summary.faults.planned).toBeGreaterThanOrEqual(1);
+      const faults = jsonLines<FaultEvent>(join(out, "faults.jsonl"));
+      expect(faults.length).toBe(summary.faults.planned);
+      expect(faults.filter((fault) => fault.skipped === undefined).length).toBe(summary.faults.applied);
+      // Every invocation has its completion (the final reads included), and the summary counts the clients' ones.
+      const operations = pairEvents(jsonLines<HistoryEvent>(join(out, "history.jsonl")));
+      expect(operations.every((operation) => Number.isFinite(operation.end))).toBe(true);
+      expect(operations.filter((operation) => operation.process >= 0).length).toBe(summary.operations.total);
+      expect(operations.some((operation) => operation.process === -1 && operation.f === "read-transfers" && operation.outcome === "ok")).toBe(true);
+      expect(readFileSync(join(out, "report.html"), "utf8")).toContain("Verdict: valid");
+      expect(readFileSync(join(out, "summary.txt"), "utf8")).toBe(bank.stdout.slice(bank.stdout.indexOf("workload bank")).split("silk chaos: history")[0]);
+
+      // The cluster kept running (--keep): a second run attaches to it rather than starting another.
+      const before = readClusterProcesses(dir)!;
+      const registerOut = temporaryDirectory();
+      const register = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "register", "--duration", "3s", "--rate", "20", "--seed", "2", "--out", registerOut]);
+      expect(register.code, `${register.stdout}${register.stderr}`).toBe(0);
+      expect(register.stdout).not.toContain("is up in");
+      expect(register.stdout).toContain("verdict: valid");
+      expect(readClusterProcesses(dir)).toEqual(before);
+      const registerSummary = JSON.parse(readFileSync(join(registerOut, "summary.json"), "utf8")) as ChaosSummary;
+      expect(registerSummary.faults.planned).toBe(0);
+      expect(registerSummary.verdict.stats.keys).toBe(3);
+    } finally {
+      const down = await runSilk(["cluster", "down", "--dir", dir]);
+      expect(down.code).toBe(0);
+    }
+    // Generous: on a loaded machine starting the cluster's eleven processes alone can take a minute.
+  }, 300_000);
+});
