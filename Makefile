@@ -48,10 +48,12 @@ soak-readers: build
 	npx tsx test/soak/dead-readers.ts
 
 # Jepsen-style runs (docs/CHAOS.md): each workload for $(CHAOS_DURATION) with every fault kind on a cluster of its own
-# under ./chaos-data, its history, summary and report.html in ./chaos-out/<workload>. Stops at the first anomaly.
+# under ./chaos-data (made afresh), its history, summary and report.html in ./chaos-out/<workload>. Stops at the first
+# anomaly (exit code 2).
 CHAOS_DURATION ?= 60s
 CHAOS_FAULTS ?= kill-leader,kill-follower,kill-nats,kill-coordinator,pause
 chaos: build nats-server
+	rm -rf ./chaos-data
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/bank --workload bank --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 1 --out ./chaos-out/bank
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/list-append --workload list-append --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 2 --out ./chaos-out/list-append
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/register --workload register --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 3 --out ./chaos-out/register

@@ -5,15 +5,19 @@
  * itself is chaos/run.ts. Exit codes: 0 valid, 2 an anomaly was found, 3 the checker could not decide, 1 the run
  * could not be made (`silk chaos: <code>: <message>`).
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { readClusterProcesses } from "../cluster/nats/manifest.js";
+import { SilkError } from "../protocol/errors.js";
 import { LocalCluster } from "../chaos/nemesis.js";
 import { formatSummary, runChaos, type ChaosOptions } from "../chaos/run.js";
 import { parseFaults, type FaultKind } from "../chaos/schedule.js";
 import { chaosProjectDirectory, WORKLOADS, type WorkloadName } from "../chaos/workloads.js";
 import { runClusterDown, runClusterUp, spawnSilk } from "./cluster.js";
+
+/** How long a run waits for the cluster it starts (leaders, then the server's /health): three times `cluster up`'s. */
+export const CHAOS_CLUSTER_UP_TIMEOUT_MS = 180_000;
 
 /** `60s`, `90000ms`, `2m`, or a number of seconds. */
 export function parseDuration(text: string): number {
@@ -67,10 +71,20 @@ export async function runChaosCommand(flags: ChaosFlags, out: { write(text: stri
   const recorded = existsSync(dir) ? readClusterProcesses(dir) : undefined;
   const attach = recorded?.serve !== undefined && alive(recorded.serve);
   if (!attach) {
-    await runClusterUp({ dir, project: chaosProjectDirectory(), partitions: flags.partitions, replicas: flags.replicas, port: 0, name: "chaos" }, out);
+    // A stopped cluster's replica stores would meet a fresh NATS log: a started cluster starts from nothing.
+    if (existsSync(dir) && readdirSync(dir).length > 0) {
+      throw new SilkError("invalid_option", `${flags.cluster} is not empty and holds no running cluster: name an empty or new directory, or a running cluster's`);
+    }
+    await runClusterUp({ dir, project: chaosProjectDirectory(), partitions: flags.partitions, replicas: flags.replicas, port: 0, name: "chaos" }, out, CHAOS_CLUSTER_UP_TIMEOUT_MS);
   }
   try {
     const cluster = await LocalCluster.open(dir, spawnSilk);
+    // Interrupted, the run leaves no process of the cluster stopped or killed.
+    const interrupted = (signal: NodeJS.Signals): void => {
+      cluster.heal();
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    };
+    process.once("SIGINT", interrupted).once("SIGTERM", interrupted);
     try {
       const options: ChaosOptions = {
         workload: flags.workload,
@@ -87,6 +101,7 @@ export async function runChaosCommand(flags: ChaosFlags, out: { write(text: stri
       out.write(`silk chaos: history, faults, summary and report.html in ${options.out}\n`);
       return summary.verdict.valid === true ? 0 : summary.verdict.valid === false ? 2 : 3;
     } finally {
+      process.off("SIGINT", interrupted).off("SIGTERM", interrupted);
       await cluster.close();
     }
   } finally {

@@ -111,7 +111,9 @@ async function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<(
   );
 }
 
-export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput): Promise<void> {
+/** `timeoutMs` bounds the wait for leaders and for /health (`silk chaos run` waits longer: it starts clusters on
+ *  machines it is about to load). */
+export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput, timeoutMs = CLUSTER_UP_TIMEOUT_MS): Promise<void> {
   const dir = resolve(options.dir);
   const previous = readClusterProcesses(dir);
   if (previous !== undefined && everyPid(previous).some(alive)) {
@@ -142,7 +144,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
         writeClusterProcesses(dir, processes);
       }
     }
-    const deadline = Date.now() + CLUSTER_UP_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
     const nc = await connect({ servers: nats.urls });
     try {
       await waitFor("a leader of every partition", deadline, async () => {

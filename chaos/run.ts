@@ -79,13 +79,18 @@ export async function runChaos(cluster: LocalCluster, options: ChaosOptions, pro
   const workload = workloadOf(options.workload, run);
   await checkQueries(cluster.baseUrl, workload.queries);
   const call: Call = httpCall(cluster.baseUrl, options.requestTimeoutMs);
-  await workload.setup((query, params) =>
-    retry(`${query}`, async () => {
-      const result = await call(query, params, true);
-      if (result.outcome !== "ok") throw new Error(result.error);
-      return result.body;
-    }),
-  );
+  // The setup's creates are retried only when they failed definitely: a create whose outcome is unknown may have
+  // made the record, and a second one would give the run two accounts of one name. A long deadline keeps them known.
+  const setupCall = httpCall(cluster.baseUrl, SETTLE_TIMEOUT_MS);
+  await workload.setup(async (query, params) => {
+    const result = await retry(query, async () => {
+      const answer = await setupCall(query, params, true);
+      if (answer.outcome === "fail") throw new Error(answer.error);
+      return answer;
+    });
+    if (result.outcome !== "ok") throw new SilkError("partition_unavailable", `the setup's ${query} has an unknown outcome (${result.error}): start the run again`);
+    return result.body;
+  });
 
   const origin = performance.now();
   const now = (): number => performance.now() - origin;

@@ -2,10 +2,10 @@
  * `silk chaos run` end to end, bounded (docs/CHAOS.md): a 12-second bank run on a cluster the command starts
  * (2 partitions × 3 replica processes, three nats-server), with leader and follower kills and pauses drawn from the
  * seed; then a short register run attached to the same cluster; then the cluster is stopped. Each run's history,
- * faults, summary and report are written, the verdict is valid and the exit code says so. A bad fault name is
- * refused before anything starts.
+ * faults, summary and report are written, the verdict is valid and the exit code says so. A bad fault name, and a
+ * non-empty directory without a running cluster, are refused before anything starts.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { pairEvents, type HistoryEvent } from "../../chaos/history.js";
@@ -24,13 +24,19 @@ const jsonLines = <T>(path: string): T[] =>
     .map((line) => JSON.parse(line) as T);
 
 describe("silk chaos run", () => {
-  it("refuses an unknown fault before starting anything, naming the known ones", async () => {
+  it("refuses an unknown fault, and a directory it cannot start a cluster in, before starting anything", async () => {
     const dir = temporaryDirectory();
     const fault = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,partition"]);
     expect(fault.code).toBe(1);
     expect(fault.stderr).toContain("unknown fault partition (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause)");
     expect(existsSync(join(dir, "cluster.json"))).toBe(false);
-  }, 120_000);
+    // A directory that holds something but no running cluster (a stopped one's stores would meet a fresh log).
+    writeFileSync(join(dir, "notes.txt"), "x");
+    const occupied = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank"]);
+    expect(occupied.code).toBe(1);
+    expect(occupied.stderr).toContain("silk chaos: invalid_option:");
+    expect(occupied.stderr).toContain("is not empty and holds no running cluster");
+  }, 180_000);
 
   it("reads durations in ms, s and m, and refuses others", () => {
     expect([parseDuration("60s"), parseDuration("1500ms"), parseDuration("2m"), parseDuration("15")]).toEqual([60_000, 1_500, 120_000, 15_000]);
@@ -80,6 +86,7 @@ describe("silk chaos run", () => {
       const down = await runSilk(["cluster", "down", "--dir", dir]);
       expect(down.code).toBe(0);
     }
-    // Generous: on a loaded machine starting the cluster's eleven processes alone can take a minute.
-  }, 300_000);
+    // Generous: on a loaded machine starting the cluster's eleven processes alone can take minutes (the command
+    // waits up to CHAOS_CLUSTER_UP_TIMEOUT_MS for them).
+  }, 420_000);
 });
