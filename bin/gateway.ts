@@ -16,9 +16,10 @@ import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type 
 import { buildGateway } from "../gateway/server.js";
 import { SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
-import { announceEmbedder, announceWarnings, closeOnSignals, servedName, serveSettings, type ServeSettings } from "./serve.js";
+import { join } from "node:path";
+import { announceEmbedder, announceWarnings, closeOnSignals, servedName, serveSettings, storageName, storageOf, type ServeSettings, type StorageFlags } from "./serve.js";
 
-export interface GatewayCommandOptions {
+export interface GatewayCommandOptions extends StorageFlags {
   /** The project directory; without one the database is schemaless and has no per-query routes. */
   readonly project?: string;
   readonly data: string;
@@ -32,6 +33,9 @@ export interface GatewayCommandOptions {
   /** Open the database read-only: a second gateway beside the writer, on the same directory. */
   readonly readOnly?: boolean;
 }
+
+/** The folder of `--data` that caches a `--storage s3://...` database. */
+export const GATEWAY_S3_CACHE = "s3-cache";
 
 /** The limit in force: `--rate`/`--burst`, else `<data>/gateway/limits.json`, else the plan's values. */
 export function gatewayRateLimit(options: GatewayCommandOptions): RateLimit {
@@ -61,8 +65,10 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
   const settings = serveSettings(options);
   const limit = gatewayRateLimit(options);
   const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
+  // With --storage, --data keeps the gateway's keys and limits, and the bucket's cache in its own folder.
+  const storage = storageOf(options, settings.data, join(settings.data, GATEWAY_S3_CACHE));
   const database = await Database.open(
-    { storage: { disk: settings.data }, schema, mode: options.readOnly === true ? "readonly" : "writer", embedder: settings.embedder },
+    { storage, schema, mode: options.readOnly === true ? "readonly" : "writer", embedder: settings.embedder },
     { defaultTimeoutMs: settings.timeoutMs },
   );
   const bucket = await openBucket(options, limit, settings);
@@ -86,7 +92,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const store = options.redis === undefined ? "in this process" : `in Redis ${options.redis}`;
   process.stdout.write(
-    `silk: gateway serving ${servedName(options.project)} on http://${shown}:${address.port} (data in ${settings.data}; ` +
+    `silk: gateway serving ${servedName(options.project)} on http://${shown}:${address.port} (data in ${storageName(storage)}; ` +
       `${limit.ratePerSecond} requests/s, burst ${limit.burst}, bucket ${store})\n`,
   );
   announceEmbedder(settings);

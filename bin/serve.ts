@@ -15,7 +15,7 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
-import { Database } from "../runtime/embedded.js";
+import { Database, type Storage } from "../runtime/embedded.js";
 import { readClusterManifest } from "../cluster/nats/manifest.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../runtime/remote.js";
@@ -34,7 +34,7 @@ export const SERVE_DATA_DEFAULT = "./data";
 /** The execution deadline of a request that sets no `timeout_ms`, unless `--timeout-ms` says otherwise. */
 export const SERVE_TIMEOUT_MS_DEFAULT = 30_000;
 
-export interface ServeOptions {
+export interface ServeOptions extends StorageFlags {
   /** The project directory; without one the database is schemaless and has no per-query routes. */
   readonly project?: string;
   readonly port?: string;
@@ -43,6 +43,45 @@ export interface ServeOptions {
   readonly timeoutMs?: string;
   /** `--workers`: processes serving HTTP, each reading on its own core (bin/serve-workers.ts); 1 by default. */
   readonly workers?: string;
+}
+
+/** `--storage` and `--s3-endpoint` of `silk serve` and `silk gateway`. */
+export interface StorageFlags {
+  /** `s3://bucket/prefix`: the database lives in that bucket (docs/STORAGE.md); absent: on local disk. */
+  readonly storage?: string;
+  /** An S3-compatible endpoint (http:// or https://); absent: AWS S3. */
+  readonly s3Endpoint?: string;
+}
+
+/**
+ * The storage the flags name: `{ disk: data }` without `--storage`, else the bucket database of `s3://bucket/prefix`
+ * whose local cache is `cacheDir`. Credentials and region come from the AWS SDK's standard environment variables
+ * and config files (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/...); `open()` checks the rest.
+ */
+export function storageOf(flags: StorageFlags, data: string, cacheDir: string): Storage {
+  if (flags.storage === undefined) {
+    if (flags.s3Endpoint !== undefined) throw new SilkError("invalid_option", "--s3-endpoint names the object store of --storage s3://bucket/prefix, which is missing");
+    return { disk: data };
+  }
+  const match = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(flags.storage);
+  if (match === null) throw new SilkError("invalid_option", `--storage must be s3://bucket/prefix, got ${JSON.stringify(flags.storage)}`);
+  const prefix = (match[2] ?? "").replace(/\/+$/, "");
+  const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  return {
+    s3: {
+      bucket: match[1]!,
+      prefix,
+      cacheDir,
+      ...(flags.s3Endpoint === undefined ? {} : { endpoint: flags.s3Endpoint }),
+      ...(region === undefined || region === "" ? {} : { region }),
+    },
+  };
+}
+
+/** What the start line says holds the data: the directory, or the bucket and its cache. */
+export function storageName(storage: Storage): string {
+  if (typeof storage === "object" && "s3" in storage) return `s3://${storage.s3.bucket}/${storage.s3.prefix ?? ""}, cached in ${storage.s3.cacheDir}`;
+  return typeof storage === "object" && "disk" in storage ? storage.disk : "memory";
 }
 
 /** The port from --port, else $SILK_PORT, else 6969; 0 asks the system for a free one. */
@@ -176,6 +215,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
   const workers = serveWorkers(options.workers);
   const settings = serveSettings(options);
   if (isReadWorker()) return runReadWorker(options, settings);
+  if (workers > 1 && options.storage !== undefined) {
+    throw new SilkError("invalid_option", "--workers serves a database on local disk; a bucket database (--storage) serves from one process");
+  }
   if (workers > 1) {
     const { pool, writer } = await runServeWorkers(options, settings, workers);
     closeOnSignals(pool, () => writer.close(), settings.logger);
@@ -184,8 +226,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
     return;
   }
   const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
-  const database = await Database.open({ storage: { disk: settings.data }, schema, embedder: settings.embedder }, { defaultTimeoutMs: settings.timeoutMs });
-  const server = await listenGateway(database, settings, servedName(options.project), () => database.close());
+  const storage = storageOf(options, settings.data, settings.data);
+  const database = await Database.open({ storage, schema, embedder: settings.embedder }, { defaultTimeoutMs: settings.timeoutMs });
+  const server = await listenGateway(database, { ...settings, data: storageName(storage) }, servedName(options.project), () => database.close());
   closeOnSignals(server, () => database.close(), settings.logger);
   announceEmbedder(settings);
   announceWarnings(database.warnings, settings.logger);

@@ -10,7 +10,7 @@
  */
 import { packageVersion } from "../gateway/version.js";
 import { Command, InvalidArgumentError } from "commander";
-import { asSilkError } from "../protocol/errors.js";
+import { asSilkError, SilkError } from "../protocol/errors.js";
 import { runCodegen } from "../sdk/codegen.js";
 import { runCheck } from "./check.js";
 import { runDev } from "./dev.js";
@@ -82,10 +82,13 @@ function serveCommand(): Command {
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
     .option("--cluster <dir>", "serve a cluster's partitions (its cluster.json, written by `silk cluster up`) instead of --data (docs/CLUSTER.md)")
+    .option("--storage <uri>", "s3://bucket/prefix: the database lives in that bucket, --data is its local cache (docs/STORAGE.md; credentials from the AWS environment variables and config files)")
+    .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .option("--workers <n>", "processes that serve HTTP, each with a read-only handle, writes going to the one writer; a number, or auto for one per core (default 1; docs/SERVER.md#read-workers)")
-    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; timeoutMs?: string; workers?: string }) => {
+    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; timeoutMs?: string; workers?: string }) => {
       try {
+        if (flags.cluster !== undefined && flags.storage !== undefined) throw new SilkError("invalid_option", "--cluster and --storage exclude each other: a cluster's partitions keep their own data");
         if (flags.cluster !== undefined) await runServeCluster({ ...flags, cluster: flags.cluster });
         else await runServe(flags);
       } catch (cause) {
@@ -137,7 +140,9 @@ function gatewayCommand(): Command {
     .option("--plan <plan>", "idea (5/s, burst 10), startup (10/s, 20) or growth (20/s, 40)")
     .option("--rate <n>", "this database's sustained rate in requests per second (overrides the plan and limits.json)")
     .option("--burst <n>", "this database's burst capacity in requests (overrides the plan and limits.json)")
-    .option("--read-only", "open the database read-only: another gateway beside the writer on the same directory")
+    .option("--read-only", "open the database read-only: another gateway beside the writer on the same directory; with --storage, a follower of the bucket")
+    .option("--storage <uri>", "s3://bucket/prefix: the database lives in that bucket, cached in <data>/s3-cache (docs/STORAGE.md; credentials from the AWS environment variables and config files)")
+    .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
     .action(async (flags: GatewayCommandOptions) => {
       try {
         await runGateway(flags);

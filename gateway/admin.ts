@@ -1,5 +1,6 @@
 /**
- * The admin surface of the gateway: `GET /health`, which answers as long as the process serves requests, and
+ * The admin surface of the gateway: `GET /health`, which answers as long as the process serves requests (with a bucket
+ * database's position and lag, docs/STORAGE.md), and
  * `GET /introspect`, the project's schema in its JSON form (protocol/helixql/schema-json.ts) next to the queries
  * the server exposes as `POST /<QueryName>` routes (protocol/helixql/query.ts queryToJson).
  *
@@ -13,6 +14,7 @@ import type { CompiledQuery } from "../protocol/helixql/query.js";
 import { queryToJson } from "../protocol/helixql/query.js";
 import type { IndexStatus } from "../protocol/indexes.js";
 import { schemaToJson, type Schema } from "../protocol/schema.js";
+import type { DatabaseStatus } from "../runtime/embedded.js";
 
 /** The project being served; `silk dev` replaces its schema and queries while the server runs. */
 export interface ServedProject {
@@ -20,6 +22,8 @@ export interface ServedProject {
   readonly queries: readonly CompiledQuery[];
   /** Every index of the database, merged over partitions (a schemaless database's introspection lists them). */
   indexStatuses(): Promise<IndexStatus[]>;
+  /** Where the data lives (runtime/embedded.ts `Database.status`); a bucket database's is part of `/health`. */
+  status?(): DatabaseStatus;
 }
 
 export interface AdminOptions {
@@ -39,6 +43,11 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, options
     }
     return cached.text;
   };
-  app.get("/health", async (_request, reply) => reply.type("application/json; charset=utf-8").send('{"status":"ok"}'));
+  // A bucket database adds its storage: a writer's epoch and stored segment, a follower's position and lag.
+  app.get("/health", async (_request, reply) => {
+    const status = project.status?.();
+    const body = status?.storage === "s3" ? JSON.stringify({ status: "ok", storage: status }) : '{"status":"ok"}';
+    return reply.type("application/json; charset=utf-8").send(body);
+  });
   app.get("/introspect", async (_request, reply) => reply.type("application/json; charset=utf-8").send(await introspection()));
 };

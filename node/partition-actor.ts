@@ -127,6 +127,12 @@ export interface PartitionActorOptions {
   readonly log?: WriteLog;
   /** How large a single server's write groups may grow (default DEFAULT_WRITE_GROUP_BOUNDS); unused with a log. */
   readonly writeGroup?: Partial<WriteGroupBounds>;
+  /**
+   * Object storage (runtime/segment-shipper.ts): the database's one log in a bucket. Each change is validated, staged
+   * into the log's next segment and applied with the sequence the log gives it; the runtime holds the write's
+   * acknowledgement until the segment is stored, outside the write queue, so writes queued meanwhile share its PUT.
+   */
+  readonly shipping?: ShippingLog;
 }
 
 /** A write invocation waiting for, or running in, a write group. */
@@ -158,6 +164,12 @@ export interface WriteLog {
    * no longer write (another leader appended, or its lease is gone); then nothing of the entry is applied here.
    */
   append(entry: LogEntry, requestId?: string): Promise<number | "duplicate">;
+}
+
+/** A log whose entries are applied before they are durable (runtime/segment-shipper.ts); its owner awaits durability. */
+export interface ShippingLog {
+  /** Gives the entry its sequence and runs `apply(sequence)` before it returns; throws what `apply` throws. */
+  stage(entry: LogEntry, apply: (sequence: number) => void): void;
 }
 
 /** IDs a replicated leader reserves through the log at a time (one log entry per block). */
@@ -371,7 +383,11 @@ export class PartitionActor {
    * logged entry applies on every replica alike).
    */
   private async change(entry: LogEntry, requestId?: string): Promise<void> {
-    const { store, log } = this.options;
+    const { store, log, shipping } = this.options;
+    if (shipping !== undefined) {
+      if (entry.type === "apply" || entry.type === "prepare") store.validate(entry.batch);
+      return shipping.stage(entry, (sequence) => applyLogEntry(store, entry, sequence));
+    }
     if (log === undefined) return applyLogEntry(store, entry);
     if (entry.type === "apply" || entry.type === "prepare") store.validate(entry.batch);
     const sequence = await log.append(entry, requestId);
@@ -400,7 +416,8 @@ export class PartitionActor {
     const deadline = Deadline.after(timeoutMs, this.options.clockMs ?? monotonicClockMs);
     if (plan.requestType === "write") {
       this.requireWritable();
-      if (this.options.log === undefined) return this.grouped(plan, parameters, deadline);
+      // A bucket database's writes are staged one log entry each (change()); its shipper groups them into segments.
+      if (this.options.log === undefined && this.options.shipping === undefined) return this.grouped(plan, parameters, deadline);
       return this.serialized(() => this.execute(plan, parameters, deadline, requestId), deadline);
     }
     return this.execute(plan, parameters, deadline, requestId);

@@ -22,6 +22,8 @@ export interface BucketManifest {
   readonly epoch: number;
   /** The segment the latest snapshot reflects (its objects are under `snapshots/<seq>/`); 0: no snapshot yet. */
   readonly snapshot: number;
+  /** The folder of that snapshot (bucket-storage.ts `snapshotFolder`); absent while there is none. */
+  readonly snapshotFolder?: string;
   /** The first segment still kept (retention deletes the ones below it). */
   readonly retainFrom: number;
   /** ISO 8601 instant of the update, for people reading the bucket. */

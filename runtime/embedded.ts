@@ -41,8 +41,35 @@ import { writeFileAtomic } from "../platform/durable-files.js";
 import { PartitionMap } from "../cluster/partition-map.js";
 import { InProcessTransport } from "../cluster/transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
+import { checkS3Storage, writeCacheState, type S3Storage } from "./bucket-storage.js";
+import { catchUpAndFence, closeWriter, prepareCache, type CheckedS3Storage, type PreparedCache } from "./bucket-database.js";
+import { BucketFollower, type FollowerStatus } from "./bucket-follower.js";
+import { SegmentShipper, ShippedDecisionLog } from "./segment-shipper.js";
 
-export type Storage = "memory" | { readonly disk: string };
+export type Storage = "memory" | { readonly disk: string } | { readonly s3: S3Storage };
+
+/** Where a handle's data lives and how far it is (`Database.status()`). */
+export type DatabaseStatus =
+  | { readonly storage: "memory" | "disk" | "cluster"; readonly mode: "writer" | "readonly" }
+  | { readonly storage: "s3"; readonly mode: "writer"; readonly s3: BucketWriterStatus }
+  | { readonly storage: "s3"; readonly mode: "readonly"; readonly s3: BucketFollowerStatus };
+
+export interface BucketWriterStatus {
+  readonly bucket: string;
+  readonly prefix: string;
+  /** This writer's epoch (the fence). */
+  readonly epoch: number;
+  readonly durability: "object" | "local";
+  /** The last segment this writer stored. */
+  readonly position: number;
+  /** Bytes staged and not yet in the bucket. */
+  readonly unshippedBytes: number;
+}
+
+export interface BucketFollowerStatus extends FollowerStatus {
+  readonly bucket: string;
+  readonly prefix: string;
+}
 
 export interface OpenOptions {
   readonly storage: Storage;
@@ -152,8 +179,10 @@ function checkOptions(options: OpenOptions): void {
     if (!OPTION_KEYS.has(key)) throw new SilkError("invalid_option", `unknown option ${JSON.stringify(key)}`);
   }
   const { storage, mode, cache } = options;
-  if (storage !== "memory" && !(typeof storage === "object" && storage !== null && typeof storage.disk === "string" && storage.disk !== "")) {
-    throw new SilkError("invalid_option", 'storage must be "memory" or { disk: "<directory>" }');
+  const disk = typeof storage === "object" && storage !== null && Object.keys(storage).length === 1 && "disk" in storage && typeof storage.disk === "string" && storage.disk !== "";
+  const s3 = typeof storage === "object" && storage !== null && Object.keys(storage).length === 1 && "s3" in storage;
+  if (storage !== "memory" && !disk && !s3) {
+    throw new SilkError("invalid_option", 'storage must be "memory", { disk: "<directory>" } or { s3: { bucket, prefix, endpoint?, region?, credentials?, cacheDir? } }');
   }
   if (mode !== undefined && mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
   if (options.embedder !== undefined && typeof (options.embedder as Partial<Embedder> | null)?.embed !== "function") {
@@ -259,6 +288,13 @@ export interface DatabaseEngine {
   partitionStorage(): PartitionStorageStatistics[];
   /** Makes the next reads of the partitions in this process start from the newest commit (see Database.refresh). */
   renewReads(): void;
+  /** Where the data lives and, for a bucket database, how far this handle is. */
+  status(): DatabaseStatus;
+  /**
+   * A bucket writer's: settles when a write that has returned may be acknowledged (its segment stored, or on local
+   * disk within the backlog's bounds: runtime/segment-shipper.ts); rejects when it never will be.
+   */
+  readonly acknowledged?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -318,33 +354,44 @@ export class Database {
     const schema = project.schema;
     const mode = options.mode ?? "writer";
     const memory = options.storage === "memory";
-    const directory = memory ? mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "silk-")) : (options.storage as { disk: string }).disk;
+    const s3 = typeof options.storage === "object" && "s3" in options.storage ? checkS3Storage(options.storage.s3, mode) : undefined;
+    const directory = memory ? mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "silk-")) : s3 !== undefined ? s3.cacheDir : (options.storage as { disk: string }).disk;
     let lock: WriterLock | undefined;
     // LMDB environments opened so far; a failed open closes them, or lmdb-js's per-path env cache breaks later opens.
     const opened: { close(): Promise<void> }[] = [];
+    let bucket: PreparedCache | undefined;
     const release = (): void => {
       lock?.release();
+      bucket?.store.close();
       if (memory) rmSync(directory, { recursive: true, force: true });
     };
     try {
-      if (mode === "writer" && !memory) {
+      const now = internal.now ?? (() => new Date());
+      if (s3 !== undefined) {
+        // A bucket database's cache is written by its follower too: one handle per cacheDir, whatever its mode.
+        mkdirSync(directory, { recursive: true });
+        lock = acquireWriterLock(directory);
+        bucket = await prepareCache(s3, mode, directory, options.partitions, now());
+        if (bucket.outbox !== undefined) opened.push(bucket.outbox);
+      } else if (mode === "writer" && !memory) {
         // The lock first: only the writer may create the manifest or mark it with a newer format. A memory database's
         // directory is its own (mkdtemp) and deleted once open: there is no other writer to keep out.
         mkdirSync(directory, { recursive: true });
         lock = acquireWriterLock(directory);
       }
-      const manifest = readManifest(directory, options.partitions, mode === "writer", !memory);
+      const manifest = readManifest(directory, bucket?.partitions ?? options.partitions, mode === "writer" || bucket !== undefined, !memory);
       const map = new PartitionMap(manifest.partitions);
       const readOnly = mode === "readonly";
+      // A follower applies the bucket's segments to its cache: its LMDB environments are written, by it alone.
+      const storesReadOnly = readOnly && bucket === undefined;
       if (readOnly && manifest.format !== FORMAT_VERSION) {
         throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}, which this Silk reads only after converting it: open it once as a writer (mode "writer"), which upgrades it to format ${FORMAT_VERSION}, then read-only`);
       }
-      const now = internal.now ?? (() => new Date());
       if (schema === undefined && !readOnly && !memory) await refuseSchemaDatabase(directory, map);
       const stores = map.ranges.map((range) =>
         PartitionStore.open({
           path: join(directory, "partitions", `p${range.index}`),
-          readOnly,
+          readOnly: storesReadOnly,
           noSync: memory,
           idFirst: range.first,
           idLast: range.last,
@@ -360,7 +407,8 @@ export class Database {
       // Every store converted its partition at open: only now may the directory say so.
       if (manifest.format !== FORMAT_VERSION) writeFileAtomic(join(directory, MANIFEST), JSON.stringify({ ...manifest, format: FORMAT_VERSION }, null, 2) + "\n");
       const history = project.history;
-      if (history !== undefined) {
+      // A follower's records are the writer's, at whatever schema version the writer migrated them to.
+      if (history !== undefined && !(readOnly && bucket !== undefined)) {
         if (readOnly) {
           const behind = stores.map((store) => storedVersion(store, history)).find((version) => version !== history.version);
           if (behind !== undefined) {
@@ -370,9 +418,17 @@ export class Database {
           for (const store of stores) migratePartition(store, history, now(), internal.migration);
         }
       }
+      const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly: storesReadOnly, noSync: memory, clockMs: internal.clockMs });
+      opened.push(decisions);
+      let shipper: SegmentShipper | undefined;
+      if (bucket !== undefined && s3 !== undefined && !readOnly) {
+        const nextSeq = await catchUpAndFence(bucket, stores, decisions);
+        shipper = new SegmentShipper({ store: bucket.store, epoch: bucket.manifest!.manifest.epoch, nextSeq, durability: s3.durability, outbox: bucket.outbox, clockMs: internal.clockMs });
+      }
       const actors = stores.map(
-        (store) => new PartitionActor({
+        (store, partition) => new PartitionActor({
             store,
+            shipping: shipper?.logFor(partition),
             schema,
             writable: !readOnly,
             now,
@@ -382,15 +438,13 @@ export class Database {
             writeGroup: internal.writeGroup,
           }),
       );
-      const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly, noSync: memory, clockMs: internal.clockMs });
-      opened.push(decisions);
       // Nothing opens a memory database's files by name again (it has no writer lock and no other handle), so they
       // can go now and die with the process: a crash before close() leaked the whole directory (73 MB, issue 20).
       if (memory) rmSync(directory, { recursive: true, force: true });
       const coordinator = new Coordinator({
         transport: new InProcessTransport(actors),
         map,
-        decisions,
+        decisions: shipper === undefined ? decisions : new ShippedDecisionLog(decisions, shipper),
         schema,
         writable: !readOnly,
         now,
@@ -400,8 +454,25 @@ export class Database {
         onValidationPhase: internal.onValidationPhase,
         embedder,
       });
+      let follower: BucketFollower | undefined;
+      if (bucket !== undefined && s3 !== undefined && readOnly) {
+        const followerState = (position: number): void =>
+          writeCacheState(directory, { bucket: s3.bucket, prefix: s3.prefix, role: "follower", epoch: 0, clean: false, position });
+        follower = new BucketFollower({
+          store: bucket.store,
+          stores,
+          position: bucket.position,
+          intervalMs: s3.followIntervalMs,
+          exclusive: (work) => coordinator.exclusive(work),
+          onApplied: followerState,
+          clockMs: internal.clockMs,
+        });
+        await follower.poll();
+        follower.start();
+      }
       if (readOnly) {
-        if (stores.some((store) => store.pendingIntents().length > 0)) {
+        // A follower holds a transaction in doubt only until the segment that decides it arrives (bucket-follower.ts).
+        if (bucket === undefined && stores.some((store) => store.pendingIntents().length > 0)) {
           throw new SilkError("invalid_option", `${directory} has transactions awaiting recovery; open it once as a writer first`);
         }
       } else await coordinator.recover();
@@ -415,12 +486,30 @@ export class Database {
         renewReads: () => {
           for (const store of stores) store.renewReads();
         },
+        ...(shipper === undefined ? {} : { acknowledged: () => shipper.acknowledged() }),
+        status: (): DatabaseStatus => {
+          if (s3 === undefined) return { storage: memory ? "memory" : "disk", mode };
+          if (follower !== undefined) return { storage: "s3", mode: "readonly", s3: { bucket: s3.bucket, prefix: s3.prefix, ...follower.status() } };
+          return {
+            storage: "s3",
+            mode: "writer",
+            s3: { bucket: s3.bucket, prefix: s3.prefix, epoch: bucket!.manifest!.manifest.epoch, durability: s3.durability, position: shipper!.storedSegment(), unshippedBytes: shipper!.unshipped() },
+          };
+        },
         close: async () => {
+          await follower?.stop();
           await Promise.all(actors.map((actor) => actor.stop()));
           await coordinator.settle();
+          // What the shipper could not store was never acknowledged (object durability) or stays in the outbox (local).
+          const shipped = shipper === undefined || (await shipper.flush().then(() => true, () => false));
           await Promise.all(stores.map((store) => store.close()));
           await decisions.close();
-          release();
+          await bucket?.outbox?.close();
+          try {
+            if (shipper !== undefined && bucket !== undefined && s3 !== undefined) await closeWriter(s3, bucket, shipper, directory, shipped, now());
+          } finally {
+            release();
+          }
         },
       };
       return new Database(engine, project, mode);
@@ -441,7 +530,17 @@ export class Database {
       throw new SilkError("invalid_option", `the embedded runtime takes no request options (got ${Object.keys(options).join(", ")}): gateway headers and routing options are refused`);
     }
     const plan = decodeRequest(tree);
-    return this.coordinator.run(plan);
+    return this.acknowledge(plan.requestType, this.coordinator.run(plan));
+  }
+
+  /** A write's answer once the engine may acknowledge it (a bucket writer's shipper); a read's at once. */
+  private acknowledge<T>(requestType: "read" | "write", answer: Promise<T>): Promise<T> {
+    const acknowledged = this.engine.acknowledged;
+    if (requestType === "read" || acknowledged === undefined) return answer;
+    return answer.then(async (value) => {
+      await acknowledged();
+      return value;
+    });
   }
 
   /**
@@ -451,7 +550,8 @@ export class Database {
    */
   async runV2(tree: unknown): Promise<QueryResult> {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
-    return this.coordinator.run({ ...decodeRequest(tree), idsAsNumbers: true });
+    const plan = decodeRequest(tree);
+    return this.acknowledge(plan.requestType, this.coordinator.run({ ...plan, idsAsNumbers: true }));
   }
 
   /**
@@ -471,7 +571,7 @@ export class Database {
         if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
           return Promise.reject(new SilkError("invalid_type", "parameters must be an object"));
         }
-        return prepared.run(parameters);
+        return this.acknowledge(plan.requestType, prepared.run(parameters));
       },
       release: () => prepared.release(),
     };
@@ -557,7 +657,7 @@ export class Database {
   async importBatch(batch: ImportBatch): Promise<ImportResult> {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
     if (this.mode === "readonly") throw new SilkError("read_only", "this database was opened read-only");
-    return this.coordinator.importBatch(batch);
+    return this.acknowledge("write", this.coordinator.importBatch(batch));
   }
 
   /**
@@ -590,6 +690,15 @@ export class Database {
   refresh(): void {
     if (this.closed) throw new SilkError("closed", "this database handle was closed");
     this.engine.renewReads();
+  }
+
+  /**
+   * Where this handle's data lives; on S3 storage, the writer's epoch, last stored segment and unshipped bytes, or the
+   * follower's applied segment and lag (docs/STORAGE.md).
+   */
+  status(): DatabaseStatus {
+    if (this.closed) throw new SilkError("closed", "this database handle was closed");
+    return this.engine.status();
   }
 
   async close(): Promise<void> {

@@ -132,6 +132,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         partitionStorage: () => [],
         // Every read is a request to a partition's process, which reads from its own newest commit.
         renewReads: () => undefined,
+        status: () => ({ storage: "cluster", mode }),
         close: async () => {
           admin?.unsubscribe();
           await coordinator.settle();

@@ -59,7 +59,7 @@ export class TestDatabase {
   /** The directory of a disk database. */
   get directory(): string {
     const storage = this.options.storage;
-    if (storage === "memory") throw new Error("a memory database has no directory");
+    if (storage === "memory" || !("disk" in storage)) throw new Error("only a disk database has a directory");
     return storage.disk;
   }
 
@@ -80,7 +80,7 @@ export class TestDatabase {
   /** Closes the handle and deletes a disk database's files. */
   async destroy(): Promise<void> {
     await this.db.close();
-    if (this.options.storage !== "memory") rmSync(dirname(this.options.storage.disk), { recursive: true, force: true });
+    if (this.options.storage !== "memory" && "disk" in this.options.storage) rmSync(dirname(this.options.storage.disk), { recursive: true, force: true });
   }
 }
 

@@ -1,0 +1,130 @@
+/**
+ * A read-only handle on a bucket database follows the writer (docs/STORAGE.md, "Read-only followers"): every
+ * `intervalMs` it reads the segments after the last one it applied and applies them to its cache.
+ *
+ * Never a partial transaction: a segment is one object, whole or absent; segments are applied under the coordinator's
+ * exclusive lock (no read runs across the change); and a run of segments is applied only up to the last segment after
+ * which no partition holds a prepared, undecided intent, so a two-partition transaction whose commit spans two
+ * segments becomes visible on both partitions at once. The segments after that point wait, read, for the next round.
+ *
+ * `lagMs` is how long ago the follower last held everything the bucket held: the start of the last poll that found
+ * nothing after what it applied. While the writer ships steadily it stays near the interval plus one read.
+ */
+import { asSilkError } from "../protocol/errors.js";
+import type { PartitionStore } from "../node/partition-store.js";
+import type { ObjectStore } from "./object-store.js";
+import { applySegment, readSegmentsAfter } from "./bucket-storage.js";
+import type { Segment } from "./segment-log.js";
+
+export interface FollowerStatus {
+  /** The last segment applied. */
+  readonly position: number;
+  /** Milliseconds since the follower last held everything in the bucket. */
+  readonly lagMs: number;
+  /** Segments read and waiting for the rest of a transaction. */
+  readonly waitingSegments: number;
+  /** The last poll's failure (the store out of reach, say); the follower keeps polling. */
+  readonly lastError?: string;
+}
+
+export interface BucketFollowerOptions {
+  readonly store: ObjectStore;
+  readonly stores: readonly PartitionStore[];
+  /** The last segment the cache holds whole. */
+  readonly position: number;
+  readonly intervalMs: number;
+  /** Runs the change with no read in flight (Coordinator.exclusive). */
+  readonly exclusive: (work: () => Promise<void>) => Promise<void>;
+  /** After each applied run of segments, with the new position. */
+  readonly onApplied?: (position: number) => void;
+  readonly clockMs?: () => number;
+}
+
+export class BucketFollower {
+  private position: number;
+  private readonly waiting: Segment[] = [];
+  private caughtUpAtMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private stopped = false;
+  private lastError: string | undefined;
+  private readonly clockMs: () => number;
+
+  constructor(private readonly options: BucketFollowerOptions) {
+    this.position = options.position;
+    this.clockMs = options.clockMs ?? (() => performance.now());
+    this.caughtUpAtMs = this.clockMs();
+  }
+
+  status(): FollowerStatus {
+    return {
+      position: this.position,
+      lagMs: Math.max(0, Math.round(this.clockMs() - this.caughtUpAtMs)),
+      waitingSegments: this.waiting.length,
+      ...(this.lastError === undefined ? {} : { lastError: this.lastError }),
+    };
+  }
+
+  /** One round: reads what is new and applies it up to a point without an undecided transaction. */
+  async poll(): Promise<void> {
+    if (this.polling !== undefined) return this.polling;
+    this.polling = this.round().finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async round(): Promise<void> {
+    const startedAtMs = this.clockMs();
+    const after = this.waiting.length === 0 ? this.position : this.waiting[this.waiting.length - 1]!.seq;
+    const fresh = await readSegmentsAfter(this.options.store, after);
+    this.waiting.push(...fresh);
+    const cut = this.cleanCut();
+    if (cut > 0) {
+      const run = this.waiting.splice(0, cut);
+      await this.options.exclusive(async () => {
+        for (const segment of run) await applySegment(segment, this.options.stores, undefined);
+      });
+      this.position = run[run.length - 1]!.seq;
+      this.options.onApplied?.(this.position);
+    }
+    if (fresh.length === 0 && this.waiting.length === 0) this.caughtUpAtMs = startedAtMs;
+  }
+
+  /** How many of the waiting segments can be applied: up to the last one after which no intent is undecided. */
+  private cleanCut(): number {
+    const open = new Set<string>();
+    this.options.stores.forEach((store, partition) => {
+      for (const txid of store.pendingIntents()) open.add(`${partition}:${txid}`);
+    });
+    let cut = 0;
+    this.waiting.forEach((segment, index) => {
+      for (const record of segment.records) {
+        if ("decision" in record) continue;
+        const { entry, partition } = record;
+        if (entry.type === "prepare") open.add(`${partition}:${entry.txid}`);
+        else if (entry.type === "commit" || entry.type === "abort") open.delete(`${partition}:${entry.txid}`);
+      }
+      if (open.size === 0) cut = index + 1;
+    });
+    return cut;
+  }
+
+  /** Polls every interval until stopped; a failed round is reported in `status()` and retried at the next. */
+  start(): void {
+    const tick = (): void => {
+      if (this.stopped) return;
+      this.poll()
+        .then(() => (this.lastError = undefined))
+        .catch((cause: unknown) => (this.lastError = asSilkError(cause).message))
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(tick, this.options.intervalMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.options.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    await this.polling?.catch(() => undefined);
+  }
+}
