@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster test-snapshots-100k redis-server s3-server clean
+.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -105,6 +105,11 @@ bench-secondary: build
 # What an acknowledged write costs on disk (one fsync each) next to raw lmdb-js: sync, batched, overlapping.
 bench-commit: build
 	npx tsx bench/commit.ts
+
+# What a commit costs on S3 storage (durability object and local) next to local disk, and a fresh cache's restore
+# from segments and from a snapshot, against the Ceph RADOS Gateway on loopback (docs/STORAGE.md).
+bench-s3: build s3-server
+	npx tsx bench/s3.ts
 
 # What the hosted gateway's rate limit costs per request, in process and in Redis, and /v2/query next to the
 # per-query route (docs/GATEWAY.md).
