@@ -9,7 +9,7 @@ import { MutationListWriter } from "../protocol/mutation-codec.js";
 import type { AdjacencyEntry, EndpointKind, RecordKind, StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { Properties } from "../protocol/values.js";
-import { uniqueEdgeViolation } from "../node/unique-edges.js";
+import { uniqueEdgeViolation } from "../node/unique-edge-violation.js";
 import { checkLabel, prepareCreate } from "../node/validation.js";
 import type { PartitionMap } from "./partition-map.js";
 

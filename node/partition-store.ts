@@ -33,7 +33,7 @@ import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.
 import { Snapshot } from "./snapshot.js";
 import { storageFailure } from "./storage-errors.js";
 import { IdCounter, idWords, wordsWithin } from "./id-words.js";
-import { uniqueEdgeViolation } from "./unique-edges.js";
+import { uniqueEdgeViolation } from "./unique-edge-violation.js";
 import { AdjacencyWriter, listEntries } from "./adjacency.js";
 import { adjacencyPacked, upgradeAdjacency, type AdjacencyUpgradeOptions } from "./adjacency-upgrade.js";
 import { upgradeTextLayout } from "./text-upgrade.js";

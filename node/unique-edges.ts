@@ -13,11 +13,10 @@
  * Only created edges are checked: an update never changes an edge's endpoints, and edges written before the type was
  * declared UNIQUE stay as they are (a new one of such a pair is refused).
  */
-import { SilkError } from "../protocol/errors.js";
-import { idToString } from "../protocol/ids.js";
 import type { AdjacencyEntry, EdgeRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { TxnView } from "./txn-view.js";
+import { uniqueEdgeViolation } from "./unique-edge-violation.js";
 
 /** The edge types a schema declares UNIQUE (none for a schemaless database). */
 export function uniqueEdgeLabels(schema: Schema | undefined): string[] {
@@ -50,10 +49,3 @@ export async function checkUniqueEdges(view: TxnView, schema: Schema | undefined
   }
 }
 
-/** The error of a second edge of a UNIQUE type between one pair; `holder` is the edge that joins them already. */
-export function uniqueEdgeViolation(label: string, from: bigint, to: bigint, holder: bigint): SilkError {
-  return new SilkError(
-    "unique_violation",
-    `${label} is a UNIQUE edge type: edge ${idToString(holder)} already joins ${idToString(from)} to ${idToString(to)}; nothing was written`,
-  );
-}
