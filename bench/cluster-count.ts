@@ -1,6 +1,6 @@
 /**
  * The count benchmark (issue 16): `count` of a label over 3 partitions, pushed down to the partitions (each counts
- * its own records and answers a number; node/pushdown.ts) against the fetch path (the coordinator reads every ID and
+ * its own records and answers a number; node/exec/pushdown.ts) against the fetch path (the coordinator reads every ID and
  * record and counts them itself), side by side in one run, and a single-partition database beside them; the same for
  * `RANGE(0, 100)` of the label (each partition sends its first 100 IDs).
  *

@@ -26,7 +26,7 @@ import { PartitionReplica } from "../cluster/nats/replica.js";
 import { bootstrapReplica, type BootstrapOutcome } from "../cluster/nats/snapshots.js";
 import { decodeReply, encodeRequest } from "../cluster/nats/wire.js";
 import { subjects } from "../cluster/nats/subjects.js";
-import { PartitionStore } from "../node/partition-store.js";
+import { PartitionStore } from "../node/store/partition-store.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionRequest } from "../protocol/messages.js";
 import { formatMachine, machineInfo } from "./report.js";

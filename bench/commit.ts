@@ -2,9 +2,9 @@
  * The commit benchmark (`make bench-commit`): what one acknowledged write costs on disk, next to the leanest
  * durable commit lmdb-js allows, side by side in one run on the same disk.
  *
- * A Silk write is acknowledged once its LMDB transaction is on disk (node/partition-store.ts opens writers with
+ * A Silk write is acknowledged once its LMDB transaction is on disk (node/store/partition-store.ts opens writers with
  * overlappingSync off). The invocations waiting in the partition's write queue commit together, one transaction and
- * one fsync per group (node/write-group.ts), so with 16 writers in flight most writes share an fsync. The rows:
+ * one fsync per group (node/actor/write-group.ts), so with 16 writers in flight most writes share an fsync. The rows:
  *
  * - `silk`: `db.query("AddUser")` on a disk database, one writer at a time, then 16 in flight.
  * - `silk, groups of 1`: the same with write groups of one invocation (`writeGroup: { invocations: 1 }`): one

@@ -191,7 +191,7 @@ async function serveRaw(partition: string, source: boolean): Promise<void> {
     return reply.type("application/json; charset=utf-8").send(JSON.stringify({ user: user(BigInt(request.body.id)) }));
   });
   app.post<{ Body: { id: string } }>("/OneHop", async (request, reply) => {
-    // Silk's packed adjacency (node/adjacency.ts): the blocks of the list, in order, each holding up to 64 edges.
+    // Silk's packed adjacency (node/store/adjacency.ts): the blocks of the list, in order, each holding up to 64 edges.
     const neighbours: { kind: "node" | "vector"; id: bigint }[] = [];
     const { start, end } = adjacencyRange(BigInt(request.body.id), "Follows");
     for (const { value } of outgoing.getRange({ start, end })) silk.adjacency.readBlockNeighbours(value, neighbours);

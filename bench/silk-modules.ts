@@ -10,9 +10,9 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type * as SilkIndex from "../index.js";
-import type * as SilkAdjacency from "../node/adjacency.js";
+import type * as SilkAdjacency from "../node/store/adjacency.js";
 import type * as SilkKeys from "../node/keys.js";
-import type * as SilkStore from "../node/partition-store.js";
+import type * as SilkStore from "../node/store/partition-store.js";
 
 export interface SilkModules {
   readonly index: typeof SilkIndex;
@@ -64,8 +64,8 @@ export async function loadSilkModules(forceSource: boolean, notice: (message: st
   const [index, keys, adjacency, store] = await Promise.all([
     importFrom<typeof SilkIndex>(base, "index.js"),
     importFrom<typeof SilkKeys>(base, "node/keys.js"),
-    importFrom<typeof SilkAdjacency>(base, "node/adjacency.js"),
-    importFrom<typeof SilkStore>(base, "node/partition-store.js"),
+    importFrom<typeof SilkAdjacency>(base, "node/store/adjacency.js"),
+    importFrom<typeof SilkStore>(base, "node/store/partition-store.js"),
   ]);
   return { index, keys, adjacency, packr: store.packr, encodeRecord: store.encodeRecord, origin: useSource ? "TypeScript sources through tsx" : "dist/ (compiled by tsc)" };
 }

@@ -1,6 +1,6 @@
 /**
  * The text benchmark's baseline (bench/text.ts): the leanest in-memory BM25 over already-analysed documents, with the
- * same formula as node/text-index.ts (Lucene's idf, k1 = 1.2, b = 0.75, a repeated query term counted once, ties by
+ * same formula as node/indexes/text-index.ts (Lucene's idf, k1 = 1.2, b = 0.75, a repeated query term counted once, ties by
  * ascending document number). Postings are typed arrays per term (document numbers in an Int32Array, term
  * frequencies in a Float64Array), `seal()` packs them once the documents are added; a search scores term at a time
  * into one Float64Array accumulator over every document, then keeps the k best in a small heap. No storage, no

@@ -1,6 +1,6 @@
 /**
  * Text-index benchmark (`make bench-text`): BEIR SciFact (../shared/datasets/beir-scifact: 5,183 abstracts, the 300
- * test queries of qrels/test.tsv) through Silk's BM25 family (node/text-index.ts) on a fresh LMDB environment, side
+ * test queries of qrels/test.tsv) through Silk's BM25 family (node/indexes/text-index.ts) on a fresh LMDB environment, side
  * by side in the same run with the leanest in-memory BM25 over the same analyzer and the same scoring
  * (bench/text-memory.ts: typed-array postings, one accumulator array):
  *
@@ -26,8 +26,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { open } from "lmdb";
-import { analyzeAll } from "../node/text-analyzers.js";
-import { TextIndexes } from "../node/text-index.js";
+import { analyzeAll } from "../node/indexes/text-analyzers.js";
+import { TextIndexes } from "../node/indexes/text-index.js";
 import { TEXT_ANALYZERS, type TextAnalyzer, type TextIndexDefinition } from "../protocol/indexes.js";
 import { formatMachine, machineInfo } from "./report.js";
 import { MemoryBm25 } from "./text-memory.js";

@@ -2,7 +2,7 @@
  * Persisted vector graphs (`make bench-vector-graphs`, issue 22 item 7): a disk database holding 100,000 generated
  * 128-dimensional vectors under one euclidean vector index (`V::Item`), built through the engine, then, in one run:
  *
- * - open: a read-only open followed by its first search, with the graph files (node/vector-graph-files.ts: the graph
+ * - open: a read-only open followed by its first search, with the graph files (node/indexes/vector-graph-files.ts: the graph
  *   is read) and with them moved aside (the graph is rebuilt from every record, which every open did before); the
  *   rebuild side is a read-only handle so that it measures the rebuild alone (a writer would also write the file it
  *   lacked). A writer's open with the files is shown too. Target: with files ≤ 0.1 × the rebuild.

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
-import { distance } from "../node/vector-math.js";
+import { distance } from "../node/indexes/vector-math.js";
 import type { VectorMetric } from "../protocol/indexes.js";
 
 export const MNIST_FOLDER = fileURLToPath(new URL("../../shared/datasets/mnist-test-vectors/", import.meta.url));

@@ -16,7 +16,7 @@
  *   recall only: a query takes a few µs, too short to time beside other load): MNIST's digits
  *   are easy for a graph walk, uniform vectors hard. Silk's default ef (EF_SEARCH_MIN) is the smallest ef of the sweep
  *   whose recall@10 reaches 0.95 on both sets and both metrics, which the run checks again.
- * - manhattan: our own HNSW (node/hnsw.ts) through VectorIndexes, against an exact scan (which is also its truth).
+ * - manhattan: our own HNSW (node/indexes/hnsw.ts) through VectorIndexes, against an exact scan (which is also its truth).
  * - filtered: euclidean restricted to the base rows whose digit is even (`candidates`, about half the graph: the
  *   filtered graph search), recall@10 against exact search among them; raw hnswlib with the same filter for context.
  *
@@ -38,9 +38,9 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import hnswlib from "hnswlib-node";
 import { open } from "lmdb";
-import { HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT } from "../node/hnsw.js";
+import { HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT } from "../node/indexes/hnsw.js";
 import type { IndexRecordSource } from "../node/index-family.js";
-import { EF_SEARCH_MIN, VectorIndexes } from "../node/vector-index.js";
+import { EF_SEARCH_MIN, VectorIndexes } from "../node/indexes/vector-index.js";
 import type { VectorIndexDefinition, VectorMetric } from "../protocol/indexes.js";
 import { seededRandom } from "../protocol/random.js";
 import { loadSilkModules } from "./silk-modules.js";
@@ -51,7 +51,7 @@ const K = 10;
 const PASSES = 4;
 const BLOCK_QUERIES = 25;
 const QUERIES_DEFAULT = 500;
-/** The seed VectorIndexes gives hnswlib (node/vector-index.ts GRAPH_SEED), so both sides build the same graph. */
+/** The seed VectorIndexes gives hnswlib (node/indexes/vector-index.ts GRAPH_SEED), so both sides build the same graph. */
 const RAW_SEED = 100;
 const RECALL_MIN = 0.95;
 const RECALL_HIGH = 0.99;

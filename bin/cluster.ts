@@ -41,7 +41,7 @@ import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
 import { subjects } from "../cluster/nats/subjects.js";
 import { latestSnapshot } from "../cluster/nats/snapshots.js";
-import { PartitionStore } from "../node/partition-store.js";
+import { PartitionStore } from "../node/store/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./serve.js";
 

@@ -29,12 +29,12 @@ import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
 import { bootstrapReplica } from "../cluster/nats/snapshots.js";
 import { acquireWriterLock } from "../runtime/writer-lock.js";
-import { PartitionStore } from "../node/partition-store.js";
+import { PartitionStore } from "../node/store/partition-store.js";
 import { storageStatistics } from "../runtime/embedded.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
-import { uniqueEdgeLabels } from "../node/unique-edges.js";
+import { uniqueEdgeLabels } from "../node/exec/unique-edges.js";
 import { formatDiagnostics } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
 

@@ -6,7 +6,7 @@
  * lists is alive (its own slot left out). `--json` prints the same as one JSON object.
  */
 import { storageStatus } from "../runtime/embedded.js";
-import type { StorageStatus } from "../node/partition-store.js";
+import type { StorageStatus } from "../node/store/partition-store.js";
 
 export interface StatusIo {
   readonly stdout: NodeJS.WritableStream;

@@ -10,7 +10,7 @@ import type { AdjacencyEntry, EndpointKind, RecordKind, StoredRecord } from "../
 import type { Schema } from "../protocol/schema.js";
 import type { Properties } from "../protocol/values.js";
 import { uniqueEdgeViolation } from "../node/unique-edge-violation.js";
-import { checkLabel, prepareCreate } from "../node/validation.js";
+import { checkLabel, prepareCreate } from "../node/exec/validation.js";
 import type { PartitionMap } from "./partition-map.js";
 
 export interface ImportNode {
@@ -206,7 +206,7 @@ async function checkUnique(
 }
 
 /**
- * The batch's edges of UNIQUE types (`E::Follows UNIQUE`, node/unique-edges.ts): a pair the batch gives two edges,
+ * The batch's edges of UNIQUE types (`E::Follows UNIQUE`, node/exec/unique-edges.ts): a pair the batch gives two edges,
  * or one it already has, is `unique_violation` naming the row. Only sources named by ID can have committed edges.
  */
 async function checkUniqueEdges(batch: ParsedBatch, schema: Schema, edges: ResolvedEdges, edgeIds: readonly bigint[], services: ImportServices): Promise<void> {

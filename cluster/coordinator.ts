@@ -3,7 +3,7 @@
  *
  * - One partition: the whole plan goes to that partition as one `execute` message and runs in its write queue there
  *   (the fast path, and the only path of a default single-partition database); writes waiting together commit in
- *   one LMDB transaction (node/write-group.ts).
+ *   one LMDB transaction (node/actor/write-group.ts).
  * - Several partitions: the coordinator executes the plan itself over a scatter/gather reader (one batched message
  *   per partition per step), collects the writes, splits them into one mutation list per owning partition (the
  *   sub-plans), and commits them by two-phase commit when more than one partition is touched.
@@ -23,10 +23,10 @@ import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
 import { backoffMs, type Backoff } from "../platform/backoff.js";
-import { Deadline, monotonicClockMs, type ClockMs } from "../node/deadline.js";
-import { executePlan } from "../node/executor.js";
-import { TxnView } from "../node/txn-view.js";
-import { checkUniqueRecords, uniqueFields } from "../node/unique.js";
+import { Deadline, monotonicClockMs, type ClockMs } from "../node/exec/deadline.js";
+import { executePlan } from "../node/exec/executor.js";
+import { TxnView } from "../node/exec/txn-view.js";
+import { checkUniqueRecords, uniqueFields } from "../node/exec/unique.js";
 import { importBatch, type ImportBatch, type ImportResult, type ImportServices } from "./bulk-import.js";
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
@@ -265,7 +265,7 @@ export class Coordinator {
       }
     };
     // One partition: reads run on its own snapshots, unlocked; writes take the lock shared with each other (the
-    // partition's write queue orders them, and commits those waiting together: node/write-group.ts) and exclusive of
+    // partition's write queue orders them, and commits those waiting together: node/actor/write-group.ts) and exclusive of
     // a bulk import (which checks its endpoints, then commits) and of index operations and rebalancing.
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
     const sharedWrite = plan.requestType === "write" && this.map.count === 1;
@@ -366,7 +366,7 @@ export class Coordinator {
 
   /**
    * An import's UNIQUE INDEX check across partitions, under the write lock the import holds: the batch's new records
-   * against each other and against every partition's active index (node/unique.ts), before anything is written.
+   * against each other and against every partition's active index (node/exec/unique.ts), before anything is written.
    * Schemaless, every record goes to the check, which finds the `create_index` UNIQUE fields among the properties
    * the records hold.
    */

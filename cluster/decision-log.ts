@@ -9,8 +9,8 @@
  * replicated one on a NATS KV bucket (cluster/nats/kv-decision-log.ts).
  */
 import { open, type Database, type RootDatabase } from "lmdb";
-import { READER_CHECK_INTERVAL_MS } from "../node/partition-store.js";
-import { storageFailure } from "../node/storage-errors.js";
+import { READER_CHECK_INTERVAL_MS } from "../node/store/partition-store.js";
+import { storageFailure } from "../node/store/storage-errors.js";
 
 export type Outcome = "commit" | "abort";
 
@@ -58,8 +58,8 @@ export class LmdbDecisionLog implements DecisionStore {
   }
 
   /**
-   * One write transaction; a failure of the disk under it becomes `storage_error` (node/storage-errors.ts). As the
-   * partitions' writers do (node/partition-store.ts), it first frees the reader slots of processes that died inside a
+   * One write transaction; a failure of the disk under it becomes `storage_error` (node/store/storage-errors.ts). As the
+   * partitions' writers do (node/store/partition-store.ts), it first frees the reader slots of processes that died inside a
    * read, at most once per READER_CHECK_INTERVAL_MS, so such a reader cannot pin this file's pages for ever.
    */
   private write<T>(body: () => T): T {

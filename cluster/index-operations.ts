@@ -276,7 +276,7 @@ function declaredDefinition(operation: NamedIndexOperation, schema: Schema | und
  * record (an identifier; a `V::`-style record's own vector as `$vector`), with the family and options of the request.
  * No value type is declared, so a secondary index has none: it keys each value by its own kind (index-encoding.ts
  * keeps booleans, numbers, dates and strings apart, each in its order) and the planner looks it up without one
- * (node/planner.ts). A vector or text index checks each value when it is written or built, as it always does: a
+ * (node/exec/planner.ts). A vector or text index checks each value when it is written or built, as it always does: a
  * value of another type is `invalid_type` for a write and blocks a build.
  */
 function schemalessDefinition(operation: NamedIndexOperation): IndexDefinition {

@@ -19,9 +19,9 @@ import type {
   VectorSearchRequest,
 } from "../protocol/records.js";
 import type { Entry, Plan, Step } from "../protocol/tree.js";
-import type { Deadline } from "../node/deadline.js";
-import { countEntries, firstIdsEntries, PUSHED_COUNT, PUSHED_IDS } from "../node/pushdown.js";
-import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/txn-view.js";
+import type { Deadline } from "../node/exec/deadline.js";
+import { countEntries, firstIdsEntries, PUSHED_COUNT, PUSHED_IDS } from "../node/exec/pushdown.js";
+import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/exec/txn-view.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { RequestOptions, Transport } from "./transport.js";
 
@@ -115,7 +115,7 @@ export class ScatterReader implements BaseReader {
   }
 
   /**
-   * The number of elements a partition-local step yields (node/pushdown.ts): every partition runs `count` of it over
+   * The number of elements a partition-local step yields (node/exec/pushdown.ts): every partition runs `count` of it over
    * its own records, one `execute` each, and answers a number; the numbers are added. Each record lives on one
    * partition, so nothing is counted twice.
    */
@@ -125,7 +125,7 @@ export class ScatterReader implements BaseReader {
   }
 
   /**
-   * The first `count` IDs of a partition-local step's stream (node/pushdown.ts) and its length: every partition
+   * The first `count` IDs of a partition-local step's stream (node/exec/pushdown.ts) and its length: every partition
    * answers its stream's length and the IDs of its first `count` elements (a stream in ID order, so the first `count`
    * of the whole are among them); the IDs are merged in ID order.
    */

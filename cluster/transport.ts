@@ -4,7 +4,7 @@
  */
 import { SilkError } from "../protocol/errors.js";
 import type { PartitionReply, PartitionReplyBody, PartitionRequest, QueryResult } from "../protocol/messages.js";
-import type { PartitionActor } from "../node/partition-actor.js";
+import type { PartitionActor } from "../node/actor/partition-actor.js";
 
 /** How one request may be answered. */
 export interface RequestOptions {

@@ -1,6 +1,6 @@
 /**
  * UNIQUE index builds over several partitions. Each partition builds and checks its own records only, so on several
- * partitions a UNIQUE build ends `validating` (node/index-catalog.ts) and this watcher, run by the writing
+ * partitions a UNIQUE build ends `validating` (node/indexes/index-catalog.ts) and this watcher, run by the writing
  * coordinator, finishes it: once no partition is still constructing the index, it reads every partition's entries
  * (`index_entries`, value order), looks for one value held by two records, and sends every partition the verdict
  * (`index_validated`): active, or blocked with `unique_violation` naming the two records. It holds the coordinator's
@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { IndexStatus } from "../protocol/indexes.js";
-import { duplicateProblem, firstRepeatedValue } from "../node/secondary-index.js";
+import { duplicateProblem, firstRepeatedValue } from "../node/indexes/secondary-index.js";
 import { partitionIndexStatuses } from "./index-operations.js";
 import type { PartitionMap } from "./partition-map.js";
 import { expect } from "./scatter-reader.js";

@@ -1,8 +1,8 @@
 /**
  * The error of a second edge of a UNIQUE edge type (`E::Follows UNIQUE {..}`) between one pair. Three places refuse
  * such an edge and must say it the same way: the executor's check of a transaction's created edges through its view
- * (node/unique-edges.ts), the partition store's local guard on every list it applies or rehearses
- * (node/partition-store.ts), and the bulk import's check of a batch (cluster/bulk-import.ts). It sits at the bottom
+ * (node/exec/unique-edges.ts), the partition store's local guard on every list it applies or rehearses
+ * (node/store/partition-store.ts), and the bulk import's check of a batch (cluster/bulk-import.ts). It sits at the bottom
  * of node/ because the store and the executor may not import each other.
  */
 import { SilkError } from "../protocol/errors.js";

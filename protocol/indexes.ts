@@ -1,6 +1,6 @@
 /**
  * The shapes of secondary indexes that cross the transport (partition replies) and reach callers (`db.indexes()`,
- * the index operations of the operation tree). Storage and builds are node/secondary-index.ts; see docs/INDEXES.md.
+ * the index operations of the operation tree). Storage and builds are node/indexes/secondary-index.ts; see docs/INDEXES.md.
  */
 import type { RecordKind } from "./records.js";
 import type { ScalarTypeName } from "./schema.js";
@@ -19,7 +19,7 @@ export const TEXT_ANALYZERS: readonly TextAnalyzer[] = ["standard", "standard_st
 /**
  * A vector search's beam width (`ef`: how many candidates the graph walk keeps), set per index (`ef` among its
  * options) or per search (the `vector_search` step's `ef`): a whole number from 1 to this. A search's beam is never
- * narrower than its k. Without either, max(k, 64) (node/vector-index.ts EF_SEARCH_MIN).
+ * narrower than its k. Without either, max(k, 64) (node/indexes/vector-index.ts EF_SEARCH_MIN).
  */
 export const VECTOR_EF_MAX = 10_000;
 
@@ -46,7 +46,7 @@ export interface SecondaryIndexDefinition extends IndexDefinitionBase {
   readonly unique: boolean;
   /**
    * The field's declared type: a changed type is a different index, rebuilt. Absent in a schemaless database, which
-   * declares no types: such an index keys each value by its own kind (node/index-encoding.ts), see node/planner.ts.
+   * declares no types: such an index keys each value by its own kind (node/indexes/index-encoding.ts), see node/exec/planner.ts.
    */
   readonly type?: ScalarTypeName;
 }

@@ -21,7 +21,7 @@ export const TREE_DEPTH_MAX = 255;
  * (equality, encoding, rendering) are recursive, and a value nested thousands deep would overflow the stack.
  */
 export const VALUE_DEPTH_MAX = 64;
-/** A label's length; labels are ASCII identifiers, so characters are bytes, stored with a one-byte length (node/partition-store.ts). */
+/** A label's length; labels are ASCII identifiers, so characters are bytes, stored with a one-byte length (node/store/partition-store.ts). */
 export const LABEL_BYTES_MAX = 255;
 /** Sub-traversals one `union` or `coalesce` may list. */
 export const BRANCH_TRAVERSALS_MAX = 64;

@@ -2,7 +2,7 @@
  * The math functions of the operation tree's `call` expression, in one table: each function's arity, the static
  * type HelixQL gives its result, and what it computes. The tree decoder (tree.ts) checks a call's name and argument
  * count against it, the HelixQL checker (helixql/query-values.ts) its `POW(..)`, `ATAN2(..)` and the rest (the
- * name in capitals), and the executor (node/math.ts) computes with it; so adding a function, or changing one, is one
+ * name in capitals), and the executor (node/exec/math.ts) computes with it; so adding a function, or changing one, is one
  * row here, and none of the three can know a function the others do not. The SDK's builder lists the names once more
  * (sdk/builder-values.ts), since the files an application bundles import nothing of ours.
  */
@@ -10,7 +10,7 @@
 /**
  * One function. `arity` is [fewest, most] arguments (most is Infinity for "or more"). `result` is the static type of
  * a HelixQL call: `float` always, `int` always, or `widest` (an integer when every argument is one, else a float).
- * `compute` gets the arguments already as numbers, `arity` of them (node/math.ts converts them and handles null).
+ * `compute` gets the arguments already as numbers, `arity` of them (node/exec/math.ts converts them and handles null).
  */
 export interface MathFunctionSpec {
   readonly arity: readonly [fewest: number, most: number];

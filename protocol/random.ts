@@ -1,6 +1,6 @@
 /**
  * mulberry32: a tiny, well-mixed 32-bit pseudo-random generator in [0, 1). The same seed gives the same sequence on
- * every machine: HNSW level draws (node/hnsw.ts), benchmark samples and test data use it to be reproducible. Not for
+ * every machine: HNSW level draws (node/indexes/hnsw.ts), benchmark samples and test data use it to be reproducible. Not for
  * anything that must be unpredictable.
  */
 export function seededRandom(seed: number): () => number {

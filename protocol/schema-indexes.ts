@@ -5,7 +5,7 @@
  * Invariants: names are `<Type>.<field>`, and `<Type>.$vector` (VECTOR_FIELD) for a `V::` type's own vector;
  * definitions come in declaration order (nodes, edges, vectors; fields in order, a `V::` type's own index before
  * its fields'); the checker guarantees at most one index per field, so names are unique within a kind. A secondary
- * index only exists on a scalar field, as node/secondary-index.ts has always built them.
+ * index only exists on a scalar field, as node/indexes/secondary-index.ts has always built them.
  */
 import { VECTOR_FIELD, type IndexDefinition } from "./indexes.js";
 import type { EdgeTypeDecl, FieldDecl, NodeTypeDecl, Schema, VectorTypeDecl } from "./schema.js";

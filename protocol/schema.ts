@@ -83,7 +83,7 @@ export interface NodeTypeDecl {
 /**
  * `from` and `to` name a declared node type, or a vector type (HelixQL lets edges end at vectors). `unique`
  * (`E::Follows UNIQUE {..}`): at most one edge of this type from one record to another (a directed pair: a to b and b
- * to a are two pairs); a write that would make a second is `unique_violation` (node/unique-edges.ts).
+ * to a are two pairs); a write that would make a second is `unique_violation` (node/exec/unique-edges.ts).
  */
 export interface EdgeTypeDecl {
   kind: "edge";

@@ -820,7 +820,7 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       const source = input();
       const predicate = decodePredicate(object.predicate, `${at}.predicate`, depth + 1);
       // A filter straight on a source step is that source's predicate (its AND): the planner then sees the filter's
-      // comparisons and takes the candidates from an index (node/planner.ts). The same records, in the same order,
+      // comparisons and takes the candidates from an index (node/exec/planner.ts). The same records, in the same order,
       // with the same predicate evaluations (AND stops at the source's own false), so the same answer or error.
       if (source.op === "nodes_where" || source.op === "edges_where" || source.op === "vectors_where") {
         return { op: source.op, predicate: { kind: "and", predicates: [source.predicate, predicate] } };

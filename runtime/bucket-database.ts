@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
-import type { PartitionStore } from "../node/partition-store.js";
+import type { PartitionStore } from "../node/store/partition-store.js";
 import type { DecisionStore } from "../cluster/decision-log.js";
 import { claimWriter, readManifest, type ManifestVersion } from "./bucket-manifest.js";
 import {

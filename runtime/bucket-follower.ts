@@ -11,7 +11,7 @@
  * nothing after what it applied. While the writer ships steadily it stays near the interval plus one read.
  */
 import { asSilkError } from "../protocol/errors.js";
-import type { PartitionStore } from "../node/partition-store.js";
+import type { PartitionStore } from "../node/store/partition-store.js";
 import type { ObjectStore } from "./object-store.js";
 import { applySegment, readSegmentsAfter } from "./bucket-storage.js";
 import type { Segment } from "./segment-log.js";

@@ -19,18 +19,18 @@ import { bindParameters, renderOutput, type CompiledQuery } from "../protocol/he
 import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
 import { decodeRequest } from "../protocol/tree.js";
 import type { WireRequest } from "../protocol/tree-wire.js";
-import type { ClockMs } from "../node/deadline.js";
+import type { ClockMs } from "../node/exec/deadline.js";
 import type { QueryResult } from "../protocol/messages.js";
-import type { ExplainStep } from "../node/planner.js";
-import { PartitionActor } from "../node/partition-actor.js";
-import type { WriteGroupBounds } from "../node/write-group.js";
-import { PartitionStore, type StorageStatus } from "../node/partition-store.js";
-import { storageFailure } from "../node/storage-errors.js";
-import { migratePartition, storedVersion, type MigrationOptions } from "../node/schema-migration.js";
+import type { ExplainStep } from "../node/exec/planner.js";
+import { PartitionActor } from "../node/actor/partition-actor.js";
+import type { WriteGroupBounds } from "../node/actor/write-group.js";
+import { PartitionStore, type StorageStatus } from "../node/store/partition-store.js";
+import { storageFailure } from "../node/store/storage-errors.js";
+import { migratePartition, storedVersion, type MigrationOptions } from "../node/store/schema-migration.js";
 import type { SchemaHistory } from "../protocol/helixql/schema-versions.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
-import { uniqueEdgeLabels } from "../node/unique-edges.js";
+import { uniqueEdgeLabels } from "../node/exec/unique-edges.js";
 import { mergeIndexStatuses, type IndexStatus } from "../protocol/indexes.js";
 import type { ImportBatch, ImportResult } from "../cluster/bulk-import.js";
 import { Coordinator, type CommitPhase, type TransactionCounts } from "../cluster/coordinator.js";
@@ -106,12 +106,12 @@ export interface InternalOpenOptions {
   readonly onCommitPhase?: (phase: CommitPhase, txid: string) => void;
   readonly onValidationPhase?: (phase: ValidationPhase) => void;
   readonly indexBuildChunkEntities?: number;
-  /** A schema migration's list size and a hook after each list (node/schema-migration.ts). */
+  /** A schema migration's list size and a hook after each list (node/store/schema-migration.ts). */
   readonly migration?: MigrationOptions;
-  /** How often each partition's writer clears dead readers' slots, at most (node/partition-store.ts). */
+  /** How often each partition's writer clears dead readers' slots, at most (node/store/partition-store.ts). */
   readonly readerCheckIntervalMs?: number;
   /**
-   * How large a partition's write groups may grow (node/write-group.ts); `{ invocations: 1 }` commits every write
+   * How large a partition's write groups may grow (node/actor/write-group.ts); `{ invocations: 1 }` commits every write
    * invocation alone (the commit benchmark's baseline).
    */
   readonly writeGroup?: Partial<WriteGroupBounds>;
@@ -156,9 +156,9 @@ const GATEWAY_OPTION_KEYS = new Set([
 ]);
 const MANIFEST = "silk.json";
 /**
- * The data format this Silk writes. 2 keeps each vector record's label and properties apart as well (node/vector-reads.ts);
- * 3 stores adjacency packed (node/adjacency.ts). A writer opens format 1 and 2 directories: each partition store
- * converts its adjacency at open (node/adjacency-upgrade.ts; a vector record without its props value is read whole),
+ * The data format this Silk writes. 2 keeps each vector record's label and properties apart as well (node/actor/vector-reads.ts);
+ * 3 stores adjacency packed (node/store/adjacency.ts). A writer opens format 1 and 2 directories: each partition store
+ * converts its adjacency at open (node/store/adjacency-upgrade.ts; a vector record without its props value is read whole),
  * and only then is the directory marked 3, so an older Silk refuses it. A read-only open of a directory below 3 is
  * refused: its adjacency is not in the layout this Silk reads.
  */

@@ -6,7 +6,7 @@
  * caller's `invalid_option`.
  *
  * Why here: only runtime/ may reach the network client; node/ and cluster/ see the bucket through the WriteLog and
- * DecisionStore interfaces (node/partition-actor.ts, cluster/decision-log.ts).
+ * DecisionStore interfaces (node/actor/partition-actor.ts, cluster/decision-log.ts).
  */
 import {
   GetObjectCommand,

@@ -1,7 +1,7 @@
 /**
  * The database's log in a bucket (docs/STORAGE.md, "The log: what a segment holds"): committed changes as records of
  * immutable segment objects `segments/<seq, 20 digits>.seg`, numbered 1, 2, 3 ... without gaps. A record is one
- * partition's log entry (node/log-entry.ts, the format the cluster replicates) or a two-phase-commit decision of the
+ * partition's log entry (node/store/log-entry.ts, the format the cluster replicates) or a two-phase-commit decision of the
  * coordinator. A record's place in the log is one number, `seq * 2^16 + index`, which a partition records with the
  * entry's effect (PartitionStore.atLogSequence), so a replay skips what a partition already holds.
  *
@@ -11,7 +11,7 @@
 import { Packr } from "msgpackr";
 import { crc32 } from "node:zlib";
 import { SilkError } from "../protocol/errors.js";
-import type { LogEntry } from "../node/log-entry.js";
+import type { LogEntry } from "../node/store/log-entry.js";
 import type { Outcome } from "../cluster/decision-log.js";
 
 export const SEGMENT_FORMAT = 1;

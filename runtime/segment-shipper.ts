@@ -1,6 +1,6 @@
 /**
  * The writer's side of the bucket log (docs/STORAGE.md, "Durability modes"): every partition actor stages its
- * changes here (node/partition-actor.ts `ShippingLog`), and the coordinator its two-phase-commit decisions
+ * changes here (node/actor/partition-actor.ts `ShippingLog`), and the coordinator its two-phase-commit decisions
  * (`ShippedDecisionLog`). Staged records go into the open segment; one segment PUT is in flight at a time, and every
  * record staged while it flies joins the next one (group commit: concurrent writers share a PUT). A record is applied
  * to the local cache when it is staged, so the next write runs on it; the runtime acknowledges a write only once
@@ -19,8 +19,8 @@
  */
 import { open as openLmdb, type RootDatabase } from "lmdb";
 import { SilkError, asSilkError } from "../protocol/errors.js";
-import type { LogEntry } from "../node/log-entry.js";
-import type { ShippingLog } from "../node/partition-actor.js";
+import type { LogEntry } from "../node/store/log-entry.js";
+import type { ShippingLog } from "../node/actor/partition-actor.js";
 import type { DecisionStore, Outcome } from "../cluster/decision-log.js";
 import type { ObjectStore } from "./object-store.js";
 import { SEGMENT_RECORDS_MAX, encodeRecord, encodeSegment, recordSequence, segmentName, segmentOf, type SegmentRecord } from "./segment-log.js";
@@ -54,7 +54,7 @@ export class Outbox {
   private readonly root: RootDatabase<{ epoch: number; record: Uint8Array }, number>;
 
   constructor(path: string) {
-    // overlappingSync off, as for the partitions (node/partition-store.ts): a put returns once it is on disk.
+    // overlappingSync off, as for the partitions (node/store/partition-store.ts): a put returns once it is on disk.
     this.root = openLmdb<{ epoch: number; record: Uint8Array }, number>({ path, overlappingSync: false, encoding: "msgpack" });
   }
 

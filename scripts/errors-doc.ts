@@ -9,9 +9,9 @@ import { KEYS_PER_DATABASE_MAX } from "../gateway/hosted/key-store.js";
 import { MESSAGE_MARGIN_BYTES, PENDING_REPLY_BYTES_MAX, PENDING_REPLY_TTL_MS } from "../cluster/nats/message-size.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS } from "../gateway/http-limits.js";
 import { REQUEST_BODY_BYTES_MAX } from "../gateway/query-v2.js";
-import { INDEX_STRING_PREFIX_BYTES_MAX } from "../node/index-encoding.js";
+import { INDEX_STRING_PREFIX_BYTES_MAX } from "../node/indexes/index-encoding.js";
 import { KEY_BYTES_MAX } from "../node/keys.js";
-import { READER_CHECK_INTERVAL_MS } from "../node/partition-store.js";
+import { READER_CHECK_INTERVAL_MS } from "../node/store/partition-store.js";
 import { ERROR_CODES } from "../protocol/errors.js";
 import {
   BATCH_ENTRIES_MAX, BRANCH_TRAVERSALS_MAX, EMBED_DIMENSIONS_MAX, EMBED_TEXT_BYTES_MAX, LABEL_BYTES_MAX, MMR_ITEMS_MAX,
@@ -56,8 +56,8 @@ export const LIMITS: readonly Limit[] = [
   { name: "VECTOR_DIMENSIONS_MAX (protocol/limits.ts)", value: count(VECTOR_DIMENSIONS_MAX), code: "invalid_value", meaning: "Dimensions of a stored vector (an index's own dimension must then match it exactly: `vector_dimension_mismatch`)." },
   { name: "EMBED_TEXT_BYTES_MAX (protocol/limits.ts)", value: bytes(EMBED_TEXT_BYTES_MAX), code: "invalid_value", meaning: "A text given to `Embed`." },
   { name: "EMBED_DIMENSIONS_MAX (protocol/limits.ts)", value: count(EMBED_DIMENSIONS_MAX), code: "invalid_option / invalid_value", meaning: "Dimensions an embedding provider may be configured with, or answer." },
-  { name: "KEY_BYTES_MAX (node/keys.ts)", value: `${count(KEY_BYTES_MAX)} bytes`, code: "none: long strings are indexed", meaning: `LMDB's longest key. A string whose secondary-index key would be longer is keyed by its first ${INDEX_STRING_PREFIX_BYTES_MAX} bytes (INDEX_STRING_PREFIX_BYTES_MAX, node/index-encoding.ts) and its SHA-256; UNIQUE stays exact (docs/INDEXES.md).` },
-  { name: "READER_CHECK_INTERVAL_MS (node/partition-store.ts)", value: `${count(READER_CHECK_INTERVAL_MS)} ms`, code: "none", meaning: "How long a reader that died with a read open can pin old pages: a writer clears dead readers' slots at most this often (docs/SERVER.md, `silk status`)." },
+  { name: "KEY_BYTES_MAX (node/keys.ts)", value: `${count(KEY_BYTES_MAX)} bytes`, code: "none: long strings are indexed", meaning: `LMDB's longest key. A string whose secondary-index key would be longer is keyed by its first ${INDEX_STRING_PREFIX_BYTES_MAX} bytes (INDEX_STRING_PREFIX_BYTES_MAX, node/indexes/index-encoding.ts) and its SHA-256; UNIQUE stays exact (docs/INDEXES.md).` },
+  { name: "READER_CHECK_INTERVAL_MS (node/store/partition-store.ts)", value: `${count(READER_CHECK_INTERVAL_MS)} ms`, code: "none", meaning: "How long a reader that died with a read open can pin old pages: a writer clears dead readers' slots at most this often (docs/SERVER.md, `silk status`)." },
   { name: "PREPARED_PLANS_MAX (protocol/limits.ts)", value: count(PREPARED_PLANS_MAX), code: "limit_exceeded", meaning: "Prepared query plans one partition (or coordinator) keeps." },
   { name: "NATS max_payload, less MESSAGE_MARGIN_BYTES (cluster/nats/message-size.ts)", value: `the NATS servers' max_payload (1 MiB by default) less ${bytes(MESSAGE_MARGIN_BYTES)}`, code: "payload_too_large (413)", meaning: "In a cluster, one request to a partition and one log entry (a write's changes) must each fit in one NATS message; a larger one is refused before it is sent, nothing written. Replies are not bounded: a larger one goes as parts." },
   { name: "PENDING_REPLY_BYTES_MAX (cluster/nats/message-size.ts)", value: bytes(PENDING_REPLY_BYTES_MAX), code: "limit_exceeded", meaning: `Bytes of large replies one replica keeps for the coordinator to fetch (each for at most ${count(PENDING_REPLY_TTL_MS)} ms, PENDING_REPLY_TTL_MS).` },

@@ -241,7 +241,7 @@ function streamType(schema: Schema, step: Step, vars: ReadonlyMap<string, Stream
     case "sack_get":
     case "project_bindings":
     case "edge_properties":
-      // Rows with bindings, a path or a sack answer HelixDB's row objects (node/rows.ts), not records.
+      // Rows with bindings, a path or a sack answer HelixDB's row objects (node/exec/rows.ts), not records.
       return { kind: "rows", row: OPEN_ROW };
     default:
       return unreachable(step, "step");

@@ -1,6 +1,6 @@
 /**
  * A partition's replicated log on JetStream (docs/REPLICATION.md): the stream `subjects.logStream` holding
- * node/log-entry.ts entries (msgpack, cluster/nats/wire.ts) on the one subject `subjects.log`, replicated by the NATS
+ * node/store/log-entry.ts entries (msgpack, cluster/nats/wire.ts) on the one subject `subjects.log`, replicated by the NATS
  * servers' own Raft.
  *
  * - `PartitionLog`: creates the stream if absent (idempotent across replicas), reads its last sequence and single
@@ -33,9 +33,9 @@ import {
 import type { Logger } from "pino";
 import { SilkError } from "../../protocol/errors.js";
 import { backoffMs, type Backoff } from "../../platform/backoff.js";
-import { applyLogEntry, type LogEntry } from "../../node/log-entry.js";
-import type { WriteLog } from "../../node/partition-actor.js";
-import type { PartitionStore } from "../../node/partition-store.js";
+import { applyLogEntry, type LogEntry } from "../../node/store/log-entry.js";
+import type { WriteLog } from "../../node/actor/partition-actor.js";
+import type { PartitionStore } from "../../node/store/partition-store.js";
 import { decodeLogEntry, encodeLogEntry } from "./wire.js";
 import { subjects } from "./subjects.js";
 import { checkMessageSize, messageBytesMax } from "./message-size.js";

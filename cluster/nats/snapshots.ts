@@ -1,7 +1,7 @@
 /**
  * Snapshots of a partition and the truncation of its log (docs/CLUSTER.md, "Snapshots and log truncation").
  *
- * - A snapshot is a consistent copy of one replica's store (node/partition-store.ts `backup`: its vector graph files,
+ * - A snapshot is a consistent copy of one replica's store (node/store/partition-store.ts `backup`: its vector graph files,
  *   then LMDB's compacted copy from one read transaction) and the log sequence S that copy applied, packed as one
  *   object `p<i>/<S>` of the cluster's JetStream Object Store bucket (cluster/nats/object-store.ts): the magic
  *   `SILKSNP1`, a u32 header length, the header (JSON: format, cluster, partition, sequence, each file's path and
@@ -30,8 +30,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { SilkError } from "../../protocol/errors.js";
-import { PartitionStore } from "../../node/partition-store.js";
-import { GRAPH_FOLDER, isGraphFileName } from "../../node/vector-graph-files.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
+import { GRAPH_FOLDER, isGraphFileName } from "../../node/indexes/vector-graph-files.js";
 import { ObjectBucket } from "./object-store.js";
 import { whileUnanswered } from "./partition-log.js";
 import { subjects } from "./subjects.js";

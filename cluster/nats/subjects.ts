@@ -7,7 +7,7 @@
  * - `silk.<cluster>.p<i>.stale`: reads any replica may answer from its applied state (queue group `replicas`).
  * - `silk.<cluster>.p<i>.parts.<token>`: one replica's parts of replies too large for one message, fetched by the
  *   coordinator (cluster/nats/message-size.ts); the token is random per replica process.
- * - stream `SILK_<CLUSTER>_P<i>`, subject `silk.<cluster>.log.p<i>`: partition i's replicated log (node/log-entry.ts
+ * - stream `SILK_<CLUSTER>_P<i>`, subject `silk.<cluster>.log.p<i>`: partition i's replicated log (node/store/log-entry.ts
  *   entries, msgpack).
  * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease; key `coordinator`: the writer
  *   coordinator's lease (one writer coordinator per cluster).

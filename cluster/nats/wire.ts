@@ -6,14 +6,14 @@
  *   a repeated append is a duplicate and applies once); `maxStalenessMs` is the staleness bound of a read sent to the
  *   stale subject (cluster/nats/replica.ts; absent there: DEFAULT_MAX_STALENESS_MS), ignored by a leader;
  * - a reply is a PartitionReply (errors are `{ ok: false, code, message }`);
- * - an entry of a partition's log stream is a node/log-entry.ts LogEntry.
+ * - an entry of a partition's log stream is a node/store/log-entry.ts LogEntry.
  *
  * Invariant: decoding never throws on a well-formed message of the codec; a payload that is not an envelope (a
  * foreign publisher) is reported as SilkError `invalid_request`, which the receiver answers instead of crashing.
  */
 import { SilkError } from "../../protocol/errors.js";
 import { decodeMessage, encodeMessage, type PartitionReply, type PartitionRequest } from "../../protocol/messages.js";
-import type { LogEntry } from "../../node/log-entry.js";
+import type { LogEntry } from "../../node/store/log-entry.js";
 
 export interface RequestEnvelope {
   readonly requestId?: string;

@@ -343,7 +343,7 @@ function mathCall(
     if (value === undefined) return undefined;
     const family = familyOf(value.type);
     // HelixDB does not check math arguments, so a project with one that is not a number still loads here; the
-    // executor refuses the value when a call reaches it (node/math.ts, node/predicates.ts: invalid_type).
+    // executor refuses the value when a call reaches it (node/exec/math.ts, node/exec/predicates.ts: invalid_type).
     if (family !== "number" && family !== "any") {
       scope.warn("math_argument_type", locOf(arg), `${name} takes numbers, not ${describeValueType(value.type)}: a call that reaches this value answers invalid_type`);
     }

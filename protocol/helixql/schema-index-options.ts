@@ -89,7 +89,7 @@ export function checkIndexFieldType(modifier: ModifierAst, field: string, type: 
   if (modifier.kind === "vector_index" && element !== "F32" && element !== "F64" && element !== "I64") {
     report(modifier.loc, `VECTOR INDEX on ${field}: a vector index covers [F32], [F64] or [I64] fields, not ${fieldTypeToString(type)}`);
   }
-  // The secondary index encodes scalars only (node/index-encoding.ts): on an array or object it would hold nothing.
+  // The secondary index encodes scalars only (node/indexes/index-encoding.ts): on an array or object it would hold nothing.
   if ((modifier.kind === "index" || modifier.kind === "unique") && type.kind !== "scalar") {
     const keyword = modifier.kind === "index" ? "INDEX" : "UNIQUE INDEX";
     report(modifier.loc, `${keyword} on ${field}: a secondary index covers scalar fields (String, Boolean, numbers, Date, ID), not ${fieldTypeToString(type)}; filter it with WHERE instead`);

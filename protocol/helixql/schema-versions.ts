@@ -8,7 +8,7 @@
  * older version becomes a record of the newer one. This module checks those migrations against the two schemas and
  * compiles each into a plan of explicit field moves (`..` and the types a migration does not name expanded), so that
  * applying one to a record (`migrateProperties`) needs no schema and no decision: the writer that opens an older
- * database applies the plans in order (node/schema-migration.ts).
+ * database applies the plans in order (node/store/schema-migration.ts).
  *
  * What the checker refuses is what would lose or corrupt data silently: a type of the older version that the newer
  * one does not declare and the migration does not map (its records would be orphaned), a field whose type changes

@@ -18,7 +18,7 @@ import { PartitionMap } from "../../cluster/partition-map.js";
 import { openCluster, type OpenedCluster } from "../../runtime/remote.js";
 import { PartitionReplica } from "../../cluster/nats/replica.js";
 import type { Database } from "../../runtime/embedded.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import type { IdRange } from "../../protocol/records.js";
 import { schemaIndexDefinitions } from "../../protocol/schema-indexes.js";

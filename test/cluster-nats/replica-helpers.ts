@@ -11,7 +11,7 @@ import { PartitionReplica, type ReplicaOptions } from "../../cluster/nats/replic
 import { bootstrapReplica, type BootstrapOutcome } from "../../cluster/nats/snapshots.js";
 import { decodeReply, encodeRequest } from "../../cluster/nats/wire.js";
 import { subjects } from "../../cluster/nats/subjects.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { PartitionReply, PartitionRequest } from "../../protocol/messages.js";
 import { tempDir } from "../helpers/engine.js";

@@ -10,7 +10,7 @@ import { LocalNatsCluster } from "../../cluster/nats/servers.js";
 import { LeaderWriteLog, PartitionLog } from "../../cluster/nats/partition-log.js";
 import { decodeReply } from "../../cluster/nats/wire.js";
 import { subjects } from "../../cluster/nats/subjects.js";
-import { ID_RESERVATION_BLOCK } from "../../node/partition-actor.js";
+import { ID_RESERVATION_BLOCK } from "../../node/actor/partition-actor.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { LEASE_TTL_MS, ask, askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type TestReplica } from "./replica-helpers.js";
 

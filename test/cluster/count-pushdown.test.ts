@@ -1,5 +1,5 @@
 /**
- * `count`, `limit` and `range` pushed down to the partitions (issue 16, node/pushdown.ts): a coordinator over three
+ * `count`, `limit` and `range` pushed down to the partitions (issue 16, node/exec/pushdown.ts): a coordinator over three
  * partitions asks each partition for a number (one `execute` of `count`), or for its first `end` IDs, instead of
  * fetching every ID and record, whenever the stream is partition-local and the invocation has written nothing yet.
  * Every count, errors included, equals a single-partition database's; every page equals the same database's answer
@@ -12,9 +12,9 @@ import { Coordinator } from "../../cluster/coordinator.js";
 import { LmdbDecisionLog } from "../../cluster/decision-log.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { InProcessTransport, type RequestOptions, type Transport } from "../../cluster/transport.js";
-import { PartitionActor } from "../../node/partition-actor.js";
-import { PartitionStore } from "../../node/partition-store.js";
-import { Snapshot } from "../../node/snapshot.js";
+import { PartitionActor } from "../../node/actor/partition-actor.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
+import { Snapshot } from "../../node/store/snapshot.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { PartitionReplyBody, PartitionRequest, QueryResult } from "../../protocol/messages.js";
 import { decodeRequest } from "../../protocol/tree.js";

@@ -10,7 +10,7 @@ import { ScatterReader } from "../../cluster/scatter-reader.js";
 import type { RequestOptions, Transport } from "../../cluster/transport.js";
 import type { PartitionReplyBody, PartitionRequest } from "../../protocol/messages.js";
 import { SilkError } from "../../protocol/errors.js";
-import { Deadline } from "../../node/deadline.js";
+import { Deadline } from "../../node/exec/deadline.js";
 
 class RecordingTransport implements Transport {
   constructor(readonly failing = false) {}

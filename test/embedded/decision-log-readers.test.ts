@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { open } from "lmdb";
 import { afterAll, describe, expect, it } from "vitest";
 import { LmdbDecisionLog } from "../../cluster/decision-log.js";
-import { READER_CHECK_INTERVAL_MS } from "../../node/partition-store.js";
+import { READER_CHECK_INTERVAL_MS } from "../../node/store/partition-store.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 
 afterAll(removeTempDirs);

@@ -1,7 +1,7 @@
 /**
  * A full disk is `storage_error` (507), with a message that names the cause, and the server stays up (issue 20,
  * item 5: it answered 500 `internal` "Input/output error"). LMDB reports a write cut short by a full disk as EIO,
- * so node/storage-errors.ts names the cause from the free space left.
+ * so node/store/storage-errors.ts names the cause from the free space left.
  *
  * The end-to-end case needs a small file system to fill: it mounts a 4 MiB tmpfs, which takes root. Where mounting
  * is not permitted it is skipped and its name says why; the cases before it run everywhere, on a real ENOSPC from
@@ -12,7 +12,7 @@ import { mkdirSync, openSync, closeSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { storageFailure } from "../../node/storage-errors.js";
+import { storageFailure } from "../../node/store/storage-errors.js";
 import { SilkError } from "../../protocol/errors.js";
 import { listeningGateway } from "../helpers/gateway.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";

@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { READER_CHECK_INTERVAL_MS, type StorageStatus } from "../../node/partition-store.js";
+import { READER_CHECK_INTERVAL_MS, type StorageStatus } from "../../node/store/partition-store.js";
 import { runSilk } from "../cli/helpers.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { addN, allNodes, entry, update, write, writeOne } from "../helpers/tree.js";

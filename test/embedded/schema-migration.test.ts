@@ -1,5 +1,5 @@
 /**
- * MIGRATIONs applied by a writer's open, on disk (node/schema-migration.ts): records of the older version are
+ * MIGRATIONs applied by a writer's open, on disk (node/store/schema-migration.ts): records of the older version are
  * rewritten under the newer types, indexes follow, the version is recorded so the next open does nothing; a
  * migration that fails on a value, or a writer killed in the middle, leaves every partition at its old version with
  * its records untouched.

@@ -1,5 +1,5 @@
 /**
- * Data format 3 (packed adjacency) and the upgrade of format-2 directories (node/adjacency-upgrade.ts). A database
+ * Data format 3 (packed adjacency) and the upgrade of format-2 directories (node/store/adjacency-upgrade.ts). A database
  * of two partitions is written, its answers kept, and its adjacency rewritten in the format-2 layout
  * (fixtures/format-2.ts). Then:
  *
@@ -17,8 +17,8 @@ import { open as openLmdb } from "lmdb";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { adjacencyBlockLabel, readBlockEntries } from "../../node/adjacency.js";
-import { META_ADJACENCY_LAYOUT } from "../../node/adjacency-upgrade.js";
+import { adjacencyBlockLabel, readBlockEntries } from "../../node/store/adjacency.js";
+import { META_ADJACENCY_LAYOUT } from "../../node/store/adjacency-upgrade.js";
 import type { AdjacencyEntry } from "../../protocol/records.js";
 import { expectCode, removeTempDirs, snapshot, tempDir, type Contents } from "../helpers/engine.js";
 import { nodesById, out, readOne } from "../helpers/tree.js";

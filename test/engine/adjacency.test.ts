@@ -1,5 +1,5 @@
 /**
- * Packed adjacency (node/adjacency.ts) against a plain model: random lists of put_out/delete_out/put_in/delete_in
+ * Packed adjacency (node/store/adjacency.ts) against a plain model: random lists of put_out/delete_out/put_in/delete_in
  * applied to a real partition store on disk, with lists long enough to split into many blocks and edge IDs in any
  * order (inserts in the middle, replacements, deletes of absent edges, a put and a delete of one edge in one list).
  * After each list every reader answers what the model does, in label then edge ID order, and the stored blocks keep
@@ -10,8 +10,8 @@ import fc from "fast-check";
 import { open as openLmdb } from "lmdb";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ADJACENCY_BLOCK_ENTRIES_MAX, ADJACENCY_ENTRY_BYTES, adjacencyBlockLabel, hasLaterBlocks } from "../../node/adjacency.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { ADJACENCY_BLOCK_ENTRIES_MAX, ADJACENCY_ENTRY_BYTES, adjacencyBlockLabel, hasLaterBlocks } from "../../node/store/adjacency.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { AdjacencyEntry, Direction, Mutation } from "../../protocol/records.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";

@@ -16,7 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { CommitPhase } from "../../cluster/coordinator.js";
 import { Database } from "../../runtime/embedded.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import type { Direction, RecordKind } from "../../protocol/records.js";
 import { expectCode, ids, partitionOf, removeTempDirs, snapshot, tempDir } from "../helpers/engine.js";
 import { addE, addN, edges, in_, inE, nodesById, out, outE, readOne, ref, writeOne, type TreeNode } from "../helpers/tree.js";

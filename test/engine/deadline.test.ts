@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS, EXECUTION_SLICE_MS, monotonicClockMs } from "../../node/deadline.js";
+import { Deadline, DEADLINE_CHECK_INTERVAL_ELEMENTS, EXECUTION_SLICE_MS, monotonicClockMs } from "../../node/exec/deadline.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../../protocol/limits.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import { SOCIAL_SOURCES } from "../gateway/social-project.js";

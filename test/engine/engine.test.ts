@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database, open } from "../../runtime/embedded.js";
 import { ImportRowError } from "../../cluster/bulk-import.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import { BACKENDS, TestDatabase, expectCode, expectConsistent, ids, pluck, removeTempDirs, snapshot, sorted, partitionOf } from "../helpers/engine.js";
 import {

@@ -1,5 +1,5 @@
 /**
- * Crash test of group commit (node/write-group.ts; STYLE.md, "Faults on purpose"): a child process
+ * Crash test of group commit (node/actor/write-group.ts; STYLE.md, "Faults on purpose"): a child process
  * (fixtures/group-commit-child.ts) keeps 16 writers in flight, so its writes commit in groups, and prints each write
  * once it is answered; the parent SIGKILLs it while groups are being executed and committed. Reopened, the database
  * holds every answered write, each once, its UNIQUE index agrees with its records, and it takes writes again.

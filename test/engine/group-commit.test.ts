@@ -1,11 +1,11 @@
 /**
- * Group commit (node/write-group.ts): a single server's write invocations that wait together run one after another,
+ * Group commit (node/actor/write-group.ts): a single server's write invocations that wait together run one after another,
  * each against the state of those before it, and commit in one LMDB transaction, each answered once it is durable.
  * The groups are watched through PartitionStore.applyAll, which commits one group's lists: how many lists each call
  * carried says how the invocations were grouped, and a fault is injected there.
  */
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { InternalOpenOptions } from "../../runtime/embedded.js";
 import { BACKENDS, TestDatabase, removeTempDirs } from "../helpers/engine.js";

@@ -1,5 +1,5 @@
 /**
- * Index builds over existing data (node/secondary-index.ts): an index the partition has not built starts
+ * Index builds over existing data (node/indexes/secondary-index.ts): an index the partition has not built starts
  * `constructing`, is built in chunks interleaved with writes (which maintain it, so it catches up by itself), and
  * activates in its last chunk; the result equals an index maintained from the start. A UNIQUE index over duplicates
  * ends `blocked`. States persist, so a reopened partition resumes its build; an undeclared index is dropped. Also
@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import type { IndexDefinition } from "../../protocol/indexes.js";
 import { SilkError } from "../../protocol/errors.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";

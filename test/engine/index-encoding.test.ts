@@ -1,5 +1,5 @@
 /**
- * The order-preserving encoding of indexed values (node/index-encoding.ts): for any two values of one kind, the byte
+ * The order-preserving encoding of indexed values (node/indexes/index-encoding.ts): for any two values of one kind, the byte
  * order of their encodings is `compareValues`'s order, and equal encodings mean equal values. Checked with
  * fast-check over numbers (integers, fractions, negatives, tiny and huge doubles, bigints beyond 2^53), strings
  * (every code point, NUL included), booleans and dates. Long strings, in an index whose keys leave little room:
@@ -8,7 +8,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeIndexValue, longStringPrefixBytes } from "../../node/index-encoding.js";
+import { encodeIndexValue, longStringPrefixBytes } from "../../node/indexes/index-encoding.js";
 import { compareValues, valuesEqual, type Value } from "../../protocol/values.js";
 
 const numbers: fc.Arbitrary<Value> = fc.oneof(

@@ -1,7 +1,7 @@
 /**
  * Strings longer than an LMDB key in a UNIQUE INDEX or an INDEX, on every backend. They used to fail the write with
  * `internal` (LMDB's 1,978-byte key limit, and "offset is out of bounds" at 100 KB); now an index keeps their first
- * bytes and a SHA-256 (node/index-encoding.ts), so they are written, found by equality and by range through the
+ * bytes and a SHA-256 (node/indexes/index-encoding.ts), so they are written, found by equality and by range through the
  * index, and UNIQUE stays exact: two long strings that differ only in their last byte are both accepted, the same
  * one twice is `unique_violation` and nothing is written.
  */

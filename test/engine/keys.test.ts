@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { adjacencyBlockLabel, adjacencyHeadKey } from "../../node/adjacency.js";
+import { adjacencyBlockLabel, adjacencyHeadKey } from "../../node/store/adjacency.js";
 import { adjacencyRange, labelKey, labelKeyFrom, labelRange } from "../../node/keys.js";
 import { encodeRecord, encodeRecordFrom, RecordValueScratch } from "../../node/record-codec.js";
 import { writeU64 } from "../../protocol/ids.js";

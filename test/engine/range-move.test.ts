@@ -1,5 +1,5 @@
 /**
- * Moving an ID range between partition stores (node/partition-store.ts; rebalancing's storage side): the giving
+ * Moving an ID range between partition stores (node/store/partition-store.ts; rebalancing's storage side): the giving
  * store exports the range's records and in-adjacency as one `put` list from a snapshot, the receiving store owns the
  * range first and applies it, the giver then drops the range (records, labels, index entries, in-adjacency entries
  * of its targets and out-adjacency entries of its sources go in one transaction) and stops owning it. Out-adjacency
@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import type { IndexDefinition } from "../../protocol/indexes.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { IdRange, Mutation, StoredRecord } from "../../protocol/records.js";

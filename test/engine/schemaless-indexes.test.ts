@@ -1,5 +1,5 @@
 /**
- * Index DDL without a schema (cluster/index-operations.ts `schemalessDefinition`, node/planner.ts's untyped rule),
+ * Index DDL without a schema (cluster/index-operations.ts `schemalessDefinition`, node/exec/planner.ts's untyped rule),
  * through embedded `open()` without `schema`, on every backend: `create_index` of every family on any label and
  * property with the request's type and options; an untyped secondary index answers exactly what a label scan
  * answers, a value of another kind included (matching nothing, as HelixDB v3 compares, or a date compared after

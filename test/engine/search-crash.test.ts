@@ -7,7 +7,7 @@
  *
  * - every hit of a vector search is an existing doc, and k ≥ the number of docs returns each of them once;
  * - a search for each doc's own vector (k = 1, euclidean) finds that doc at distance 0;
- * - a text search for each word returns exactly the docs whose stored text holds it (node/text-analyzers.ts);
+ * - a text search for each word returns exactly the docs whose stored text holds it (node/indexes/text-analyzers.ts);
  * - the database takes new writes, which both indexes find.
  */
 import { spawn } from "node:child_process";
@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { analyze } from "../../node/text-analyzers.js";
+import { analyze } from "../../node/indexes/text-analyzers.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { entry, nodesOf, read, readOne, write, type Json, type TreeNode } from "../helpers/tree.js";
 import { SEARCH_CRASH_SCHEMA, SEARCH_CRASH_WORDS } from "./fixtures/search-crash-child.js";

@@ -7,8 +7,8 @@
  * and `index_not_ready` while a vector index created at run time is still constructing (never a partial answer).
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { distance } from "../../node/vector-math.js";
-import { analyze } from "../../node/text-analyzers.js";
+import { distance } from "../../node/indexes/vector-math.js";
+import { analyze } from "../../node/indexes/text-analyzers.js";
 import { BACKENDS, TestDatabase, expectCode, expectRefused, removeTempDirs } from "../helpers/engine.js";
 import { addE, entry, forEach, nodesById, out, read, readOne, write, type Json, type TreeNode } from "../helpers/tree.js";
 

@@ -10,7 +10,7 @@
  *   is exact), each `$distance` the exact euclidean distance, in ascending order; inside a write transaction the
  *   transaction's own adds, updates and drops count (docs/INDEXES.md, "A write sees its own vectors");
  * - a text search returns exactly the docs whose text holds one of the query's terms after analysis
- *   (node/text-analyzers.ts `analyze`), scores descending; inside a write transaction the committed texts are
+ *   (node/indexes/text-analyzers.ts `analyze`), scores descending; inside a write transaction the committed texts are
  *   searched and the transaction's drops are left out (docs/INDEXES.md, text rules).
  *
  * Reproducing a failure: fast-check prints the seed and path; `SILK_SEARCH_MODEL_RUNS` raises the number of runs.
@@ -18,8 +18,8 @@
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
-import { analyze } from "../../node/text-analyzers.js";
-import { distance } from "../../node/vector-math.js";
+import { analyze } from "../../node/indexes/text-analyzers.js";
+import { distance } from "../../node/indexes/vector-math.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { drop, entry, nodesById, write, type Json, type TreeNode } from "../helpers/tree.js";
 import { join } from "node:path";

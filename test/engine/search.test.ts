@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FeatureHashingEmbedder } from "../../embedders/index.js";
-import { distance } from "../../node/vector-math.js";
+import { distance } from "../../node/indexes/vector-math.js";
 import { BACKENDS, TestDatabase, expectCode, removeTempDirs, snapshot } from "../helpers/engine.js";
 
 afterAll(removeTempDirs);

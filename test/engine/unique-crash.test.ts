@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../../runtime/embedded.js";
 import type { ValidationPhase } from "../../cluster/unique-builds.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import type { IndexStatus } from "../../protocol/indexes.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 import { addN, writeOne } from "../helpers/tree.js";

@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ImportRowError } from "../../cluster/bulk-import.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { EdgeRecord, Mutation } from "../../protocol/records.js";
 import { BACKENDS, TestDatabase, expectCode, expectRefused, partitionOf, removeTempDirs, snapshot, tempDir } from "../helpers/engine.js";

@@ -7,7 +7,7 @@
  * `SearchV<T>(v, k, ef: n)` (Silk's extension) reaches the search and wins over the index's `ef`.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { distance } from "../../node/vector-math.js";
+import { distance } from "../../node/indexes/vector-math.js";
 import { seededRandom } from "../../protocol/random.js";
 import { BACKENDS, DISK_BACKENDS, TestDatabase, expectCode, removeTempDirs } from "../helpers/engine.js";
 import { entry, forEach, readOne, write, writeOne, type Json, type TreeNode } from "../helpers/tree.js";

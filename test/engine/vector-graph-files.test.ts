@@ -1,5 +1,5 @@
 /**
- * Persisted vector graphs through the whole engine (node/vector-graph-files.ts, wired by node/partition-store.ts): a
+ * Persisted vector graphs through the whole engine (node/indexes/vector-graph-files.ts, wired by node/store/partition-store.ts): a
  * disk writer writes each partition's graph files (at close at the latest) into `partitions/p<i>/vector-graphs/`, a
  * reopened writer and a read-only handle answer as before, a read-only handle follows the writer's later commits,
  * and a damaged file changes nothing but the time an open takes.

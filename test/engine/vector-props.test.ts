@@ -1,5 +1,5 @@
 /**
- * Vector records read without their vectors (node/vector-reads.ts): which plans may, that their answers are those of
+ * Vector records read without their vectors (node/actor/vector-reads.ts): which plans may, that their answers are those of
  * whole reads, that the label-and-properties value beside each vector record follows every put, update and drop, that
  * a database written before those values existed still answers (each record is then read whole), and that code which
  * would render or compare a vector it did not read refuses loudly.
@@ -13,9 +13,9 @@ import { idToString } from "../../protocol/ids.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import { VECTOR_NOT_LOADED } from "../../node/record-codec.js";
-import { recordToJson } from "../../node/streams.js";
-import { vectorOfHit } from "../../node/search.js";
-import { readsVectorData } from "../../node/vector-reads.js";
+import { recordToJson } from "../../node/exec/streams.js";
+import { vectorOfHit } from "../../node/exec/search.js";
+import { readsVectorData } from "../../node/actor/vector-reads.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 import { downgradeToFormat2 } from "./fixtures/format-2.js";
 import type { Json } from "../helpers/tree.js";

@@ -1,6 +1,6 @@
 /**
  * Vector search on a read-only handle (and any second process) while a writer commits: the reader's graphs follow the
- * per-index change counter in `meta` (node/vector-index.ts), so its SearchV sees vectors the writer added, updated and
+ * per-index change counter in `meta` (node/indexes/vector-index.ts), so its SearchV sees vectors the writer added, updated and
  * dropped after the reader opened, an index the reader only knew as empty, a dimension the writer's first vector
  * fixed, and a writer in a child process. A read-only handle in the same process sees a commit one event-loop turn
  * late (docs/ISOLATION.md), hence the polls.

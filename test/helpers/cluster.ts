@@ -25,11 +25,11 @@ import { PartitionMap } from "../../cluster/partition-map.js";
 import { connectCluster } from "../../runtime/remote.js";
 import { PartitionReplica } from "../../cluster/nats/replica.js";
 import { subjects } from "../../cluster/nats/subjects.js";
-import { PartitionStore } from "../../node/partition-store.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import type { Schema, SchemaSource } from "../../protocol/schema.js";
 import { schemaIndexDefinitions } from "../../protocol/schema-indexes.js";
-import { uniqueEdgeLabels } from "../../node/unique-edges.js";
+import { uniqueEdgeLabels } from "../../node/exec/unique-edges.js";
 
 const logger = pino({ level: process.env.SILK_LOG_LEVEL ?? "silent" });
 /** Short leases: a replica that stops gives its lease up anyway; this bounds a failover in a crashed test. */

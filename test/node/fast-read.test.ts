@@ -1,5 +1,5 @@
 /**
- * The synchronous read path (node/fast-read.ts) against the general executor: random plans of the steps it accepts,
+ * The synchronous read path (node/actor/fast-read.ts) against the general executor: random plans of the steps it accepts,
  * run on the same LMDB state by both (the fast path through a synchronous snapshot, as the partition actor runs it),
  * must give equal results or the same error code. Also: which plans it refuses, that the embedded runtime's answers
  * do not depend on which path ran, and that a synchronous snapshot keeps one state until its caller yields.
@@ -13,12 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { open } from "../../runtime/embedded.js";
 import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
-import { Deadline, EXECUTION_SLICE_MS } from "../../node/deadline.js";
-import { executePlan } from "../../node/executor.js";
-import { executeFastRead, fastReadable } from "../../node/fast-read.js";
-import { SnapshotReader } from "../../node/partition-actor.js";
-import { PartitionStore } from "../../node/partition-store.js";
-import { BASE_READ_CHUNK_IDS, TxnView } from "../../node/txn-view.js";
+import { Deadline, EXECUTION_SLICE_MS } from "../../node/exec/deadline.js";
+import { executePlan } from "../../node/exec/executor.js";
+import { executeFastRead, fastReadable } from "../../node/actor/fast-read.js";
+import { SnapshotReader } from "../../node/actor/partition-actor.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
+import { BASE_READ_CHUNK_IDS, TxnView } from "../../node/exec/txn-view.js";
 import { SilkError } from "../../protocol/errors.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 import type { StoredRecord } from "../../protocol/records.js";
@@ -278,7 +278,7 @@ describe("a synchronous snapshot", () => {
     // The other process: opens the same environment as a writer and commits age 2 and a second user.
     const writeInChild = (): void => {
       const script = [
-        `import { PartitionStore } from "./node/partition-store.ts";`,
+        `import { PartitionStore } from "./node/store/partition-store.ts";`,
         `import { encodeMutations } from "./protocol/mutation-codec.ts";`,
         `const store = PartitionStore.open({ path: ${JSON.stringify(path)}, readOnly: false, noSync: false, idFirst: 1n, idLast: 2n ** 64n - 1n });`,
         `const user = (id, age) => ({ kind: "node", id, label: "User", props: { age } });`,

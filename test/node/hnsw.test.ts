@@ -1,11 +1,11 @@
 /**
- * Our own HNSW (node/hnsw.ts) against exact search, and the vector arithmetic it is checked with (node/vector-math.ts):
+ * Our own HNSW (node/indexes/hnsw.ts) against exact search, and the vector arithmetic it is checked with (node/indexes/vector-math.ts):
  * recall@10 against brute force for L1 and L2 on random data, deletes and replacements, filters, determinism, and
  * the value rules of `indexVector` (bad values refused with stable codes).
  */
 import { describe, expect, it } from "vitest";
-import { Hnsw } from "../../node/hnsw.js";
-import { cosineDistance, distance, indexVector, manhattanDistance, squaredEuclidean } from "../../node/vector-math.js";
+import { Hnsw } from "../../node/indexes/hnsw.js";
+import { cosineDistance, distance, indexVector, manhattanDistance, squaredEuclidean } from "../../node/indexes/vector-math.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { Value } from "../../protocol/values.js";
 import { seededRandom as seeded } from "../../protocol/random.js";

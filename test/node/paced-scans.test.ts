@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Deadline } from "../../node/deadline.js";
-import { SnapshotReader } from "../../node/partition-actor.js";
-import { PartitionStore } from "../../node/partition-store.js";
-import { TxnView } from "../../node/txn-view.js";
+import { Deadline } from "../../node/exec/deadline.js";
+import { SnapshotReader } from "../../node/actor/partition-actor.js";
+import { PartitionStore } from "../../node/store/partition-store.js";
+import { TxnView } from "../../node/exec/txn-view.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 
 /** Enough keys for the deadline to read its clock (once every DEADLINE_CHECK_INTERVAL_ELEMENTS) past a slice. */

@@ -4,8 +4,8 @@
  * Array.prototype.sort's, stable, and a deadline that passes mid-sort fails it with query_timeout.
  */
 import { describe, expect, it } from "vitest";
-import { Deadline } from "../../node/deadline.js";
-import { pacedSort, SORT_RUN_ELEMENTS } from "../../node/paced-sort.js";
+import { Deadline } from "../../node/exec/deadline.js";
+import { pacedSort, SORT_RUN_ELEMENTS } from "../../node/exec/paced-sort.js";
 import { SilkError } from "../../protocol/errors.js";
 
 /** A clock that moves one millisecond per reading: a slice is spent after a few readings. */

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { MMR_ITEMS_MAX } from "../../protocol/limits.js";
-import { RERANK_SEARCH_DEFAULT, rerankMmr, rerankRrf } from "../../node/rerank.js";
-import type { Element, SearchTag } from "../../node/streams.js";
+import { RERANK_SEARCH_DEFAULT, rerankMmr, rerankRrf } from "../../node/exec/rerank.js";
+import type { Element, SearchTag } from "../../node/exec/streams.js";
 import { SilkError, type ErrorCode } from "../../protocol/errors.js";
 
 function hit(id: number, search: number, rank: number, score: number, measure: SearchTag["measure"] = "distance", field?: string): Element {

@@ -1,10 +1,10 @@
 /**
- * The text analyzer presets (node/text-analyzers.ts): whitespace_lowercase, standard and standard_stem_en, on
+ * The text analyzer presets (node/indexes/text-analyzers.ts): whitespace_lowercase, standard and standard_stem_en, on
  * ASCII and Unicode text, with the term-length limit, stop words, possessives and Porter stemming.
  */
 import { describe, expect, it } from "vitest";
 import { stemmer } from "stemmer";
-import { analyze, analyzeAll, ENGLISH_STOP_WORDS, STEM_CACHE_ENTRIES_MAX, TERM_BYTES_MAX } from "../../node/text-analyzers.js";
+import { analyze, analyzeAll, ENGLISH_STOP_WORDS, STEM_CACHE_ENTRIES_MAX, TERM_BYTES_MAX } from "../../node/indexes/text-analyzers.js";
 
 describe("whitespace_lowercase", () => {
   it("splits on Unicode whitespace and lowercases, keeping punctuation", () => {

@@ -1,5 +1,5 @@
 /**
- * The BM25 text index family (node/text-index.ts) on a real LMDB environment in a temporary directory: exact BM25
+ * The BM25 text index family (node/indexes/text-index.ts) on a real LMDB environment in a temporary directory: exact BM25
  * scores, ordering, updates and deletes, failed transactions, bad values, tenant partitions, candidates,
  * [String] values, positions, builds and remove().
  */
@@ -13,10 +13,10 @@ import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
 import type { IndexedRecord } from "../../node/index-family.js";
 import { indexPrefix } from "../../node/keys.js";
-import { decodeStatistics, partitionPrefix, statisticsKey, statisticsVersion } from "../../node/text-encoding.js";
+import { decodeStatistics, partitionPrefix, statisticsKey, statisticsVersion } from "../../node/indexes/text-encoding.js";
 import { QUERY_TERMS_MAX } from "../../protocol/limits.js";
-import { ABSENT, BM25_B, BM25_K1, TermCache, TextIndexes } from "../../node/text-index.js";
-import type { TermBlocks } from "../../node/text-search.js";
+import { ABSENT, BM25_B, BM25_K1, TermCache, TextIndexes } from "../../node/indexes/text-index.js";
+import type { TermBlocks } from "../../node/indexes/text-search.js";
 
 const BODY: TextIndexDefinition = { family: "text", kind: "node", label: "Doc", field: "body", name: "Doc.body", analyzer: "whitespace_lowercase", positions: false };
 const TITLE: TextIndexDefinition = { ...BODY, field: "title", name: "Doc.title", positions: true };

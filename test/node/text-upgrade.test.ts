@@ -1,5 +1,5 @@
 /**
- * The text layout upgrade (node/text-upgrade.ts): a `text` sub-database written in layout 1 (one entry per posting,
+ * The text layout upgrade (node/indexes/text-upgrade.ts): a `text` sub-database written in layout 1 (one entry per posting,
  * as Silk wrote before blocks; `writeLayout1` below writes its keys) becomes exactly what indexing the same records
  * writes today; a crash mid-upgrade (its transaction aborted) leaves layout 1 as it was and a later upgrade converts
  * it; a read-only handle refuses text searches on layout 1 with invalid_option; a writer's open of a database
@@ -16,10 +16,10 @@ import { SilkError } from "../../protocol/errors.js";
 import type { TextIndexDefinition } from "../../protocol/indexes.js";
 import type { Properties } from "../../protocol/values.js";
 import { idKey, indexPrefix } from "../../node/keys.js";
-import { analyzeAll } from "../../node/text-analyzers.js";
-import { decodeStatistics, documentKey, encodeDocument, partitionPrefix, statisticsKey, statisticsVersion, termKey } from "../../node/text-encoding.js";
-import { TextIndexes } from "../../node/text-index.js";
-import { TEXT_LAYOUT, TEXT_LAYOUT_KEY, textLayout, upgradeTextLayout } from "../../node/text-upgrade.js";
+import { analyzeAll } from "../../node/indexes/text-analyzers.js";
+import { decodeStatistics, documentKey, encodeDocument, partitionPrefix, statisticsKey, statisticsVersion, termKey } from "../../node/indexes/text-encoding.js";
+import { TextIndexes } from "../../node/indexes/text-index.js";
+import { TEXT_LAYOUT, TEXT_LAYOUT_KEY, textLayout, upgradeTextLayout } from "../../node/indexes/text-upgrade.js";
 import { expectCode, removeTempDirs, tempDir } from "../helpers/engine.js";
 
 afterAll(removeTempDirs);

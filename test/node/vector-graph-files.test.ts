@@ -1,6 +1,6 @@
 /**
- * Persisted vector graphs (node/vector-graph-files.ts) and the change log (node/vector-changes.ts), through the vector
- * family (node/vector-index.ts) on a real LMDB `meta` and a real graph folder, with a record source that counts its
+ * Persisted vector graphs (node/indexes/vector-graph-files.ts) and the change log (node/indexes/vector-changes.ts), through the vector
+ * family (node/indexes/vector-index.ts) on a real LMDB `meta` and a real graph folder, with a record source that counts its
  * label scans (a scan is a rebuild): an open reads the file instead of rebuilding, for every metric and with tenants;
  * a file older than the data is brought up to date from the log; a stale file the log cannot reach, a truncated or
  * altered one, one from another database and one newer than the data all fall back to the rebuild, with the right
@@ -14,9 +14,9 @@ import { open, type Database, type RootDatabase } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedRecord, IndexRecordSource, ScannedRecord } from "../../node/index-family.js";
 import { readId } from "../../node/keys.js";
-import { changesBetween, CHANGE_LOG_VERSIONS_MAX, listChanges, openChangeEntry } from "../../node/vector-changes.js";
-import { graphFilePath, readGraphFile } from "../../node/vector-graph-files.js";
-import { VectorIndexes, type GraphFileOptions } from "../../node/vector-index.js";
+import { changesBetween, CHANGE_LOG_VERSIONS_MAX, listChanges, openChangeEntry } from "../../node/indexes/vector-changes.js";
+import { graphFilePath, readGraphFile } from "../../node/indexes/vector-graph-files.js";
+import { VectorIndexes, type GraphFileOptions } from "../../node/indexes/vector-index.js";
 import type { VectorIndexDefinition, VectorMetric } from "../../protocol/indexes.js";
 import type { SearchHit } from "../../protocol/records.js";
 import { seededRandom } from "../../protocol/random.js";

@@ -1,5 +1,5 @@
 /**
- * The vector index family (node/vector-index.ts) on a real LMDB `meta` database, with a small IndexRecordSource over
+ * The vector index family (node/indexes/vector-index.ts) on a real LMDB `meta` database, with a small IndexRecordSource over
  * an in-memory map of committed records: recall against exact search for every metric, updates and deletes, commit
  * against discard, tenant partitions, dimension rules (persisted across a reopen), the rebuild on load, restricted
  * searches (exact membership), guarded filters, bad values refused with stable codes and the data left intact, and
@@ -13,8 +13,8 @@ import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedRecord, IndexRecordSource, ScannedRecord } from "../../node/index-family.js";
 import { readId } from "../../node/keys.js";
-import { distance } from "../../node/vector-math.js";
-import { EXACT_CANDIDATES_MAX, guardedFilter, VectorIndexes } from "../../node/vector-index.js";
+import { distance } from "../../node/indexes/vector-math.js";
+import { EXACT_CANDIDATES_MAX, guardedFilter, VectorIndexes } from "../../node/indexes/vector-index.js";
 import { SilkError } from "../../protocol/errors.js";
 import { VECTOR_FIELD, type VectorIndexDefinition, type VectorMetric } from "../../protocol/indexes.js";
 import type { SearchHit } from "../../protocol/records.js";

@@ -8,7 +8,7 @@
  * only when it commits here, so a missing one is a lost write).
  *
  * With lmdb-js's default overlappingSync, one of three such runs (27 to 61 kills each) lost an acknowledged write, as
- * the 10-minute `make soak` once lost an edge (issue 20); writers now open without it: see node/partition-store.ts.
+ * the 10-minute `make soak` once lost an edge (issue 20); writers now open without it: see node/store/partition-store.ts.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -104,7 +104,7 @@ describeOnKnowsGraph((graph) => {
     it("a string test of a number, or an order across kinds, is false as in HelixDB, not an error", async () => {
       const { g, readBatch, Predicate } = graph.sdk;
       // HelixDB's startsWith/endsWith/contains hold only when both sides are strings, and its compare of two kinds is
-      // None (eval/predicate.rs over PropertyValue::compare): the element does not match. node/predicates.ts follows it.
+      // None (eval/predicate.rs over PropertyValue::compare): the element does not match. node/exec/predicates.ts follows it.
       const answer = await run(
         readBatch()
           .varAs("starts", g().nWithLabel("User").where(Predicate.startsWith("age", "3")).id())

@@ -1,0 +1,499 @@
+/**
+ * Executes a decoded operation tree (protocol/tree.ts) against a TxnView. Steps work a whole stream at a time, so
+ * each step costs one batched read per partition, not one per element. The executor knows nothing of partitions,
+ * LMDB or transports: the view hides them, and the caller commits (or abandons) the view's mutations.
+ *
+ * This module runs entries and the reading steps (sources, traversals, filters, paging, ordering) and hands the
+ * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
+ */
+import { SilkError, unreachable } from "../../protocol/errors.js";
+import { idRendererOf } from "../../protocol/ids.js";
+import type { QueryResult } from "../../protocol/messages.js";
+import type { Direction, RecordKind, StoredRecord } from "../../protocol/records.js";
+import { childSteps, sourceKind, type Bound, type Entry, type Plan, type Ref, type Step } from "../../protocol/tree.js";
+import { aggregate, group, groupsByValue } from "./aggregates.js";
+import { branch, intersect, repeat } from "./branches.js";
+import { dropEdges } from "./edge-drops.js";
+import { mutate, requireWritable } from "./mutations.js";
+import { shortestPaths } from "./paths.js";
+import { rerank, search } from "./search.js";
+import { ExplainLog, sourceIds } from "./planner.js";
+import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
+import { project } from "./projection.js";
+import { named, reshape } from "./reshape.js";
+import { bindings } from "./bindings.js";
+import { sack } from "./sacks.js";
+import { carriesRows, traverseRows, walk } from "./walks.js";
+import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { neighboursOf } from "./txn-view.js";
+import { checkUniqueWrites } from "./unique.js";
+import { countWithoutElements, pageWithoutElements, plainBound } from "./pushdown.js";
+import { checkUniqueEdges } from "./unique-edges.js";
+import { upsert } from "./upsert.js";
+
+export type { Element, ExecutionContext, Stream } from "./streams.js";
+
+/**
+ * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits
+ * them) and renders what it returns, plus `$explain` when the plan asks for it.
+ */
+export async function executePlan(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
+  const renderId = idRendererOf(plan);
+  const context: ExecutionContext = plan.explain ? { ...base, renderId, explain: new ExplainLog() } : { ...base, renderId };
+  const variables = new Map<string, Stream>();
+  checkReturns(plan);
+  await runEntries(plan.entries, context, variables, parameters, false);
+  if (context.view.hasWrites) {
+    await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+    await checkUniqueEdges(context.view, context.schema);
+  }
+  const result: QueryResult = {};
+  for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
+  if (context.explain !== undefined) result.$explain = context.explain.steps;
+  // The last check before the caller commits: an invocation that finished late is rolled back all the same.
+  context.deadline.check();
+  return result;
+}
+
+/** Plans (by their entries, which a prepared plan's runs share) whose returns were found defined. */
+const checkedReturns = new WeakMap<readonly Entry[], readonly string[]>();
+
+/** Every returned name must be defined by the plan; checked once per prepared plan, not on every run. */
+export function checkReturns(plan: Plan): void {
+  if (checkedReturns.get(plan.entries) === plan.returns) return;
+  const defined = new Set<string>();
+  collectNames(plan.entries, defined);
+  for (const name of plan.returns) {
+    if (!defined.has(name)) throw new SilkError("unknown_variable", `returns names ${JSON.stringify(name)}, which no entry defines`);
+  }
+  checkedReturns.set(plan.entries, plan.returns);
+}
+
+/** The names a plan can return: its entries' names, and the streams its steps bind with `as` and `store`. */
+function collectNames(entries: readonly Entry[], names: Set<string>): void {
+  const walk = (step: Step): void => {
+    if (step.op === "as" || step.op === "store") names.add(step.name);
+    childSteps(step).forEach(walk);
+  };
+  for (const entry of entries) {
+    switch (entry.kind) {
+      case "query":
+        if (entry.name !== undefined) names.add(entry.name);
+        walk(entry.root);
+        break;
+      case "for_each":
+        collectNames(entry.body, names);
+        break;
+      case "index_operation":
+        if (entry.name !== undefined) names.add(entry.name);
+        break;
+      default:
+        unreachable(entry, "entry");
+    }
+  }
+}
+
+async function runEntries(
+  entries: readonly Entry[],
+  context: ExecutionContext,
+  variables: Map<string, Stream>,
+  parameters: Readonly<Record<string, unknown>>,
+  appendToVariables: boolean,
+): Promise<void> {
+  let previous: Stream | undefined;
+  for (const entry of entries) {
+    if (entry.kind === "for_each") {
+      await runForEach(entry, context, variables, parameters);
+      continue;
+    }
+    if (entry.kind === "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): index operations run in the coordinator, not the executor");
+    if (context.deadline.checkSlice()) await context.deadline.pause();
+    if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
+    if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
+    const stream = await evalStep(entry.root, { context, variables, parameters, evalStep });
+    previous = stream;
+    if (entry.name === undefined) continue;
+    const earlier = variables.get(entry.name);
+    if (!appendToVariables) variables.set(entry.name, stream);
+    else if (stream.kind === "scalar") {
+      // A FOR body's count or EXISTS collects one value per iteration, as its records and values do.
+      const before = earlier === undefined ? [] : earlier.kind === "values" ? earlier.items : earlier.kind === "scalar" ? [earlier.value] : undefined;
+      variables.set(entry.name, before === undefined ? stream : { kind: "values", items: [...before, stream.value] });
+    } else if (earlier && earlier.kind === stream.kind) {
+      variables.set(entry.name, { kind: stream.kind, items: [...(earlier as typeof stream).items, ...stream.items] } as Stream);
+    } else variables.set(entry.name, stream);
+  }
+}
+
+/**
+ * Runs a body once per element of an array parameter. With `as`, the element (any JSON value) is bound as that one
+ * parameter; without, each element must be an object whose fields become parameters. Over a variable (`source`
+ * "var"), each of its records is bound in turn as the one-record variable `as`, which is gone after the loop.
+ */
+async function runForEach(
+  entry: Extract<Entry, { kind: "for_each" }>,
+  context: ExecutionContext,
+  variables: Map<string, Stream>,
+  parameters: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  if (entry.source === "var") {
+    const as = entry.as as string; // the decoder requires it with var
+    const stream = variables.get(entry.over);
+    if (stream === undefined) throw new SilkError("unknown_variable", `for_each: no earlier entry defines ${JSON.stringify(entry.over)}`);
+    const elements = elementsOf(stream, "for_each");
+    const shadowed = variables.get(as);
+    for (const element of elements) {
+      if (context.deadline.checkSlice()) await context.deadline.pause();
+      variables.set(as, { kind: "elements", items: [element] });
+      await runEntries(entry.body, context, variables, parameters, true);
+    }
+    if (shadowed === undefined) variables.delete(as);
+    else variables.set(as, shadowed);
+    return;
+  }
+  const rows = lookupParameter(entry.over, parameters, "for_each");
+  if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must be an array`);
+  for (const row of rows) {
+    if (context.deadline.checkSlice()) await context.deadline.pause();
+    if (entry.as !== undefined) {
+      await runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
+      continue;
+    }
+    if (typeof row !== "object" || row === null || Array.isArray(row)) {
+      throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must hold objects (or name them with "as")`);
+    }
+    await runEntries(entry.body, context, variables, { ...parameters, ...row }, true);
+  }
+}
+
+function streamSize(stream: Stream): number {
+  return stream.kind === "scalar" ? (stream.value === null || stream.value === false || stream.value === 0 ? 0 : 1) : stream.items.length;
+}
+
+function conditionHolds(condition: NonNullable<Extract<Entry, { kind: "query" }>["condition"]>, variables: Map<string, Stream>, previous?: Stream): boolean {
+  switch (condition.kind) {
+    case "var_empty":
+      return streamSize(variables.get(condition.name) ?? { kind: "elements", items: [] }) === 0;
+    case "var_not_empty":
+      return streamSize(variables.get(condition.name) ?? { kind: "elements", items: [] }) > 0;
+    case "var_min_size":
+      return streamSize(variables.get(condition.name) ?? { kind: "elements", items: [] }) >= condition.size;
+    case "prev_not_empty":
+      return previous !== undefined && streamSize(previous) > 0;
+    default:
+      return unreachable(condition, "condition");
+  }
+}
+
+async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string): Promise<Element[]> {
+  const { view } = scope.context;
+  switch (ref.kind) {
+    case "all":
+      return (await view.allIds(kind)).map((id) => ({ kind, id }));
+    case "ids":
+      return existing(view, kind, ref.ids);
+    case "var":
+      return variableElements(scope.variables, ref.name, kind, where);
+    case "param":
+      return existing(view, kind, parameterIds(scope.parameters, ref.name, where));
+    default:
+      return unreachable(ref, "reference");
+  }
+}
+
+/** The current element `depth` sub-traversals out (0: this one's), refused where there is none. */
+function contextAt(depth: number, scope: EvalScope): Stream {
+  const outer = scope.outerContexts ?? [];
+  const stream = depth === 0 ? scope.contextStream : outer[outer.length - depth];
+  if (stream !== undefined) return stream;
+  if (depth === 0) throw new SilkError("malformed_tree", "context is only valid inside a sub-traversal");
+  throw new SilkError("malformed_tree", `context at depth ${depth} needs ${depth} enclosing sub-traversals with a current element`);
+}
+
+async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
+  if (bound.kind === "literal") return bound.value;
+  const value = await evaluateExpr(bound.expr, undefined, scope);
+  const number = typeof value === "bigint" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
+    throw new SilkError("invalid_type", "a limit, skip or range bound must be a non-negative integer");
+  }
+  return number;
+}
+
+export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
+  const { view, deadline } = scope.context;
+  // Every step, a sub-traversal's included, is a point where the invocation may let other requests run.
+  if (deadline.checkSlice()) await deadline.pause();
+  switch (step.op) {
+    case "nodes":
+    case "edges":
+    case "vectors":
+      return elements(await resolveRef(step.ref, sourceKind(step.op), scope, step.op));
+    case "nodes_where":
+    case "edges_where":
+    case "vectors_where": {
+      const kind = sourceKind(step.op);
+      const ids = await sourceIds(step.op, kind, step.predicate, scope);
+      const candidates = await loaded(view, ids.map((id) => ({ kind, id })));
+      return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope), scope));
+    }
+    case "context":
+      return contextAt(step.depth ?? 0, scope);
+    case "out":
+    case "in":
+    case "both":
+    case "out_e":
+    case "in_e":
+    case "both_e":
+    case "out_n":
+    case "in_n":
+    case "other_n":
+      return traverse(step, scope);
+    case "has":
+    case "has_label":
+    case "has_key":
+    case "where":
+      return elements(await filterStep(step, scope));
+    case "dedup":
+    case "within":
+    case "without":
+      return distinct(step, scope);
+    case "limit":
+    case "skip":
+    case "range":
+      return page(step, scope);
+    case "order_by":
+    case "order_by_multiple":
+    case "fold":
+    case "unfold":
+    case "edge_has":
+    case "edge_has_label":
+      return reshape(step, await evalStep(step.input, scope), scope);
+    case "union":
+    case "coalesce":
+    case "optional":
+    case "choose":
+      return branch(step, await evalStep(step.input, scope), scope);
+    case "repeat":
+      return repeat(step, await evalStep(step.input, scope), scope);
+    case "intersect":
+      return intersect(step, await evalStep(step.input, scope), scope);
+    case "inject":
+    case "as":
+    case "store":
+    case "select":
+      return named(step, scope);
+    case "count":
+    case "exists":
+    case "id":
+    case "label":
+      return summarize(step, scope);
+    case "values":
+    case "value_map":
+    case "project":
+      return project(step, scope);
+    case "aggregate":
+      return aggregate(step, await evalStep(step.input, scope), scope);
+    case "group_count":
+    case "aggregate_by":
+      return group(step, await evalStep(step.input, scope), scope);
+    case "group":
+      return groupsByValue(step.path, true, await evalStep(step.input, scope), scope);
+    case "shortest_path":
+      return shortestPaths(step, await evalStep(step.input, scope), scope);
+    case "path":
+    case "simple_path":
+      return walk(step, scope);
+    case "bind":
+    case "project_bindings":
+    case "edge_properties":
+      return bindings(step, scope);
+    case "with_sack":
+    case "sack_set":
+    case "sack_add":
+    case "sack_get":
+      return sack(step, await evalStep(step.input, scope), scope);
+    case "vector_search":
+    case "text_search":
+      return search(step, scope);
+    case "rerank_rrf":
+    case "rerank_mmr":
+      return rerank(step, scope);
+    case "add_n":
+    case "add_e":
+    case "add_v":
+    case "set_property":
+    case "update":
+    case "remove_property":
+    case "drop":
+      requireWritable(scope, step.op);
+      return mutate(step, scope);
+    case "drop_edge":
+    case "drop_edge_by_id":
+      requireWritable(scope, step.op);
+      return dropEdges(step, scope);
+    case "upsert_n":
+    case "upsert_v":
+    case "upsert_e":
+      requireWritable(scope, step.op);
+      return upsert(step, await evalStep(step.input, scope), scope);
+    default:
+      return unreachable(step, "step");
+  }
+}
+
+/** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
+async function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Promise<Stream> {
+  const input = await evalStep(step.input, scope);
+  if (step.op !== "dedup") {
+    const other = scope.variables.get(step.variable);
+    if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
+    const members = new Set(elementsOf(other, step.op).map((item) => item.id));
+    return elements(elementsOf(input, step.op).filter((item) => members.has(item.id) === (step.op === "within")));
+  }
+  if (input.kind === "scalar") return input;
+  if (input.kind === "values") {
+    const seen = new Set<string>();
+    return { kind: "values", items: input.items.filter((item) => !seen.has(JSON.stringify(item)) && (seen.add(JSON.stringify(item)), true)) };
+  }
+  const seen = new Set<bigint>();
+  return elements(input.items.filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+}
+
+/** `count` and `exists` of any stream; `id` and `label` of records. */
+async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Promise<Stream> {
+  if (step.op === "count") {
+    const counted = await countWithoutElements(step.input, scope);
+    if (counted !== undefined) return { kind: "scalar", value: counted };
+  }
+  const input = await evalStep(step.input, scope);
+  const op = step.op;
+  switch (op) {
+    case "count":
+      return { kind: "scalar", value: input.kind === "scalar" ? 1 : input.items.length };
+    case "exists":
+      return { kind: "scalar", value: (input.kind === "scalar" || input.items.length > 0) !== step.negate };
+    case "id":
+      return { kind: "values", items: elementsOf(input, "id").map((item) => scope.context.renderId(item.id)) };
+    case "label":
+      return { kind: "values", items: (await loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
+    default:
+      return unreachable(op, "step");
+  }
+}
+
+type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;
+
+/** Node → node (`out`, `in`, `both`), node → edge (`*_e`) and edge → node (`*_n`). */
+async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> {
+  const { view } = scope.context;
+  const items = elementsOf(await evalStep(step.input, scope), step.op);
+  if (carriesRows(items, scope)) return traverseRows(step, items, scope);
+  switch (step.op) {
+    case "out":
+    case "in":
+      return elements(await view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label));
+    case "both":
+      return elements(neighboursOf(await adjacencyOf(view, items, ["out", "in"], step.label)));
+    case "out_e":
+    case "in_e":
+    case "both_e": {
+      const directions: Direction[] = step.op === "both_e" ? ["out", "in"] : [step.op === "out_e" ? "out" : "in"];
+      const owners = items.filter((item) => item.kind !== "edge");
+      const lists = await adjacencyOf(view, owners, directions, step.label);
+      const edges: Element[] = [];
+      lists.forEach((list, i) => {
+        for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
+      });
+      return elements(edges);
+    }
+    case "out_n":
+    case "in_n":
+    case "other_n": {
+      const ends: Element[] = [];
+      for (const element of await loaded(view, items.filter((item) => item.kind === "edge"))) {
+        const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
+        // other_n: the end the edge was not reached from; an edge not reached from a record gives its target.
+        const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
+        ends.push(source ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
+      }
+      return elements(ends);
+    }
+    default:
+      return unreachable(step, "traversal");
+  }
+}
+
+
+async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>, scope: EvalScope): Promise<Element[]> {
+  const kept: Element[] = [];
+  for (const element of items) {
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    if (await keep(element)) kept.push(element);
+  }
+  return kept;
+}
+
+async function filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>, scope: EvalScope): Promise<Element[]> {
+  const items = await loaded(scope.context.view, elementsOf(await evalStep(step.input, scope), step.op));
+  switch (step.op) {
+    case "has":
+      return filterElements(items, (element) =>
+        evaluatePredicate({ kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, element, scope),
+        scope,
+      );
+    case "has_label":
+      return items.filter((element) => element.record!.label === step.label);
+    case "has_key":
+      return filterElements(items, (element) => evaluatePredicate({ kind: "has_key", path: step.path }, element, scope), scope);
+    case "where":
+      return filterElements(items, (element) => evaluatePredicate(step.predicate, element, scope), scope);
+    default:
+      return unreachable(step, "filter");
+  }
+}
+
+async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<Stream> {
+  const paged = step.op === "skip" ? undefined : await pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
+  if (paged !== undefined) return elements(paged);
+  const input = await evalStep(step.input, scope);
+  if (input.kind === "scalar") return input;
+  let start = 0;
+  let end = Number.MAX_SAFE_INTEGER;
+  if (step.op === "limit") end = await evalBound(step.count, scope);
+  if (step.op === "skip") start = await evalBound(step.count, scope);
+  if (step.op === "range") {
+    start = await evalBound(step.start, scope);
+    end = await evalBound(step.end, scope);
+  }
+  return input.kind === "values" ? { kind: "values", items: input.items.slice(start, end) } : elements(input.items.slice(start, end));
+}
+
+/**
+ * A `limit`'s or `range`'s [start, end) evaluated before its input (pushdown.ts `plainBound`), for a page read
+ * without building the stream; undefined when a bound is not plain or fails, and then `page` evaluates it after the input,
+ * so an error of the input is still the one answered.
+ */
+async function boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<[number, number] | undefined> {
+  // A skip keeps every element after its count: nothing short of the whole stream answers it.
+  if (step.op === "skip") return undefined;
+  const [start, end] = step.op === "range" ? [step.start, step.end] : [undefined, step.count];
+  if ((start !== undefined && !plainBound(start)) || !plainBound(end)) return undefined;
+  try {
+    return [start === undefined ? 0 : await evalBound(start, scope), await evalBound(end, scope)];
+  } catch (cause) {
+    if (cause instanceof SilkError) return undefined;
+    throw cause;
+  }
+}
+
+/**
+ * Renders a returned stream. Records show their state at the end of the transaction: after a write, every record is
+ * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
+ */
+async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
+  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view, context.renderId);
+  // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
+  const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
+  return streamToJson({ kind: "elements", items }, context.view, context.renderId);
+}

@@ -1,0 +1,93 @@
+/**
+ * The steps that turn records into JSON rows: `values`, `value_map` and `project`. Rows are already in their JSON
+ * form (IDs as decimal strings, dates as ISO strings), so a values stream needs no rendering later.
+ *
+ * Rows are shaped as HelixDB v3 serialises them (crates/db/src/execution/interpreter/stream/projection/rows.rs): a
+ * property the element does not have is left out of its row, not given as null; `values` answers one object per
+ * element (elements with none of the properties give no object); a search hit's `$distance` or `$score` reads like a
+ * property. Expression items of `project` are always present, null when they evaluate to nothing, as there.
+ */
+import type { Step } from "../../protocol/tree.js";
+import { valueToJson, type Value } from "../../protocol/values.js";
+import { evaluateExpr, type EvalScope } from "./predicates.js";
+import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
+import { unreachable } from "../../protocol/errors.js";
+
+/**
+ * One property of a loaded element in JSON form, undefined when the element has none. Virtual properties: `$id`,
+ * `$label`, an edge's `$from` and `$to`, and a search hit's `$distance` (vector searches) or `$score` (text searches
+ * and rerankers), which the hit keeps until a step leaves the hit stream.
+ */
+export async function propertyJson(element: Element, path: string, scope: EvalScope): Promise<unknown> {
+  const virtual = virtualPropertyJson(element.record!, path, scope.context.renderId);
+  if (virtual !== undefined) return virtual;
+  const { hit } = element;
+  if (path === "$distance") return hit?.measure === "distance" ? hit.score : undefined;
+  if (path === "$score") return hit?.measure === "relevance" ? hit.score : undefined;
+  const value = await evaluateExpr({ kind: "property", path }, element, scope);
+  return value === undefined ? undefined : valueToJson(value);
+}
+
+export async function project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Promise<Stream> {
+  const items = await loaded(scope.context.view, elementsOf(await scope.evalStep(step.input, scope), step.op));
+  const { deadline } = scope.context;
+  switch (step.op) {
+    case "values": {
+      // `items` keep one value per element and property (null for a missing one): the flat form expressions such as
+      // `first` read (HelixQL's `x::ToN::{age}`). The answer is HelixDB's: one object per element.
+      const values: unknown[] = [];
+      const rows: Record<string, unknown>[] = [];
+      for (const element of items) {
+        if (deadline.tick()) await deadline.pause();
+        const row = await selectedRow(element, step.properties, scope);
+        for (const path of step.properties) values.push(row[path] ?? null);
+        if (Object.keys(row).length > 0) rows.push(row);
+      }
+      return valuesStream(values, rows);
+    }
+    case "value_map": {
+      const rows: unknown[] = [];
+      for (const element of items) {
+        if (deadline.tick()) await deadline.pause();
+        rows.push(step.properties === undefined ? recordToJson(element.record!, scope.context.renderId) : await selectedRow(element, step.properties, scope));
+      }
+      return valuesStream(rows);
+    }
+    case "project": {
+      const rows: unknown[] = [];
+      for (const element of items) {
+        if (deadline.tick()) await deadline.pause();
+        rows.push(await projectRow(step, element, scope));
+      }
+      return valuesStream(rows);
+    }
+    default:
+      return unreachable(step, "projection step");
+  }
+}
+
+/** The listed properties the element has, keyed by path as written; missing ones are left out. */
+async function selectedRow(element: Element, paths: readonly string[], scope: EvalScope): Promise<Record<string, unknown>> {
+  const row: Record<string, unknown> = {};
+  for (const path of paths) {
+    const value = await propertyJson(element, path, scope);
+    if (value !== undefined) row[path] = value;
+  }
+  return row;
+}
+
+/** One row of `project`: the whole record first when `all` (less `exclude`), then each projection in order. */
+async function projectRow(step: Extract<Step, { op: "project" }>, element: Element, scope: EvalScope): Promise<Record<string, unknown>> {
+  const row: Record<string, unknown> = step.all ? recordToJson(element.record!, scope.context.renderId) : {};
+  for (const name of step.exclude) delete row[name];
+  for (const projection of step.projections) {
+    if (projection.kind === "property") {
+      const value = await propertyJson(element, projection.source, scope);
+      if (value !== undefined) row[projection.alias] = value;
+    } else {
+      const value = await evaluateExpr(projection.expr, element, scope);
+      row[projection.alias] = value === undefined ? null : valueToJson(value as Value);
+    }
+  }
+  return row;
+}

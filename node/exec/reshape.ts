@@ -1,0 +1,140 @@
+/**
+ * Steps that reshape or name a whole stream: `fold` / `unfold`, `order_by` / `order_by_multiple`, the
+ * edge filters `edge_has` / `edge_has_label`, and the named streams `inject`, `as`, `store` and `select` (which read
+ * and write the invocation's variables, the same names entries define).
+ */
+import { SilkError, unreachable } from "../../protocol/errors.js";
+import type { RecordKind } from "../../protocol/records.js";
+import type { Expr, Order, OrderRule, Step } from "../../protocol/tree.js";
+import { compareValues, type Value } from "../../protocol/values.js";
+import { evalInput } from "./mutations.js";
+import { pacedSort } from "./paced-sort.js";
+import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
+import { concatStreams, elements, elementsOf, loaded, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
+
+type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
+
+export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Promise<Stream> {
+  const { view } = scope.context;
+  switch (step.op) {
+    case "fold":
+      // One array of the stream's JSON form (records as record objects): a barrier, like Gremlin's fold.
+      return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view, scope.context.renderId)] : await streamToJson(input, view, scope.context.renderId) };
+    case "unfold":
+      return unfold(input);
+    case "order_by":
+      return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], step.rule, scope));
+    case "order_by_multiple": {
+      const orderings = step.orderings.map(([path, order]): [Expr, Order] => [{ kind: "property", path }, order]);
+      return elements(await ordered(elementsOf(input, step.op), orderings, step.rule, scope));
+    }
+    case "edge_has": {
+      const value = (await evalInput(step.value, scope)) as Value;
+      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      const kept: Element[] = [];
+      for (const edge of edges) {
+        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+        const predicate = { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value } } as const;
+        if (await evaluatePredicate(predicate, edge, scope)) kept.push(edge);
+      }
+      return elements(kept);
+    }
+    case "edge_has_label": {
+      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      return elements(edges.filter((edge) => edge.record!.label === step.label));
+    }
+    default:
+      return unreachable(step, "step");
+  }
+}
+
+/** A folded array (or a values stream of arrays) spread into its items; records pass through. */
+function unfold(input: Stream): Stream {
+  switch (input.kind) {
+    case "elements":
+      return input;
+    case "values":
+      return valuesStream(input.items.flatMap((item) => (Array.isArray(item) ? item : [item])));
+    case "scalar":
+      return valuesStream(Array.isArray(input.value) ? input.value : input.value === null || input.value === undefined ? [] : [input.value]);
+    default:
+      return unreachable(input, "stream");
+  }
+}
+
+/**
+ * Records sorted by each key in turn (an expression evaluated with the record as the current element). A key that is
+ * absent or null is missing; where missing keys go and how ties break is the step's rule (protocol/tree.ts
+ * OrderRule): HelixDB v3 ranks a missing key below every value and breaks ties by element, HelixQL puts missing keys
+ * last in either order and keeps ties in stream order (the sort is stable).
+ */
+async function ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, scope: EvalScope): Promise<Element[]> {
+  const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
+  for (const element of await loaded(scope.context.view, items)) {
+    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    const keys: (Value | undefined)[] = [];
+    for (const [by] of orderings) keys.push(await evaluateExpr(by, element, scope));
+    keyed.push({ element, keys });
+  }
+  const sorted = await pacedSort(keyed, (a, b) => {
+    for (let i = 0; i < orderings.length; i += 1) {
+      const [left, right] = [a.keys[i], b.keys[i]];
+      const direction = orderings[i][1] === "asc" ? 1 : -1;
+      const leftMissing = left === undefined || left === null;
+      const rightMissing = right === undefined || right === null;
+      if (leftMissing || rightMissing) {
+        if (leftMissing === rightMissing) continue;
+        // HelixDB v3: missing is below every value, so the direction flips it; HelixQL: last either way.
+        return (leftMissing ? 1 : -1) * (rule === "helixdb_v3" ? -direction : 1);
+      }
+      const order = (compareValues(left, right) ?? 0) * direction;
+      if (order !== 0) return order;
+    }
+    return rule === "helixdb_v3" ? compareElements(a.element, b.element) : 0;
+  }, scope.context.deadline);
+  return sorted.map((item) => item.element);
+}
+
+/** HelixDB v3's tie-break: by the element, nodes before edges (before Silk's vectors), then by ID ascending. */
+const KIND_RANK: Readonly<Record<RecordKind, number>> = { node: 0, edge: 1, vector: 2 };
+
+function compareElements(left: Element, right: Element): number {
+  const kinds = KIND_RANK[left.kind] - KIND_RANK[right.kind];
+  if (kinds !== 0) return kinds;
+  return left.id < right.id ? -1 : left.id > right.id ? 1 : 0;
+}
+
+type NamedStep = Extract<Step, { op: "inject" | "as" | "store" | "select" }>;
+
+/** `as` binds the stream to a name and passes it on; `store` appends to the name; `select` and `inject` read one. */
+export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> {
+  const { variables } = scope;
+  const lookup = (name: string): Stream => {
+    const stream = variables.get(name);
+    if (stream === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry or step defines ${JSON.stringify(name)}`);
+    return stream;
+  };
+  switch (step.op) {
+    case "as": {
+      const stream = await scope.evalStep(step.input, scope);
+      variables.set(step.name, stream);
+      return stream;
+    }
+    case "store": {
+      const stream = await scope.evalStep(step.input, scope);
+      const earlier = variables.get(step.name);
+      variables.set(step.name, earlier === undefined ? stream : await concatStreams([earlier, stream], scope.context.view, scope.context.renderId));
+      return stream;
+    }
+    case "select":
+      await scope.evalStep(step.input, scope);
+      return lookup(step.name);
+    case "inject": {
+      const injected = lookup(step.variable);
+      if (step.input === undefined) return injected;
+      return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
+    }
+    default:
+      return unreachable(step, "step");
+  }
+}
