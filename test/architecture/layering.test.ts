@@ -7,6 +7,12 @@
  * builder) import nothing of ours and one pure-JavaScript package, so a browser or edge bundle never pulls in the engine, the parser or node: modules. The
  * chaos harness (chaos/) stands outside the engine: it reaches a cluster over HTTP and NATS. Every
  * top-level folder that holds TypeScript is either in the table or one of the tools that may import anything.
+ *
+ * Inside node/, the folders follow a partition's data: the definitions every folder shares sit at the bottom, in
+ * node/ itself (the key layout, the record codec, the contract of an index family, the UNIQUE edge error); indexes/
+ * above them; store/ and exec/ side by side above indexes/ (the store maintains index entries in its write
+ * transactions, the executor plans with index encodings and searches, and neither imports the other: the executor
+ * reads through its BaseReader interface); actor/ on top, joining a store's snapshots to the executor.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve, dirname } from "node:path";
@@ -25,6 +31,14 @@ const allowed: Record<string, string[]> = {
   // The chaos harness (docs/CHAOS.md) drives a cluster from outside: it reads cluster/nats/'s manifest, leases and
   // intents; the CLI (bin/chaos.ts) hands it the way to start processes.
   chaos: ["protocol", "cluster", "chaos"],
+};
+/** The folders of node/ ("." is node/'s own files, the bottom) and the folders of node/ each may import. */
+const NODE_FOLDERS: Record<string, string[]> = {
+  ".": ["."],
+  indexes: [".", "indexes"],
+  store: [".", "indexes", "store"],
+  exec: [".", "indexes", "exec"],
+  actor: [".", "indexes", "store", "exec", "actor"],
 };
 /** Folders outside the layers: the CLI, benchmarks, build scripts and tests may import any layer. */
 const TOOLS = ["bin", "bench", "scripts", "test"];
@@ -46,14 +60,25 @@ function sourceFiles(folder: string): string[] {
   return files;
 }
 
+/** The repository paths a file names in relative `from "…"`, `import "…"` and `import("…")` specifiers. */
+function relativeImports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(?\s*)"(\.{1,2}\/[^"]+)"/g)].map((match) => relative(root, resolve(dirname(file), match[1])));
+}
+
+/** The node/ folder of a repository path: "." for a file of node/ itself, undefined outside node/. */
+function nodeFolderOf(path: string): string | undefined {
+  const parts = path.split("/");
+  if (parts[0] !== "node") return undefined;
+  return parts.length === 2 ? "." : parts[1];
+}
+
 describe("layering", () => {
   for (const [layer, may] of Object.entries(allowed)) {
     it(`${layer}/ imports only from ${may.join(", ")}`, () => {
       const violations: string[] = [];
       for (const file of sourceFiles(join(root, layer))) {
-        const text = readFileSync(file, "utf8");
-        for (const match of text.matchAll(/from\s+"(\.{1,2}\/[^"]+)"/g)) {
-          const target = relative(root, resolve(dirname(file), match[1]));
+        for (const target of relativeImports(file)) {
           const top = target.split("/")[0];
           if (!may.includes(top)) violations.push(`${relative(root, file)} imports ${target}`);
         }
@@ -70,12 +95,33 @@ describe("layering", () => {
     expect(unknown).toEqual([]);
   });
 
+  for (const [folder, may] of Object.entries(NODE_FOLDERS)) {
+    const name = folder === "." ? "node/'s own files" : `node/${folder}/`;
+    it(`${name} import, of node/, only ${may.map((other) => (other === "." ? "node/'s own files" : `node/${other}/`)).join(", ")}`, () => {
+      const files = sourceFiles(join(root, "node")).filter((file) => nodeFolderOf(relative(root, file)) === folder);
+      expect(files.length).toBeGreaterThan(0);
+      const violations: string[] = [];
+      for (const file of files) {
+        for (const target of relativeImports(file)) {
+          const targetFolder = nodeFolderOf(target);
+          if (targetFolder !== undefined && !may.includes(targetFolder)) violations.push(`${relative(root, file)} imports ${target}`);
+        }
+      }
+      expect(violations).toEqual([]);
+    });
+  }
+
+  it("every folder of node/ is in the table of node/'s folders, and holds no folder of its own", () => {
+    const unknown = sourceFiles(join(root, "node"))
+      .map((file) => relative(root, file))
+      .filter((path) => !((nodeFolderOf(path) ?? "") in NODE_FOLDERS) || path.split("/").length > 3);
+    expect(unknown).toEqual([]);
+  });
+
   it("cluster/ outside cluster/nats/ imports nothing of cluster/nats/ (the coordinator is the same in process and over NATS)", () => {
     const violations: string[] = [];
     for (const file of sourceFiles(join(root, "cluster")).filter((path) => !relative(root, path).startsWith("cluster/nats/"))) {
-      const text = readFileSync(file, "utf8");
-      for (const match of text.matchAll(/from\s+"(\.{1,2}\/[^"]+)"/g)) {
-        const target = relative(root, resolve(dirname(file), match[1]));
+      for (const target of relativeImports(file)) {
         if (target.startsWith("cluster/nats/")) violations.push(`${relative(root, file)} imports ${target}`);
       }
     }
