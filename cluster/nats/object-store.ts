@@ -1,57 +1,40 @@
 /**
- * A JetStream Object Store bucket (NATS ADR-20), written and read through @nats-io/jetstream: the layout the NATS
- * clients' object stores use, so `nats object ls|get` reads what Silk wrote. (The @nats-io/obj package is not a
- * dependency of Silk; this module implements the part of it Silk needs: put, get, info, list, delete.)
+ * The cluster's JetStream Object Store bucket (NATS ADR-20), through @nats-io/obj: the layout the NATS clients' object
+ * stores use, so `nats object ls|get` reads what Silk wrote. The library writes and reads it (chunks on
+ * `$O.<bucket>.C.<nuid>`, then the info with the SHA-256 digest on `$O.<bucket>.M.<name>` as the commit point, the
+ * previous object's chunks purged once it is replaced; the digest checked as an object is read). What Silk adds:
  *
- * - Bucket `B` is the stream `OBJ_B` (file storage, `num_replicas` as the cluster's streams, discard new, rollup
- *   headers allowed) over the subjects `$O.B.C.>` (chunks) and `$O.B.M.>` (object infos).
- * - An object is its chunks, published in order on `$O.B.C.<nuid>` (a fresh nuid per put), then its info (JSON: name,
- *   bucket, nuid, size, chunks, digest `SHA-256=<base64url>`) on `$O.B.M.<base64url of the name>` with the header
- *   `Nats-Rollup: sub`, which leaves only the newest info of the name. The info is the commit point: a put that fails
- *   before it leaves chunks no info names (purged when it can), and readers keep the previous object.
- * - A put over an existing name purges the old object's chunks after its info is replaced; a delete writes an info
- *   marked `deleted` and purges the chunks.
+ * - the bucket's stream is file storage with the cluster's replica count, and creating it races the other replicas
+ *   doing the same (`creatingRacing`); `bind` answers undefined where no bucket exists;
+ * - a put takes an async iterable (the snapshot's files are packed on the fly) in chunks of up to 512 KiB (ADR-20's
+ *   default, 128 KiB, costs four times the acknowledgements; the library clamps it to the server's max_payload);
+ * - a read hands the chunks to a writer as they come (a snapshot goes to disk, never whole into memory), ends when
+ *   none came for READ_IDLE_MS (the library's read waits for ever on chunks purged under it), and answers
+ *   `snapshot_invalid` for an object that is cut short or does not match its digest.
  *
  * Invariant: `read` hands out bytes only of an object whose info it read first, and fails with `snapshot_invalid`
- * unless the chunks it read add up to the info's size, count and SHA-256 digest; a caller must treat what it was
- * handed as unusable until `read` resolved.
+ * unless they add up to the info's size and SHA-256 digest; a caller must treat what it was handed as unusable until
+ * `read` resolved.
  */
-import { createHash } from "node:crypto";
-import { headers, nuid, type NatsConnection } from "@nats-io/nats-core";
-import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { Objm, type ObjectInfo, type ObjectStore } from "@nats-io/obj";
 import { SilkError } from "../../protocol/errors.js";
-import { messageBytesMax } from "./message-size.js";
 import { creatingRacing, whileUnanswered } from "./partition-log.js";
 
-/** ADR-20's default is 128 KiB; larger chunks cost fewer acknowledgements (bounded by the server's max_payload). */
+/** ADR-20's default is 128 KiB; larger chunks cost fewer acknowledgements (the library clamps to max_payload). */
 const CHUNK_BYTES_MAX = 512 * 1024;
-/** Room for the headers of a chunk message. */
-const CHUNK_HEADROOM_BYTES = 4 * 1024;
-/** Chunk publishes in flight at once during a put. */
-const PUBLISH_WINDOW = 32;
+/** How long a put waits for each chunk's acknowledgement. */
 const PUBLISH_TIMEOUT_MS = 10_000;
 /** A read that receives no chunk for this long ends (short: `snapshot_invalid`). */
 const READ_IDLE_MS = 10_000;
 
-export interface ObjectInfo {
-  readonly name: string;
-  readonly bucket: string;
-  readonly nuid: string;
-  readonly size: number;
-  readonly chunks: number;
-  /** `SHA-256=<base64url, padded>`, as ADR-20 writes it. */
-  readonly digest: string;
-  readonly description?: string;
-  readonly deleted?: boolean;
-}
-
 export class ObjectBucket {
+  /** The bucket's stream, `OBJ_<bucket>`. */
   readonly stream: string;
 
   private constructor(
-    private readonly nc: NatsConnection,
-    private readonly js: JetStreamClient,
-    private readonly jsm: JetStreamManager,
+    private readonly store: ObjectStore,
     readonly bucket: string,
   ) {
     this.stream = `OBJ_${bucket}`;
@@ -59,112 +42,48 @@ export class ObjectBucket {
 
   /** Binds to the bucket, creating its stream when absent (idempotent across processes). */
   static async open(nc: NatsConnection, bucket: string, replicas: number): Promise<ObjectBucket> {
-    const jsm = await whileUnanswered(() => jetstreamManager(nc));
-    const store = new ObjectBucket(nc, jetstream(nc), jsm, bucket);
-    await creatingRacing(async () => {
-      try {
-        await jsm.streams.info(store.stream);
-      } catch (cause) {
-        if (!(cause instanceof JetStreamApiError && cause.code === JetStreamApiCodes.StreamNotFound)) throw cause;
-        await jsm.streams.add({
-          name: store.stream,
-          subjects: [`$O.${bucket}.C.>`, `$O.${bucket}.M.>`],
-          num_replicas: replicas,
-          storage: StorageType.File,
-          discard: DiscardPolicy.New,
-          allow_rollup_hdrs: true,
-          allow_direct: true,
-        });
-      }
+    await whileUnanswered(() => jetstreamManager(nc)); // JetStream answers before the library looks the stream up
+    const objm = new Objm(nc);
+    const store = await creatingRacing(async () => {
+      const created = await objm.create(bucket, { replicas, storage: StorageType.File });
+      // The library creates the stream only where it was told "stream not found" and ignores other errors of that
+      // look-up: the status shows the stream exists (or throws the error, retried while JetStream has no answer).
+      await created.status();
+      return created;
     });
-    return store;
+    return new ObjectBucket(store, bucket);
   }
 
   /** Binds to the bucket when its stream exists; undefined when it does not. */
   static async bind(nc: NatsConnection, bucket: string): Promise<ObjectBucket | undefined> {
     const jsm = await whileUnanswered(() => jetstreamManager(nc));
-    const store = new ObjectBucket(nc, jetstream(nc), jsm, bucket);
+    const objm = new Objm(nc);
+    const store = await objm.open(bucket, false);
+    const bound = new ObjectBucket(store, bucket);
     try {
-      await jsm.streams.info(store.stream);
-      return store;
+      await jsm.streams.info(bound.stream);
+      return bound;
     } catch (cause) {
       if (cause instanceof JetStreamApiError && cause.code === JetStreamApiCodes.StreamNotFound) return undefined;
       throw cause;
     }
   }
 
-  private chunkSubject(id: string): string {
-    return `$O.${this.bucket}.C.${id}`;
-  }
-
-  private metaSubject(name: string): string {
-    return `$O.${this.bucket}.M.${encodeName(name)}`;
-  }
-
   /** Stores `source`'s bytes as the object `name`, replacing any object of that name once whole. */
   async put(name: string, source: AsyncIterable<Uint8Array>, description?: string): Promise<ObjectInfo> {
-    const id = nuid.next();
-    const subject = this.chunkSubject(id);
-    const chunkBytes = Math.min(CHUNK_BYTES_MAX, messageBytesMax(this.nc) - CHUNK_HEADROOM_BYTES);
-    const hash = createHash("sha256");
-    const inFlight: Promise<PubAck>[] = [];
-    let size = 0;
-    let chunks = 0;
-    let pending = Buffer.alloc(0);
-    const send = async (chunk: Buffer): Promise<void> => {
-      hash.update(chunk);
-      size += chunk.byteLength;
-      chunks += 1;
-      inFlight.push(this.js.publish(subject, chunk, { timeout: PUBLISH_TIMEOUT_MS }));
-      if (inFlight.length >= PUBLISH_WINDOW) await inFlight.shift();
-    };
-    try {
-      for await (const piece of source) {
-        pending = pending.byteLength === 0 ? Buffer.from(piece) : Buffer.concat([pending, piece]);
-        while (pending.byteLength >= chunkBytes) {
-          await send(pending.subarray(0, chunkBytes));
-          pending = pending.subarray(chunkBytes);
-        }
-      }
-      if (pending.byteLength > 0) await send(pending);
-      await Promise.all(inFlight);
-    } catch (cause) {
-      await Promise.allSettled(inFlight);
-      await this.jsm.streams.purge(this.stream, { filter: subject }).catch(() => undefined);
-      throw cause;
-    }
-    const previous = await this.info(name);
-    const info: ObjectInfo = { name, bucket: this.bucket, nuid: id, size, chunks, digest: `SHA-256=${base64url(hash.digest())}`, ...(description === undefined ? {} : { description }) };
-    await this.publishInfo(info);
-    if (previous !== undefined) await this.jsm.streams.purge(this.stream, { filter: this.chunkSubject(previous.nuid) });
-    return info;
-  }
-
-  private async publishInfo(info: ObjectInfo): Promise<void> {
-    const head = headers();
-    head.set("Nats-Rollup", "sub");
-    await this.js.publish(this.metaSubject(info.name), JSON.stringify(info), { headers: head, timeout: PUBLISH_TIMEOUT_MS });
+    const meta = { name, options: { max_chunk_size: CHUNK_BYTES_MAX }, ...(description === undefined ? {} : { description }) };
+    return this.store.put(meta, streamOf(source), { timeout: PUBLISH_TIMEOUT_MS });
   }
 
   /** The object's info; undefined when there is none of that name, or it was deleted. */
   async info(name: string): Promise<ObjectInfo | undefined> {
-    const message = await this.jsm.streams.getMessage(this.stream, { last_by_subj: this.metaSubject(name) });
-    if (message === null) return undefined;
-    const info = JSON.parse(new TextDecoder().decode(message.data)) as ObjectInfo;
-    return info.deleted === true ? undefined : info;
+    const info = await this.store.info(name);
+    return info === null || info.deleted ? undefined : info;
   }
 
   /** Every object of the bucket (deleted ones left out). */
   async list(): Promise<ObjectInfo[]> {
-    const state = (await this.jsm.streams.info(this.stream, { subjects_filter: `$O.${this.bucket}.M.>` })).state;
-    const infos: ObjectInfo[] = [];
-    for (const subject of Object.keys(state.subjects ?? {})) {
-      const message = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
-      if (message === null) continue;
-      const info = JSON.parse(new TextDecoder().decode(message.data)) as ObjectInfo;
-      if (info.deleted !== true) infos.push(info);
-    }
-    return infos;
+    return (await this.store.list()).filter((info) => !info.deleted);
   }
 
   /**
@@ -172,57 +91,66 @@ export class ObjectBucket {
    * module comment); undefined when there is no such object.
    */
   async read(name: string, write: (chunk: Uint8Array) => Promise<void>): Promise<ObjectInfo | undefined> {
-    const info = await this.info(name);
-    if (info === undefined) return undefined;
-    const hash = createHash("sha256");
+    const invalid = (why: string): SilkError => new SilkError("snapshot_invalid", `object ${name} of ${this.stream} ${why}`);
+    let result;
+    try {
+      result = await this.store.get(name);
+    } catch (cause) {
+      if (cause instanceof Error && /digest/.test(cause.message)) throw invalid(`has an info the library cannot read: ${cause.message}`);
+      throw cause;
+    }
+    if (result === null) return undefined;
+    const { info } = result;
+    const reader = result.data.getReader();
     let size = 0;
-    let chunks = 0;
-    if (info.chunks > 0) {
-      const consumer = await this.js.consumers.get(this.stream, { filter_subjects: this.chunkSubject(info.nuid) });
-      const messages = await consumer.consume({ max_messages: 16 });
-      // Chunks purged under the read (the object replaced meanwhile) never come: the read ends short after a while.
-      let idle: NodeJS.Timeout | undefined;
-      const watch = (): void => {
-        clearTimeout(idle);
-        idle = setTimeout(() => void messages.stop(), READ_IDLE_MS);
-      };
-      watch();
-      try {
-        for await (const message of messages) {
-          watch();
-          hash.update(message.data);
-          size += message.data.byteLength;
-          chunks += 1;
-          await write(message.data);
-          if (chunks === info.chunks || message.info.pending === 0) break;
+    let stalled = false;
+    let done = false;
+    let idle: NodeJS.Timeout | undefined;
+    try {
+      while (!done) {
+        idle = setTimeout(() => {
+          stalled = true;
+          void reader.cancel();
+        }, READ_IDLE_MS);
+        let chunk: Uint8Array | undefined;
+        try {
+          ({ done, value: chunk } = await reader.read());
+        } catch (cause) {
+          // The library fails the stream when the chunks it read do not match the info's digest, or its consumer failed.
+          throw invalid(`is not whole: ${cause instanceof Error ? cause.message : String(cause)}`);
+        } finally {
+          clearTimeout(idle);
         }
-      } finally {
-        clearTimeout(idle);
-        await messages.close();
+        if (chunk === undefined) continue;
+        size += chunk.byteLength;
+        await write(chunk);
       }
+    } finally {
+      // `write` failed (the library's consumer stops), or the stream failed (nothing left to cancel).
+      if (!done) await reader.cancel().catch(() => undefined);
+      reader.releaseLock();
     }
-    const digest = `SHA-256=${base64url(hash.digest())}`;
-    if (chunks !== info.chunks || size !== info.size || digest !== info.digest) {
-      throw new SilkError("snapshot_invalid", `object ${name} of ${this.stream} is not whole: ${chunks} of ${info.chunks} chunks, ${size} of ${info.size} bytes, digest ${digest} (its info says ${info.digest})`);
-    }
+    if (stalled || size !== info.size) throw invalid(`is not whole: ${size} of ${info.size} bytes${stalled ? `, then no chunk for ${READ_IDLE_MS} ms` : ""}`);
     return info;
   }
 
   /** Deletes the object (its info is marked deleted, its chunks purged); a missing one is fine. */
   async delete(name: string): Promise<void> {
-    const info = await this.info(name);
-    if (info === undefined) return;
-    await this.publishInfo({ name, bucket: this.bucket, nuid: info.nuid, size: 0, chunks: 0, digest: "", deleted: true });
-    await this.jsm.streams.purge(this.stream, { filter: this.chunkSubject(info.nuid) });
+    if ((await this.info(name)) !== undefined) await this.store.delete(name);
   }
 }
 
-/** base64url with padding, as ADR-20 writes names and digests. */
-function base64url(bytes: Uint8Array): string {
-  const text = Buffer.from(bytes).toString("base64url");
-  return text + "=".repeat((4 - (text.length % 4)) % 4);
-}
-
-function encodeName(name: string): string {
-  return base64url(Buffer.from(name, "utf8"));
+/** `source` as the web stream the library reads (pulled one piece at a time; a cancelled stream ends the source). */
+function streamOf(source: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
+  const pieces = source[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await pieces.next();
+      if (next.done === true) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await pieces.return?.();
+    },
+  });
 }

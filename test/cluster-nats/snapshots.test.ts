@@ -184,7 +184,7 @@ describe("snapshots and log truncation", () => {
     }
   }, 120_000);
 
-  it("refuses a snapshot that does not match its digest, and policies out of range", async () => {
+  it("refuses a snapshot that does not match its digest or whose chunks are gone, and policies out of range", async () => {
     const cluster = "snap-corrupt";
     const replicas: TestReplica[] = [await startReplica(nats.urls, cluster, "a", undefined, [], { snapshots: "off" })];
     try {
@@ -197,7 +197,10 @@ describe("snapshots and log truncation", () => {
       const jsm = await jetstreamManager(leader.nc);
       await jsm.streams.purge(bucket.stream, { filter: `$O.${bucket.bucket}.C.${info.nuid}` });
       await jetstream(leader.nc).publish(`$O.${bucket.bucket}.C.${info.nuid}`, new Uint8Array(info.size));
-      await expect(bucket.read(taken.name, async () => undefined)).rejects.toMatchObject({ code: "snapshot_invalid" });
+      await expect(bucket.read(taken.name, async () => undefined)).rejects.toMatchObject({ code: "snapshot_invalid", message: expect.stringMatching(/digests do not match/) });
+      // Chunks purged under the info (an object replaced or deleted while it is read): the read ends short.
+      await jsm.streams.purge(bucket.stream, { filter: `$O.${bucket.bucket}.C.${info.nuid}` });
+      await expect(bucket.read(taken.name, async () => undefined)).rejects.toMatchObject({ code: "snapshot_invalid", message: expect.stringMatching(/0 of [0-9]+ bytes, then no chunk/) });
     } finally {
       await Promise.all(replicas.map(stopReplica));
     }
