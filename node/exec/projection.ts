@@ -84,6 +84,9 @@ async function projectRow(step: Extract<Step, { op: "project" }>, element: Eleme
     if (projection.kind === "property") {
       const value = await propertyJson(element, projection.source, scope);
       if (value !== undefined) row[projection.alias] = value;
+    } else if (projection.expr.kind === "id") {
+      // The `id` expression's value is an ID: written as the answer writes IDs (a JSON number on `/v2/query`).
+      row[projection.alias] = scope.context.renderId(element.id);
     } else {
       const value = await evaluateExpr(projection.expr, element, scope);
       row[projection.alias] = value === undefined ? null : valueToJson(value as Value);

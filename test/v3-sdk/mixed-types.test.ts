@@ -3,7 +3,8 @@
  * property (a number in one record, a string or a boolean in others), as a schemaless HelixDB v3 database may. Its
  * filters compare as HelixDB v3's interpreter does (`PropertyValue::compare` and `eq_value`): a value of another kind
  * does not match, NEQ does, and no request fails. The database has two partitions, so every other record's ID is beyond
- * 2^63: `fold` and the `{"var": x}` expression answer those IDs as exact JSON numbers, which the SDK reads as bigints.
+ * 2^63: `fold`, the `{"var": x}` expression and the projected `id` expression answer those IDs as exact JSON numbers,
+ * which the SDK reads as bigints.
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -107,5 +108,18 @@ describe("a schemaless silk serve with mixed-type data, driven by HelixDB's v3 S
       }),
     );
     expect(answer).toEqual({ ids: [{ items: [1, 2, SECOND_PARTITION, SECOND_PARTITION + 1n] }], again: 4 });
+  });
+});
+
+describe("the id expression on /v2/query of a two-partition schemaless silk serve", () => {
+  it("projects an ID beyond 2^63 as an exact JSON number (HelixDB's i64), and the SDK reads it as a bigint", async () => {
+    const { g, readBatch, Expr, Projection, Predicate } = server.sdk;
+    const answer = await send(
+      readBatch()
+        .varAs("ids", g().nWithLabel("Item").where(Predicate.isIn("name", ["a", "b"])).project([Projection.expr("id", Expr.id()), Projection.property("name", "name")]))
+        .returning(["ids"])
+        .toQueryRequest(),
+    );
+    expect(answer).toEqual({ ids: [{ id: 1, name: "a" }, { id: SECOND_PARTITION, name: "b" }] });
   });
 });
