@@ -17,7 +17,7 @@ import type { BindingProjection, BindingTarget } from "../../protocol/tree-rows.
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
 import { rowOf, withRow } from "./rows.js";
-import { elements, elementsOf, loaded, recordToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { elements, elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
 import { unreachable } from "../../protocol/errors.js";
 
 export async function bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Promise<Stream> {
@@ -74,14 +74,20 @@ async function loadTargets(items: readonly Element[], projections: readonly Bind
   await loaded(scope.context.view, [...targets]);
 }
 
+/** A bound element's field; its IDs (`$id`, `$from`, `$to`) as the answer writes IDs (JSON numbers on `/v2/query`). */
+async function targetValue(target: Element, source: string, scope: EvalScope): Promise<Value | undefined> {
+  const virtual = target.record === undefined ? undefined : virtualPropertyJson(target.record, source, scope.context.renderId);
+  return virtual !== undefined ? (virtual as Value) : rowValue(target, source, scope);
+}
+
 async function projectedValue(element: Element, projection: BindingProjection, scope: EvalScope): Promise<Value | undefined> {
   if (projection.kind === "property") {
     const target = targetOf(element, projection.target);
-    return target === undefined ? undefined : rowValue(target, projection.source, scope);
+    return target === undefined ? undefined : targetValue(target, projection.source, scope);
   }
   for (const ref of projection.refs) {
     const target = targetOf(element, ref.target);
-    const value = target === undefined ? undefined : await rowValue(target, ref.source, scope);
+    const value = target === undefined ? undefined : await targetValue(target, ref.source, scope);
     if (value !== undefined && value !== null) return value;
   }
   return undefined;

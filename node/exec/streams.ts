@@ -228,7 +228,10 @@ export function hitToJson(record: StoredRecord, hit: SearchTag, renderId: IdRend
   return { ...recordToJson(record, renderId), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
 }
 
-/** `$id`, `$label`, and an edge's `$from` and `$to`, of a record in JSON form; undefined for anything else. */
+/**
+ * `$id`, `$label`, and an edge's `$from` and `$to` (and `$from.$id`, `$to.$id`: its endpoints' IDs, the same), of a
+ * record in JSON form, IDs as the answer writes them (`renderId`); undefined for anything else.
+ */
 export function virtualPropertyJson(record: StoredRecord, name: string, renderId: IdRenderer): unknown {
   switch (name) {
     case "$id":
@@ -236,8 +239,10 @@ export function virtualPropertyJson(record: StoredRecord, name: string, renderId
     case "$label":
       return record.label;
     case "$from":
+    case "$from.$id":
       return record.kind === "edge" ? renderId(record.from) : undefined;
     case "$to":
+    case "$to.$id":
       return record.kind === "edge" ? renderId(record.to) : undefined;
     default:
       return undefined;
