@@ -45,8 +45,8 @@ describeOnKnowsGraph((graph) => {
           { plus: 31, minus: 25, times: 60, over: 6, rest: 2 },
           { plus: 26, minus: 20, times: 50, over: 5, rest: 4 },
         ],
-        doubled_over_55: ["1"],
-        even: ["1"],
+        doubled_over_55: [1],
+        even: [1],
       });
     });
 
@@ -57,7 +57,7 @@ describeOnKnowsGraph((graph) => {
         .varAs("aged", g().n([1, 2]).project([Projection.expr("later", Expr.prop("age").add(Expr.param("bonus"))), Projection.expr("greeting", Expr.param("name"))]))
         .varAs("by_id", g().nWhere(Predicate.compare(Expr.id(), CompareOp.Gte, Expr.val(2))).values(["name"]))
         .returning(["aged", "by_id"]);
-      const answer = await graph.db.run(JSON.parse(request.toQueryJson(params, { bonus: 10, name: "hi" })));
+      const answer = await graph.send(request.toQueryRequest(params, { bonus: 10, name: "hi" }));
       expect(answer).toEqual({
         aged: [
           { later: 40, greeting: "hi" },
@@ -87,17 +87,17 @@ describeOnKnowsGraph((graph) => {
           .returning(["not_ann", "not_thirty", "at_most_25", "between", "between_inclusive", "null_age", "aged", "starts_a", "ends_y", "has_o"]),
       );
       expect(answer).toEqual({
-        not_ann: ["2", "3"],
+        not_ann: [2, 3],
         // Cy has no age: neq is not-eq in HelixDB, so a missing property matches it.
-        not_thirty: ["2", "3"],
-        at_most_25: ["2"],
-        between: ["2"],
-        between_inclusive: ["1", "2"],
-        null_age: ["3"],
-        aged: ["1", "2"],
-        starts_a: ["1"],
-        ends_y: ["3"],
-        has_o: ["2"],
+        not_thirty: [2, 3],
+        at_most_25: [2],
+        between: [2],
+        between_inclusive: [1, 2],
+        null_age: [3],
+        aged: [1, 2],
+        starts_a: [1],
+        ends_y: [3],
+        has_o: [2],
       });
     });
 
@@ -112,7 +112,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("neq_age", g().nWithLabel("User").where(Predicate.neq("age", "30")).id())
           .returning(["starts", "gt_name", "neq_age"]),
       );
-      expect(answer).toEqual({ starts: [], gt_name: [], neq_age: ["1", "2", "3"] });
+      expect(answer).toEqual({ starts: [], gt_name: [], neq_age: [1, 2, 3] });
     });
 
     it("sets and logic: isIn, isInExpr, or, not and fromSource", async () => {
@@ -126,7 +126,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("source", g().nWhere(Predicate.fromSource(Predicate.eq("name", "Cy"))).id())
           .returning(["ann_or_cy", "ages_in", "either", "ageless", "source"]),
       );
-      expect(answer).toEqual({ ann_or_cy: ["1", "3"], ages_in: ["2"], either: ["1", "2"], ageless: ["3"], source: ["3"] });
+      expect(answer).toEqual({ ann_or_cy: [1, 3], ages_in: [2], either: [1, 2], ageless: [3], source: [3] });
     });
 
     it("parameter forms: eqParam, neqParam, gtParam, gteParam, ltParam, lteParam, containsParam, isInParam", async () => {
@@ -142,8 +142,8 @@ describeOnKnowsGraph((graph) => {
         .varAs("contains", g().nWhere(Predicate.containsParam("name", "fragment")).id())
         .varAs("in", g().nWhere(Predicate.isInParam("age", "ages")).id())
         .returning(["eq", "neq", "gt", "gte", "lt", "lte", "contains", "in"]);
-      const answer = await graph.db.run(JSON.parse(request.toQueryJson(params, { who: "Bob", pivot: 25, fragment: "n", ages: [30, 31] })));
-      expect(answer).toEqual({ eq: ["2"], neq: ["1", "3"], gt: ["1"], gte: ["1", "2"], lt: [], lte: ["2"], contains: ["1"], in: ["1"] });
+      const answer = await graph.send(request.toQueryRequest(params, { who: "Bob", pivot: 25, fragment: "n", ages: [30, 31] }));
+      expect(answer).toEqual({ eq: [2], neq: [1, 3], gt: [1], gte: [1, 2], lt: [], lte: [2], contains: [1], in: [1] });
     });
   });
 });

@@ -101,7 +101,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("heavy_knows", g().eWithLabelWhere("Knows", Predicate.gte("weight", 1)).id())
           .returning(["older", "one_edge", "edge_list", "light", "heavy_knows"]),
       );
-      expect(answer).toEqual({ older: ["1"], one_edge: [{ weight: 0.5 }], edge_list: ["4", "6"], light: ["5", "6"], heavy_knows: ["4", "6"] });
+      expect(answer).toEqual({ older: [1], one_edge: [{ weight: 0.5 }], edge_list: [4, 6], light: [5, 6], heavy_knows: [4, 6] });
     });
 
     it("inE, inN and otherN walk edges back to their ends", async () => {
@@ -116,7 +116,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("other_both", g().n(1).bothE().otherN().id())
           .returning(["in_edges", "sources", "other_out", "other_in", "other_both"]),
       );
-      expect(answer).toEqual({ in_edges: ["6"], sources: [{ name: "Cy" }], other_out: ["2"], other_in: ["3"], other_both: ["2", "3"] });
+      expect(answer).toEqual({ in_edges: [6], sources: [{ name: "Cy" }], other_out: [2], other_in: [3], other_both: [2, 3] });
     });
 
     it("filters: hasLabel, dedup, within, without, edgeHas and edgeHasLabel", async () => {
@@ -142,12 +142,12 @@ describeOnKnowsGraph((graph) => {
         knows_edges: 2,
         not_knows: 0,
         // Ann's neighbours (Bob out, Cy in), then Bob's (Cy out, Ann in); dedup keeps each first occurrence.
-        both: ["2", "3", "3", "1"],
-        deduplicated: ["2", "3", "1"],
-        within: ["2"],
-        without: ["1", "3"],
-        edge_has: ["5"],
-        edge_has_expr: ["4"],
+        both: [2, 3, 3, 1],
+        deduplicated: [2, 3, 1],
+        within: [2],
+        without: [1, 3],
+        edge_has: [5],
+        edge_has_expr: [4],
         edge_has_label: 2,
         edge_has_other_label: 0,
       });
@@ -165,7 +165,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("ranged_past_end", g().n([1, 2, 3]).range(2, 10).id())
           .returning(["limited", "limited_expr", "skipped", "skipped_bound", "ranged", "ranged_past_end"]),
       );
-      expect(answer).toEqual({ limited: ["1", "2"], limited_expr: ["1"], skipped: ["2", "3"], skipped_bound: ["3"], ranged: ["2"], ranged_past_end: ["3"] });
+      expect(answer).toEqual({ limited: [1, 2], limited_expr: [1], skipped: [2, 3], skipped_bound: [3], ranged: [2], ranged_past_end: [3] });
     });
 
     it("named streams: as, store, select and inject", async () => {
@@ -179,7 +179,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("injected_alone", g().inject("bob").values(["name"]))
           .returning(["selected", "stored", "injected", "injected_alone"]),
       );
-      expect(answer).toEqual({ selected: ["1"], stored: ["1", "2"], injected: ["3", "2"], injected_alone: [{ name: "Bob" }] });
+      expect(answer).toEqual({ selected: [1], stored: [1, 2], injected: [3, 2], injected_alone: [{ name: "Bob" }] });
     });
 
     it("terminals: exists and label", async () => {
@@ -208,7 +208,7 @@ describeOnKnowsGraph((graph) => {
           .varAs("until_cy", g().n(1).repeat(RepeatConfig.new(sub().out("Knows")).until(Predicate.eq("name", "Cy")).maxDepth(5)).id())
           .returning(["union", "chosen", "chosen_no_else", "two_hops", "emitted_after", "until_cy"]),
       );
-      expect(answer).toEqual({ union: ["2", "3"], chosen: ["2", "3", "2"], chosen_no_else: ["2", "3"], two_hops: ["3"], emitted_after: ["2", "3"], until_cy: ["3"] });
+      expect(answer).toEqual({ union: [2, 3], chosen: [2, 3, 2], chosen_no_else: [2, 3], two_hops: [3], emitted_after: [2, 3], until_cy: [3] });
     });
 
     it("repeat's emitBefore, emitAll, emitIf and a multi-record until answer as HelixDB v3's repeat", async () => {
@@ -225,15 +225,15 @@ describeOnKnowsGraph((graph) => {
       // HelixDB v3 (its interpreter's control/repeat.rs) emits, per iteration, the level it starts from (`before`,
       // `all`) and the level it makes (`after`, `all`, `emitIf`'s predicate), answers only what it emitted when it
       // emits, and stops the whole loop once any record of a new level meets `until`.
-      expect(answer).toEqual({ before: ["1", "2"], all: ["1", "2", "2", "3"], if_bob: ["2"], until_cy: ["2", "3"] });
+      expect(answer).toEqual({ before: [1, 2], all: [1, 2, 2, 3], if_bob: [2], until_cy: [2, 3] });
     });
 
     it("fold gathers the stream into one array of records, and unfold spreads it again", async () => {
       const { g, readBatch } = graph.sdk;
       const answer = await run(readBatch().varAs("folded", g().n([1, 2]).fold()).varAs("unfolded", g().n([2, 3]).fold().unfold()).returning(["folded", "unfolded"]));
-      const ann = { $id: "1", $label: "User", name: "Ann", age: 30 };
-      const bob = { $id: "2", $label: "User", name: "Bob", age: 25 };
-      const cy = { $id: "3", $label: "User", name: "Cy" };
+      const ann = { $id: 1, $label: "User", name: "Ann", age: 30 };
+      const bob = { $id: 2, $label: "User", name: "Bob", age: 25 };
+      const cy = { $id: 3, $label: "User", name: "Cy" };
       expect(answer).toEqual({ folded: [ann, bob], unfolded: [bob, cy] });
     });
   });
@@ -253,14 +253,14 @@ describeOnKnowsGraph((graph) => {
           .returning(["in_edges", "sources", "others", "labelled", "deduplicated", "edge_has", "edge_has_label"]),
       );
       expect(answer).toEqual({
-        in_edges: ["6"],
-        sources: ["3", "1"],
-        others: ["2", "3"],
-        labelled: ["2"],
+        in_edges: [6],
+        sources: [3, 1],
+        others: [2, 3],
+        labelled: [2],
         // Ann's neighbours Bob and Cy; theirs: Cy, Ann (Bob's), Ann, Bob (Cy's), deduplicated in order.
-        deduplicated: ["3", "1", "2"],
-        edge_has: ["4"],
-        edge_has_label: ["5", "4"],
+        deduplicated: [3, 1, 2],
+        edge_has: [4],
+        edge_has_label: [5, 4],
       });
     });
 
@@ -280,13 +280,13 @@ describeOnKnowsGraph((graph) => {
       );
       expect(answer).toEqual({
         // Per element: Ann's first neighbour (Bob), Bob's first (Cy); then each one's second (Cy, Ann).
-        limited: ["2", "3"],
-        skipped: ["3", "1"],
-        ranged: ["1", "1"],
-        within: ["2"],
-        without: ["3"],
-        selected: ["1"],
-        stored: ["1", "2"],
+        limited: [2, 3],
+        skipped: [3, 1],
+        ranged: [1, 1],
+        within: [2],
+        without: [3],
+        selected: [1],
+        stored: [1, 2],
       });
     });
   });

@@ -49,7 +49,7 @@ describeOnKnowsGraph((graph) => {
         expect(row.now).toBeLessThanOrEqual(after);
       }
       expect(answer.no_else).toEqual([{ band: null }]);
-      expect(answer.negative).toEqual(["1"]);
+      expect(answer.negative).toEqual([1]);
     });
 
     it("datetime (date_time_now) is the current time as a typed date: projected as ISO 8601, stored and compared as a date", async () => {

@@ -16,11 +16,13 @@
  * `treeRequest` sends an operation tree the SDK cannot build (or cannot build yet in the form Silk takes) through the
  * same client, so its errors arrive as the SDK's `HelixError` too; `remoteError` unwraps one for assertions.
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { open, type Database } from "../../runtime/embedded.js";
 import { createKey } from "../../gateway/hosted/key-store.js";
+import { stringifyAnswer } from "../../gateway/json.js";
+import { parseJsonExact } from "../../sdk/json.js";
 import { temporaryDirectory } from "../cli/helpers.js";
 import { startServer, type StartedServer } from "../gateway/serve-process.js";
 import type * as HelixSdk from "../../../shared/clients/helix-v3-sdk-ts/dist/index.js";
@@ -162,44 +164,114 @@ export async function openSeededKnowsGraph(variant: DatabaseVariant = "schemales
   const db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: KNOWS_SCHEMA }] }) });
   const run = async (batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>> =>
     (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
-  const { g, writeBatch, NodeRef } = sdk;
-  const seeded = await run(
-    writeBatch()
-      .varAs("ann", g().addN("User", { name: "Ann", age: 30 }))
-      .varAs("bob", g().addN("User", { name: "Bob", age: 25 }))
-      .varAs("cy", g().addN("User", { name: "Cy" }))
-      .varAs("ab", g().n(NodeRef.var("ann")).addE("Knows", NodeRef.var("bob"), { weight: 2 }))
-      .varAs("bc", g().n(NodeRef.var("bob")).addE("Knows", NodeRef.var("cy"), { weight: 0.5 }))
-      .varAs("ca", g().n(NodeRef.var("cy")).addE("Knows", NodeRef.var("ann"), { weight: 1 }))
-      .returning(["ann", "bob", "cy"]),
-  );
+  const seeded = await run(knowsSeed(sdk));
   expect(seeded).toMatchObject({ ann: [{ $id: "1" }], bob: [{ $id: "2" }], cy: [{ $id: "3" }] });
   return { sdk, db, run };
 }
 
+/** The Knows graph's seed, through the SDK: what openSeededKnowsGraph and describeOnKnowsGraph write first. */
+function knowsSeed(sdk: Sdk): HelixSdk.WriteBatch {
+  const { g, writeBatch, NodeRef } = sdk;
+  return writeBatch()
+    .varAs("ann", g().addN("User", { name: "Ann", age: 30 }))
+    .varAs("bob", g().addN("User", { name: "Bob", age: 25 }))
+    .varAs("cy", g().addN("User", { name: "Cy" }))
+    .varAs("ab", g().n(NodeRef.var("ann")).addE("Knows", NodeRef.var("bob"), { weight: 2 }))
+    .varAs("bc", g().n(NodeRef.var("bob")).addE("Knows", NodeRef.var("cy"), { weight: 0.5 }))
+    .varAs("ca", g().n(NodeRef.var("cy")).addE("Knows", NodeRef.var("ann"), { weight: 1 }))
+    .returning(["ann", "bob", "cy"]);
+}
+
 /**
- * For each of DATABASE_VARIANTS, a describe block whose tests share one seeded Knows graph (openSeededKnowsGraph).
- * `graph`'s `sdk`, `db` and `run` are for use inside tests: the database opens in the block's beforeAll.
+ * Where describeOnKnowsGraph runs its cases: embedded (`Database.runV2`, schemaless and with KNOWS_SCHEMA), and over
+ * HTTP through the SDK's own `Client.server(url)` against a schemaless `silk serve` and a schemaless `silk gateway`
+ * (with an API key).
  */
-export function describeOnKnowsGraph(body: (graph: SdkEmbedded) => void): void {
-  describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-    let embedded: SdkEmbedded | undefined;
-    const opened = (): SdkEmbedded => {
-      if (embedded === undefined) throw new Error("the Knows graph is opened in beforeAll: use it inside tests");
-      return embedded;
+export const KNOWS_GRAPH_TARGETS = ["embedded schemaless", "embedded with a schema", "silk serve (schemaless, HTTP)", "silk gateway (schemaless, HTTP, API key)"] as const;
+export type KnowsGraphTarget = (typeof KNOWS_GRAPH_TARGETS)[number];
+
+/**
+ * The seeded Knows graph as a case sees it, wherever it runs: every answer is in the `/v2/query` wire form, as the
+ * SDK's client reads it (IDs as JSON numbers, bigints beyond 2^53; parseJsonExact), so one expectation holds for all.
+ */
+export interface KnowsGraph {
+  readonly sdk: Sdk;
+  readonly target: KnowsGraphTarget;
+  /** Sends a request the SDK built (`batch.toQueryRequest(...)`), answering what the SDK's `send()` answers. */
+  send(request: SdkRequest): Promise<Record<string, unknown>>;
+  /** `send(batch.toQueryRequest())`. */
+  run(batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>>;
+}
+
+interface OpenedKnowsGraph {
+  send(request: SdkRequest): Promise<Record<string, unknown>>;
+  close(): Promise<unknown>;
+}
+
+/** An embedded memory database answering as `POST /v2/query` does: runV2, its answer's text read back exactly. */
+async function embeddedKnowsGraph(variant: DatabaseVariant): Promise<OpenedKnowsGraph> {
+  const db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: KNOWS_SCHEMA }] }) });
+  return {
+    send: async (request) => parseJsonExact(stringifyAnswer(await db.runV2(parseJsonExact(request.toJsonString())))) as Record<string, unknown>,
+    close: () => db.close(),
+  };
+}
+
+/** A schemaless `silk serve` or `silk gateway` child process, sent to through the SDK's client; closing removes its data. */
+async function servedKnowsGraph(server: SdkServer): Promise<OpenedKnowsGraph> {
+  return {
+    send: async (request) => (await server.client.query(request).send()) as Record<string, unknown>,
+    close: async () => {
+      expect(await server.stop()).toBe(0);
+      rmSync(dirname(server.data), { recursive: true, force: true });
+    },
+  };
+}
+
+async function openKnowsGraph(sdk: Sdk, target: KnowsGraphTarget): Promise<OpenedKnowsGraph> {
+  switch (target) {
+    case "embedded schemaless":
+      return embeddedKnowsGraph("schemaless");
+    case "embedded with a schema":
+      return embeddedKnowsGraph("with a schema");
+    case "silk serve (schemaless, HTTP)":
+      return servedKnowsGraph(await startSchemalessServe());
+    case "silk gateway (schemaless, HTTP, API key)":
+      // A bucket the suites' bursts of requests fit in: the token bucket itself is schemaless-gateway.test.ts's.
+      return servedKnowsGraph(await startSchemalessGateway(["--rate", "1000", "--burst", "1000"]));
+    default:
+      throw new Error(`unknown target ${JSON.stringify(target satisfies never)}`);
+  }
+}
+
+/**
+ * For each of KNOWS_GRAPH_TARGETS, a describe block whose tests share one Knows graph, seeded through the SDK (as
+ * openSeededKnowsGraph's, IDs 1, 2, 3 for Ann, Bob, Cy and 4, 5, 6 for the edges) in the block's beforeAll: one
+ * database or server per target and file. `graph` is for use inside tests; its answers are the wire form's.
+ */
+export function describeOnKnowsGraph(body: (graph: KnowsGraph) => void): void {
+  describe.each(KNOWS_GRAPH_TARGETS)("%s", (target) => {
+    let sdk: Sdk | undefined;
+    let opened: OpenedKnowsGraph | undefined;
+    const ready = (): { sdk: Sdk; opened: OpenedKnowsGraph } => {
+      if (sdk === undefined || opened === undefined) throw new Error("the Knows graph is opened in beforeAll: use it inside tests");
+      return { sdk, opened };
     };
     beforeAll(async () => {
-      embedded = await openSeededKnowsGraph(variant);
+      sdk = await loadSdk();
+      opened = await openKnowsGraph(sdk, target);
+      const seeded = await opened.send(knowsSeed(sdk).toQueryRequest());
+      expect(seeded).toMatchObject({ ann: [{ $id: 1 }], bob: [{ $id: 2 }], cy: [{ $id: 3 }] });
     });
-    afterAll(() => embedded?.db.close());
+    afterAll(() => opened?.close());
+    const send = (request: SdkRequest) => ready().opened.send(request);
     body({
       get sdk() {
-        return opened().sdk;
+        return ready().sdk;
       },
-      get db() {
-        return opened().db;
-      },
-      run: (batch) => opened().run(batch),
+      target,
+      send,
+      run: (batch) => send(batch.toQueryRequest()),
     });
   });
 }

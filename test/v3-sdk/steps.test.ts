@@ -43,9 +43,9 @@ describeOnKnowsGraph((graph) => {
           { service: "Bob", workload: "Cy" },
           { service: "Cy", workload: "Ann" },
         ],
-        ids: [{ from: "1", to: "2", age: 25 }, { from: "2", to: "3" }, { from: "3", to: "1", age: 30 }],
+        ids: [{ from: 1, to: 2, age: 25 }, { from: 2, to: 3 }, { from: 3, to: 1, age: 30 }],
         distinct: [{ label: "User" }],
-        rows: [{ current: { node: "2" }, bindings: { start: { node: "1" } } }],
+        rows: [{ current: { node: 2 }, bindings: { start: { node: 1 } } }],
       });
     });
 
@@ -59,10 +59,10 @@ describeOnKnowsGraph((graph) => {
           .returning(["walk", "simple", "cycle"]),
       );
       expect(answer).toEqual({
-        walk: [{ current: { node: "3" }, bindings: {}, path: [{ node: "1" }, { edge: "4" }, { node: "2" }, { node: "3" }] }],
+        walk: [{ current: { node: 3 }, bindings: {}, path: [{ node: 1 }, { edge: 4 }, { node: 2 }, { node: 3 }] }],
         simple: [
-          { current: { node: "3" }, bindings: {}, path: [{ node: "1" }, { node: "2" }, { node: "3" }] },
-          { current: { node: "2" }, bindings: {}, path: [{ node: "1" }, { node: "3" }, { node: "2" }] },
+          { current: { node: 3 }, bindings: {}, path: [{ node: 1 }, { node: 2 }, { node: 3 }] },
+          { current: { node: 2 }, bindings: {}, path: [{ node: 1 }, { node: 3 }, { node: 2 }] },
         ],
         cycle: 0,
       });
@@ -78,12 +78,12 @@ describeOnKnowsGraph((graph) => {
           .returning(["weights", "ages", "integers"]),
       );
       expect(answer).toEqual({
-        weights: [{ current: { node: "3" }, bindings: {}, sack: 2.5 }],
+        weights: [{ current: { node: 3 }, bindings: {}, sack: 2.5 }],
         ages: [
-          { current: { node: "1" }, bindings: {}, sack: 30 },
-          { current: { node: "3" }, bindings: {}, sack: null },
+          { current: { node: 1 }, bindings: {}, sack: 30 },
+          { current: { node: 3 }, bindings: {}, sack: null },
         ],
-        integers: [{ current: { node: "2" }, bindings: {}, sack: 55 }],
+        integers: [{ current: { node: 2 }, bindings: {}, sack: 55 }],
       });
     });
 
@@ -98,11 +98,11 @@ describeOnKnowsGraph((graph) => {
       );
       expect(answer).toEqual({
         ends: [
-          { source: "1", from: "Ann", to_age: 25 },
-          { source: "2", from: "Bob" },
-          { source: "3", from: "Cy", to_age: 30 },
+          { source: 1, from: "Ann", to_age: 25 },
+          { source: 2, from: "Bob" },
+          { source: 3, from: "Cy", to_age: 30 },
         ],
-        from_bob: ["5"],
+        from_bob: [5],
         // Ascending by the target's age, Cy's edge (no age) first: HelixDB v3 ranks a missing key below every value.
         by_target_age: [{ weight: 0.5 }, { weight: 2 }, { weight: 1 }],
       });
@@ -113,8 +113,8 @@ describeOnKnowsGraph((graph) => {
       const answer = await run(readBatch().varAs("edges", g().n(2).bothE("Knows").edgeProperties()).returning(["edges"]));
       expect(answer).toEqual({
         edges: [
-          { $id: "5", $label: "Knows", $from: "2", $to: "3", weight: 0.5 },
-          { $id: "4", $label: "Knows", $from: "1", $to: "2", weight: 2 },
+          { $id: 5, $label: "Knows", $from: 2, $to: 3, weight: 0.5 },
+          { $id: 4, $label: "Knows", $from: 1, $to: 2, weight: 2 },
         ],
       });
     });
