@@ -4,15 +4,15 @@
  * `dropEdgeLabeled`, `dropEdgeById`, the edge index DDL (`createVectorIndexEdges`, `createTextIndexEdges`) and every
  * search form not used elsewhere (`vectorSearchNodesWith`, `textSearchNodesWith`, `vectorSearchEdges`,
  * `vectorSearchEdgesWith`, `textSearchEdges`, `textSearchEdgesWith`, and the stream-scoped `vectorSearch`,
- * `vectorSearchWith`, `textSearch`). Each write runs on a fresh seeded database, so the others see the graph whole.
+ * `vectorSearchWith`, `textSearch`). Each write runs on a fresh seeded embedded database, so the others see the graph
+ * whole; the searches run on one graph per target, embedded and over HTTP (harness.ts describeOnGraph).
  * The SDK is imported by relative URL from /work/shared/clients (its README); nothing of it is copied here.
  *
  * The graph (harness.ts): Ann (1, age 30) -Knows(4, weight 2)-> Bob (2, age 25) -Knows(5, weight 0.5)-> Cy (3, no age)
  * -Knows(6, weight 1)-> Ann.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { open, type Database } from "../../runtime/embedded.js";
-import { DATABASE_VARIANTS, loadSdk, openSeededKnowsGraph, type Sdk, type SdkEmbedded } from "./harness.js";
+import { DATABASE_VARIANTS, describeOnGraph, openSeededKnowsGraph, type SdkEmbedded } from "./harness.js";
 
 // Each suite runs against a schemaless database and against one with a schema (harness.ts KNOWS_SCHEMA).
 describe.each(DATABASE_VARIANTS)("%s", (variant) => {
@@ -94,15 +94,11 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
 const SEARCH_SCHEMA =
   "N::User { name: String, bio: String, emb: [F32] }\nE::Knows { From: User, To: User, Properties: { note: String, vec: [F32] } }\n";
 
-// The searches run on one graph whose indexes the SDK creates, on a schemaless database and on one with a schema.
-describe.each(DATABASE_VARIANTS)("%s", (variant) => {
-  let sdk: Sdk;
-  let db: Database;
-  const run = async (batch: { toQueryJson(): string }): Promise<Record<string, unknown>> => (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
-
-  beforeAll(async () => {
-    sdk = await loadSdk();
-    db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: SEARCH_SCHEMA }] }) });
+// The searches run on one graph whose indexes the SDK creates, embedded (schemaless and with a schema) and over HTTP
+// (a schemaless silk serve and silk gateway, through the SDK's client): harness.ts describeOnGraph.
+describeOnGraph(
+  SEARCH_SCHEMA,
+  async ({ sdk, run }) => {
     const { g, writeBatch, NodeRef, PropertyValue, VectorDistanceMetric } = sdk;
     const created = await run(
       writeBatch()
@@ -125,48 +121,47 @@ describe.each(DATABASE_VARIANTS)("%s", (variant) => {
         .varAs("ca", g().n(NodeRef.var("cy")).addE("Knows", NodeRef.var("ann"), { note: "graph reading group", vec: vector([0.7, 0.7]) }))
         .returning([]),
     );
-  });
+  },
+  (graph) => {
+    it("searches nodes with runtime inputs: vectorSearchNodesWith and textSearchNodesWith", async () => {
+      const { g, readBatch, Expr, StreamBound, defineParams, param } = graph.sdk;
+      const params = defineParams({ near: param.array(param.f32()), k: param.i64(), words: param.string() });
+      const request = readBatch()
+        // Cosine distances from [1, 0]: Ann 0, Cy 0.4, Bob 1.
+        .varAs("nearest", g().vectorSearchNodesWith("User", "emb", Expr.param("near"), Expr.param("k")).id())
+        // Cy's bio holds both words, Ann's one; Bob's neither.
+        .varAs("text", g().textSearchNodesWith("User", "bio", Expr.param("words"), StreamBound.literal(5)).id())
+        .returning(["nearest", "text"]);
+      const answer = await graph.send(request.toQueryRequest(params, { near: [1, 0], k: 2, words: "graph theory" }));
+      expect(answer).toEqual({ nearest: [1, 3], text: [3, 1] });
+    });
 
-  afterAll(() => db.close());
+    it("searches edges: vectorSearchEdges, vectorSearchEdgesWith, textSearchEdges and textSearchEdgesWith", async () => {
+      const { g, readBatch, PropertyInput, PropertyValue } = graph.sdk;
+      const answer = await graph.run(
+        readBatch()
+          .varAs("nearest", g().vectorSearchEdges("Knows", "vec", [1, 0], 1).id())
+          // Cosine distances from [0, 1]: Bob → Cy 0, Cy → Ann about 0.29, Ann → Bob 1.
+          .varAs("nearest_two", g().vectorSearchEdgesWith("Knows", "vec", PropertyInput.value(PropertyValue.f32Array([0, 1])), 2).id())
+          .varAs("cooking", g().textSearchEdges("Knows", "note", "cooking", 5).values(["note"]))
+          .varAs("graph_group", g().textSearchEdgesWith("Knows", "note", "graph group", 5).id())
+          .returning(["nearest", "nearest_two", "cooking", "graph_group"]),
+      );
+      expect(answer).toEqual({ nearest: [4], nearest_two: [5, 6], cooking: [{ note: "cooking class" }], graph_group: [6, 4] });
+    });
 
-  it("searches nodes with runtime inputs: vectorSearchNodesWith and textSearchNodesWith", async () => {
-    const { g, readBatch, Expr, StreamBound, defineParams, param } = sdk;
-    const params = defineParams({ near: param.array(param.f32()), k: param.i64(), words: param.string() });
-    const request = readBatch()
-      // Cosine distances from [1, 0]: Ann 0, Cy 0.4, Bob 1.
-      .varAs("nearest", g().vectorSearchNodesWith("User", "emb", Expr.param("near"), Expr.param("k")).id())
-      // Cy's bio holds both words, Ann's one; Bob's neither.
-      .varAs("text", g().textSearchNodesWith("User", "bio", Expr.param("words"), StreamBound.literal(5)).id())
-      .returning(["nearest", "text"]);
-    const answer = await db.run(JSON.parse(request.toQueryJson(params, { near: [1, 0], k: 2, words: "graph theory" })));
-    expect(answer).toEqual({ nearest: ["1", "3"], text: ["3", "1"] });
-  });
-
-  it("searches edges: vectorSearchEdges, vectorSearchEdgesWith, textSearchEdges and textSearchEdgesWith", async () => {
-    const { g, readBatch, PropertyInput, PropertyValue } = sdk;
-    const answer = await run(
-      readBatch()
-        .varAs("nearest", g().vectorSearchEdges("Knows", "vec", [1, 0], 1).id())
-        // Cosine distances from [0, 1]: Bob → Cy 0, Cy → Ann about 0.29, Ann → Bob 1.
-        .varAs("nearest_two", g().vectorSearchEdgesWith("Knows", "vec", PropertyInput.value(PropertyValue.f32Array([0, 1])), 2).id())
-        .varAs("cooking", g().textSearchEdges("Knows", "note", "cooking", 5).values(["note"]))
-        .varAs("graph_group", g().textSearchEdgesWith("Knows", "note", "graph group", 5).id())
-        .returning(["nearest", "nearest_two", "cooking", "graph_group"]),
-    );
-    expect(answer).toEqual({ nearest: ["4"], nearest_two: ["5", "6"], cooking: [{ note: "cooking class" }], graph_group: ["6", "4"] });
-  });
-
-  it("ranks only the stream's own records: vectorSearch, vectorSearchWith and textSearch", async () => {
-    const { g, readBatch, PropertyInput, PropertyValue } = sdk;
-    const answer = await run(
-      readBatch()
-        // Of Bob and Cy, Cy is nearer [1, 0]; Ann, nearer still, is not in the stream.
-        .varAs("nodes", g().n([2, 3]).vectorSearch("User", "emb", [1, 0], 1).id())
-        // Bob's edges: Bob → Cy (out) and Ann → Bob (in); the latter lies on [1, 0].
-        .varAs("edges", g().n(2).bothE("Knows").vectorSearchWith("Knows", "vec", PropertyInput.value(PropertyValue.f32Array([1, 0])), 1).id())
-        .varAs("text", g().n([1, 2]).textSearch("User", "bio", "graph", 5).id())
-        .returning(["nodes", "edges", "text"]),
-    );
-    expect(answer).toEqual({ nodes: ["3"], edges: ["4"], text: ["1"] });
-  });
-});
+    it("ranks only the stream's own records: vectorSearch, vectorSearchWith and textSearch", async () => {
+      const { g, readBatch, PropertyInput, PropertyValue } = graph.sdk;
+      const answer = await graph.run(
+        readBatch()
+          // Of Bob and Cy, Cy is nearer [1, 0]; Ann, nearer still, is not in the stream.
+          .varAs("nodes", g().n([2, 3]).vectorSearch("User", "emb", [1, 0], 1).id())
+          // Bob's edges: Bob → Cy (out) and Ann → Bob (in); the latter lies on [1, 0].
+          .varAs("edges", g().n(2).bothE("Knows").vectorSearchWith("Knows", "vec", PropertyInput.value(PropertyValue.f32Array([1, 0])), 1).id())
+          .varAs("text", g().n([1, 2]).textSearch("User", "bio", "graph", 5).id())
+          .returning(["nodes", "edges", "text"]),
+      );
+      expect(answer).toEqual({ nodes: [3], edges: [4], text: [1] });
+    });
+  },
+);

@@ -208,9 +208,12 @@ interface OpenedKnowsGraph {
   close(): Promise<unknown>;
 }
 
-/** An embedded memory database answering as `POST /v2/query` does: runV2, its answer's text read back exactly. */
-async function embeddedKnowsGraph(variant: DatabaseVariant): Promise<OpenedKnowsGraph> {
-  const db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: KNOWS_SCHEMA }] }) });
+/**
+ * An embedded memory database (with `schema`'s text as its one schema file, when given) answering as
+ * `POST /v2/query` does: runV2, its answer's text read back exactly.
+ */
+async function embeddedKnowsGraph(schema: string | undefined): Promise<OpenedKnowsGraph> {
+  const db = await open({ storage: "memory", ...(schema === undefined ? {} : { schema: [{ file: "schema.hx", text: schema }] }) });
   return {
     send: async (request) => parseJsonExact(stringifyAnswer(await db.runV2(parseJsonExact(request.toJsonString())))) as Record<string, unknown>,
     close: () => db.close(),
@@ -228,12 +231,12 @@ async function servedKnowsGraph(server: SdkServer): Promise<OpenedKnowsGraph> {
   };
 }
 
-async function openKnowsGraph(sdk: Sdk, target: KnowsGraphTarget): Promise<OpenedKnowsGraph> {
+async function openKnowsGraph(target: KnowsGraphTarget, schema: string): Promise<OpenedKnowsGraph> {
   switch (target) {
     case "embedded schemaless":
-      return embeddedKnowsGraph("schemaless");
+      return embeddedKnowsGraph(undefined);
     case "embedded with a schema":
-      return embeddedKnowsGraph("with a schema");
+      return embeddedKnowsGraph(schema);
     case "silk serve (schemaless, HTTP)":
       return servedKnowsGraph(await startSchemalessServe());
     case "silk gateway (schemaless, HTTP, API key)":
@@ -245,33 +248,46 @@ async function openKnowsGraph(sdk: Sdk, target: KnowsGraphTarget): Promise<Opene
 }
 
 /**
- * For each of KNOWS_GRAPH_TARGETS, a describe block whose tests share one Knows graph, seeded through the SDK (as
- * openSeededKnowsGraph's, IDs 1, 2, 3 for Ann, Bob, Cy and 4, 5, 6 for the edges) in the block's beforeAll: one
- * database or server per target and file. `graph` is for use inside tests; its answers are the wire form's.
+ * For each of KNOWS_GRAPH_TARGETS, a describe block whose tests share one graph, written by `seed` (through the
+ * block's `send`) in the block's beforeAll: one database or server per target and file. The target "embedded with a
+ * schema" opens with `schema`; the others are schemaless. `graph` is for use inside tests; its answers are the wire
+ * form's.
  */
-export function describeOnKnowsGraph(body: (graph: KnowsGraph) => void): void {
+export function describeOnGraph(schema: string, seed: (graph: KnowsGraph) => Promise<void>, body: (graph: KnowsGraph) => void): void {
   describe.each(KNOWS_GRAPH_TARGETS)("%s", (target) => {
     let sdk: Sdk | undefined;
     let opened: OpenedKnowsGraph | undefined;
     const ready = (): { sdk: Sdk; opened: OpenedKnowsGraph } => {
-      if (sdk === undefined || opened === undefined) throw new Error("the Knows graph is opened in beforeAll: use it inside tests");
+      if (sdk === undefined || opened === undefined) throw new Error("the graph is opened in beforeAll: use it inside tests");
       return { sdk, opened };
     };
-    beforeAll(async () => {
-      sdk = await loadSdk();
-      opened = await openKnowsGraph(sdk, target);
-      const seeded = await opened.send(knowsSeed(sdk).toQueryRequest());
-      expect(seeded).toMatchObject({ ann: [{ $id: 1 }], bob: [{ $id: 2 }], cy: [{ $id: 3 }] });
-    });
-    afterAll(() => opened?.close());
     const send = (request: SdkRequest) => ready().opened.send(request);
-    body({
+    const graph: KnowsGraph = {
       get sdk() {
         return ready().sdk;
       },
       target,
       send,
       run: (batch) => send(batch.toQueryRequest()),
+    };
+    beforeAll(async () => {
+      sdk = await loadSdk();
+      opened = await openKnowsGraph(target, schema);
+      await seed(graph);
     });
+    afterAll(() => opened?.close());
+    body(graph);
   });
+}
+
+/**
+ * describeOnGraph over the Knows graph, seeded as openSeededKnowsGraph's (IDs 1, 2, 3 for Ann, Bob, Cy and 4, 5, 6
+ * for the edges), KNOWS_SCHEMA its schema.
+ */
+export function describeOnKnowsGraph(body: (graph: KnowsGraph) => void): void {
+  describeOnGraph(
+    KNOWS_SCHEMA,
+    async (graph) => expect(await graph.run(knowsSeed(graph.sdk))).toMatchObject({ ann: [{ $id: 1 }], bob: [{ $id: 2 }], cy: [{ $id: 3 }] }),
+    body,
+  );
 }
