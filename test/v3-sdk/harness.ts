@@ -19,7 +19,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect } from "vitest";
-import { open, type Database } from "../../runtime/embedded.js";
+import { open } from "../../runtime/embedded.js";
 import { createKey } from "../../gateway/hosted/key-store.js";
 import { stringifyAnswer } from "../../gateway/json.js";
 import { parseJsonExact } from "../../sdk/json.js";
@@ -140,36 +140,16 @@ export async function remoteError(sdk: Sdk, sending: Promise<unknown>): Promise<
   throw new Error(`expected the request to fail, but it answered ${JSON.stringify(answer, (_key, value: unknown) => (typeof value === "bigint" ? `${value}n` : value))}`);
 }
 
-/** An embedded schemaless database that runs what the SDK builds, exactly as its JSON text (what it would send). */
-export interface SdkEmbedded {
-  readonly sdk: Sdk;
-  readonly db: Database;
-  run(batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>>;
-}
-
 /** The two kinds of database the embedded SDK suites run against: HelixDB v3's schemaless one, and one with a schema. */
 export const DATABASE_VARIANTS = ["schemaless", "with a schema"] as const;
-export type DatabaseVariant = (typeof DATABASE_VARIANTS)[number];
 
 /** The schema of the Knows graph's database "with a schema": every label and property the suites write, declared. */
 const KNOWS_SCHEMA = "N::User { name: String, age: I64, seen: Date }\nE::Knows { From: User, To: User, Properties: { weight: F64 } }\n";
 
 /**
- * A memory database seeded through the SDK with the suites' small graph: Ann (30), Bob (25) and Cy (no age), and
- * Knows edges Ann → Bob (weight 2), Bob → Cy (0.5), Cy → Ann (1); their IDs are 1, 2 and 3. Schemaless by default,
- * or with KNOWS_SCHEMA.
+ * The Knows graph's seed, through the SDK, what describeOnKnowsGraph writes first: Ann (30), Bob (25) and Cy (no age),
+ * and Knows edges Ann → Bob (weight 2), Bob → Cy (0.5), Cy → Ann (1); their IDs are 1, 2, 3 and 4, 5, 6.
  */
-export async function openSeededKnowsGraph(variant: DatabaseVariant = "schemaless"): Promise<SdkEmbedded> {
-  const sdk = await loadSdk();
-  const db = await open({ storage: "memory", ...(variant === "schemaless" ? {} : { schema: [{ file: "schema.hx", text: KNOWS_SCHEMA }] }) });
-  const run = async (batch: HelixSdk.ReadBatch | HelixSdk.WriteBatch): Promise<Record<string, unknown>> =>
-    (await db.run(JSON.parse(batch.toQueryJson()))) as Record<string, unknown>;
-  const seeded = await run(knowsSeed(sdk));
-  expect(seeded).toMatchObject({ ann: [{ $id: "1" }], bob: [{ $id: "2" }], cy: [{ $id: "3" }] });
-  return { sdk, db, run };
-}
-
-/** The Knows graph's seed, through the SDK: what openSeededKnowsGraph and describeOnKnowsGraph write first. */
 function knowsSeed(sdk: Sdk): HelixSdk.WriteBatch {
   const { g, writeBatch, NodeRef } = sdk;
   return writeBatch()
@@ -281,8 +261,8 @@ export function describeOnGraph(schema: string, seed: (graph: KnowsGraph) => Pro
 }
 
 /**
- * describeOnGraph over the Knows graph, seeded as openSeededKnowsGraph's (IDs 1, 2, 3 for Ann, Bob, Cy and 4, 5, 6
- * for the edges), KNOWS_SCHEMA its schema.
+ * describeOnGraph over the Knows graph, seeded by knowsSeed (IDs 1, 2, 3 for Ann, Bob, Cy and 4, 5, 6 for the
+ * edges), KNOWS_SCHEMA its schema.
  */
 export function describeOnKnowsGraph(body: (graph: KnowsGraph) => void): void {
   describeOnGraph(
