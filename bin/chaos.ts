@@ -15,6 +15,7 @@ import { formatSummary, runChaos, type ChaosOptions } from "../chaos/run.js";
 import { parseFaults, type FaultKind } from "../chaos/schedule.js";
 import { chaosProjectDirectory, WORKLOADS, type WorkloadName } from "../chaos/workloads.js";
 import { runClusterDown, runClusterUp, spawnSilk } from "./cluster.js";
+import { processAlive } from "../platform/processes.js";
 
 /** How long a run waits for the cluster it starts (leaders, then the server's /health): three times `cluster up`'s. */
 export const CHAOS_CLUSTER_UP_TIMEOUT_MS = 180_000;
@@ -41,15 +42,6 @@ function faultList(text: string): FaultKind[] {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 interface ChaosFlags {
   cluster: string;
   workload: WorkloadName;
@@ -69,7 +61,7 @@ interface ChaosFlags {
 export async function runChaosCommand(flags: ChaosFlags, out: { write(text: string): unknown }): Promise<number> {
   const dir = resolve(flags.cluster);
   const recorded = existsSync(dir) ? readClusterProcesses(dir) : undefined;
-  const attach = recorded?.serve !== undefined && alive(recorded.serve);
+  const attach = recorded?.serve !== undefined && processAlive(recorded.serve);
   if (!attach) {
     // A stopped cluster's replica stores would meet a fresh NATS log: a started cluster starts from nothing.
     if (existsSync(dir) && readdirSync(dir).length > 0) {

@@ -44,6 +44,7 @@ import { latestSnapshot } from "../cluster/nats/snapshots.js";
 import { PartitionStore } from "../node/store/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./serve.js";
+import { processAlive } from "../platform/processes.js";
 
 /** How long `up` waits for leaders and for the server's /health. */
 export const CLUSTER_UP_TIMEOUT_MS = 60_000;
@@ -61,15 +62,6 @@ export interface ClusterUpOptions {
 
 export interface CommandOutput {
   write(text: string): unknown;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. */
@@ -116,7 +108,7 @@ async function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<(
 export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput, timeoutMs = CLUSTER_UP_TIMEOUT_MS): Promise<void> {
   const dir = resolve(options.dir);
   const previous = readClusterProcesses(dir);
-  if (previous !== undefined && everyPid(previous).some(alive)) {
+  if (previous !== undefined && everyPid(previous).some(processAlive)) {
     throw new SilkError("invalid_option", `a cluster is already running in ${dir} (silk cluster down --dir ${options.dir} stops it)`);
   }
   const port = options.port === 0 ? await freePort() : options.port;
@@ -148,7 +140,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     const nc = await connect({ servers: nats.urls });
     try {
       await waitFor("a leader of every partition", deadline, async () => {
-        const dead = Object.entries(processes.replicas).find(([, pid]) => !alive(pid));
+        const dead = Object.entries(processes.replicas).find(([, pid]) => !processAlive(pid));
         if (dead !== undefined) throw new SilkError("internal", `replica ${dead[0]} exited (see ${clusterPaths.logs(dir)})`);
         return (await leaders(nc, manifest)).every((leader) => leader !== undefined) ? true : undefined;
       }).catch((cause: unknown) => {
@@ -160,7 +152,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`);
     writeClusterProcesses(dir, processes);
     await waitFor(`the server's /health on port ${port}`, deadline, async () => {
-      if (!alive(processes.serve!)) throw new SilkError("internal", `the serve process exited (see ${clusterPaths.serveLog(dir)})`);
+      if (!processAlive(processes.serve!)) throw new SilkError("internal", `the serve process exited (see ${clusterPaths.serveLog(dir)})`);
       const response = await fetch(`http://127.0.0.1:${port}/health`);
       return response.ok ? true : undefined;
     });
@@ -187,12 +179,12 @@ function everyPid(processes: ClusterProcesses): number[] {
 
 /** SIGTERM, then SIGKILL after the grace period; resolves when none is alive. */
 async function stopAll(pids: readonly number[]): Promise<void> {
-  const running = pids.filter(alive);
+  const running = pids.filter(processAlive);
   for (const pid of running) process.kill(pid, "SIGTERM");
   const deadline = Date.now() + CLUSTER_STOP_GRACE_MS;
-  while (running.some(alive) && Date.now() < deadline) await sleep(100);
-  for (const pid of running.filter(alive)) process.kill(pid, "SIGKILL");
-  while (running.some(alive)) await sleep(50);
+  while (running.some(processAlive) && Date.now() < deadline) await sleep(100);
+  for (const pid of running.filter(processAlive)) process.kill(pid, "SIGKILL");
+  while (running.some(processAlive)) await sleep(50);
 }
 
 /** The serve process first, then the replicas (a leader gives its lease up), NATS servers last. */
@@ -295,7 +287,7 @@ export async function runClusterAddPartition(dir: string, out: CommandOutput): P
     const replicas: Record<string, number> = { ...processes.replicas };
     for (let replica = 0; replica < manifest.replicas; replica++) {
       const key = `p${partition}-r${replica}`;
-      if (replicas[key] !== undefined && alive(replicas[key])) continue;
+      if (replicas[key] !== undefined && processAlive(replicas[key])) continue;
       replicas[key] = spawnSilk(["partition", "--dir", directory, "--partition", String(partition), "--replica", String(replica)], `${clusterPaths.replicaLog(directory, partition, replica)}.out`);
       writeClusterProcesses(directory, { ...processes, replicas });
     }

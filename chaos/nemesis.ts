@@ -21,6 +21,7 @@ import { subjects } from "../cluster/nats/subjects.js";
 import { decodeReply, encodeRequest } from "../cluster/nats/wire.js";
 import { SilkError } from "../protocol/errors.js";
 import type { PlannedFault } from "./schedule.js";
+import { processAlive } from "../platform/processes.js";
 
 /** Starts `silk <args>` detached with its output appended to `outFile`; returns its pid (bin/cluster.ts's). */
 export type SpawnSilk = (args: readonly string[], outFile: string) => number;
@@ -35,15 +36,6 @@ export interface FaultEvent {
   readonly end: number;
   /** Why the fault was not applied (no leader at that moment, the process already gone). */
   readonly skipped?: string;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 interface Processes {
@@ -69,7 +61,7 @@ export class LocalCluster {
   static async open(dir: string, spawnSilk: SpawnSilk): Promise<LocalCluster> {
     const manifest = readClusterManifest(dir);
     const recorded = readClusterProcesses(dir);
-    if (recorded === undefined || recorded.serve === undefined || !alive(recorded.serve)) {
+    if (recorded === undefined || recorded.serve === undefined || !processAlive(recorded.serve)) {
       throw new SilkError("invalid_option", `no running cluster in ${dir}: its processes.json names no live silk serve (start one with silk cluster up --dir ${dir})`);
     }
     const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, reconnectTimeWait: 100, name: "silk-chaos" }).catch((cause: unknown) => {
@@ -128,7 +120,7 @@ export class LocalCluster {
   async kill(target: string, pid: number): Promise<void> {
     process.kill(pid, "SIGKILL");
     const deadline = Date.now() + 10_000;
-    while (alive(pid) && Date.now() < deadline) await sleep(20);
+    while (processAlive(pid) && Date.now() < deadline) await sleep(20);
     this.down.set(target, () => this.start(target));
   }
 
@@ -167,7 +159,7 @@ export class LocalCluster {
 
   resume(pid: number): void {
     if (!this.stopped.delete(pid)) return;
-    if (alive(pid)) process.kill(pid, "SIGCONT");
+    if (processAlive(pid)) process.kill(pid, "SIGCONT");
   }
 
   /** Continues every stopped process and starts every killed one. */
@@ -205,7 +197,7 @@ export async function runNemesis(cluster: LocalCluster, schedule: readonly Plann
       continue;
     }
     const kind = fault.kind === "pause" ? `pause-${fault.pause}` : fault.kind;
-    if (!alive(resolved.pid)) {
+    if (!processAlive(resolved.pid)) {
       log({ kind, target: resolved.target, pid: resolved.pid, start, end: now(), skipped: "the process is not running" });
       continue;
     }

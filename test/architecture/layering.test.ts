@@ -30,7 +30,7 @@ const allowed: Record<string, string[]> = {
   sdk: ["protocol", "sdk"],
   // The chaos harness (docs/CHAOS.md) drives a cluster from outside: it reads cluster/nats/'s manifest, leases and
   // intents; the CLI (bin/chaos.ts) hands it the way to start processes.
-  chaos: ["protocol", "cluster", "chaos"],
+  chaos: ["protocol", "platform", "cluster", "chaos"],
 };
 /** The folders of node/ ("." is node/'s own files, the bottom) and the folders of node/ each may import. */
 const NODE_FOLDERS: Record<string, string[]> = {

@@ -18,17 +18,9 @@ import { expectCode } from "../helpers/engine.js";
 import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
 import { addN, entry, write } from "../helpers/tree.js";
 import { parseJsonExact } from "../../sdk/json.js";
+import { processAlive } from "../../platform/processes.js";
 
 afterAll(removeTemporaryDirectories);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function post(port: number, path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -126,7 +118,7 @@ describe("silk cluster", () => {
       expect(down.stdout).toMatch(/stopped 10 processes/); // the killed leader counts: it was started
     }
     const pids = [...Object.values(processes!.nats), ...Object.values(processes!.replicas), processes!.serve!];
-    expect(pids.filter(alive)).toEqual([]);
+    expect(pids.filter(processAlive)).toEqual([]);
     expect(existsSync(clusterPaths.processes(dir))).toBe(false);
   }, 90_000);
 

@@ -9,7 +9,8 @@ import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { clusterPaths, readClusterManifest, type ClusterProcesses } from "../../cluster/nats/manifest.js";
 import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
-import { alive, BANK_PROJECT, post } from "./fixtures/cluster-processes.js";
+import { BANK_PROJECT, post } from "./fixtures/cluster-processes.js";
+import { processAlive } from "../../platform/processes.js";
 
 afterAll(() => removeTemporaryDirectories());
 
@@ -65,7 +66,7 @@ describe("silk cluster add-partition and move", () => {
     } finally {
       const down = await runSilk(["cluster", "down", "--dir", dir]);
       expect(down.stdout).toMatch(/stopped \d+ processes/);
-      if (processes !== undefined) expect(Object.values(processes.replicas).filter(alive)).toEqual([]);
+      if (processes !== undefined) expect(Object.values(processes.replicas).filter(processAlive)).toEqual([]);
     }
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 /**
  * `silk serve --workers N` as real processes on real LMDB files, through a real HTTP client (node:http, whose
- * keep-alive agent holds one connection where a test needs one): reads served by two read workers answer what one
- * process answers; a read right after a write's answer sees it, on the same keep-alive connection and on a fresh
+ * keep-processAlive agent holds one connection where a test needs one): reads served by two read workers answer what one
+ * process answers; a read right after a write's answer sees it, on the same keep-processAlive connection and on a fresh
  * one; writes that fail answer as they do on one process; both workers take connections; /health and the aggregated
  * /metrics; a worker killed with SIGKILL is replaced; SIGTERM closes every worker and the writer; bad `--workers`
  * values, `--workers` with `--cluster` and a several-partition database are invalid_option; a worker that cannot
@@ -16,6 +16,7 @@ import { serveWorkers, SERVE_WORKERS_MAX } from "../../bin/serve-workers.js";
 import { Database } from "../../runtime/embedded.js";
 import { countRequest, nodesLabeled, REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
 import { startServer, type StartedServer } from "./serve-process.js";
+import { processAlive } from "../../platform/processes.js";
 
 afterAll(removeTemporaryDirectories);
 
@@ -30,7 +31,7 @@ interface Answer {
   readonly reusedSocket: boolean;
 }
 
-/** POSTs JSON (or GETs without a body) through `agent`, so that a keep-alive agent reuses its one connection. */
+/** POSTs JSON (or GETs without a body) through `agent`, so that a keep-processAlive agent reuses its one connection. */
 function send(agent: Agent, url: string, path: string, body?: unknown): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const text = body === undefined ? undefined : JSON.stringify(body);
@@ -58,15 +59,6 @@ const countUsers = countRequest({ users: nodesLabeled("User") });
 /** The PIDs of the read workers the primary logged as started, in order. */
 function workerPids(server: StartedServer): number[] {
   return [...server.stderr().matchAll(/"workerPid":(\d+),"msg":"read worker \d+ started/g)].map((match) => Number(match[1]));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The TCP sockets a process holds (its accepted connections among them): Linux's /proc. */
@@ -148,10 +140,10 @@ describe("silk serve --workers", () => {
     const { url } = server;
     expect(server.stdout()).toMatch(/silk: serving .*examples on http:\/\/127\.0\.0\.1:\d+ \(data in .*, 2 read workers\)/);
     const [first, second] = workerPids(server);
-    expect([first, second].every(alive)).toBe(true);
+    expect([first, second].every(processAlive)).toBe(true);
     let writes = 0;
 
-    // Read-your-writes over one keep-alive connection: every read right after a write's answer sees it.
+    // Read-your-writes over one keep-processAlive connection: every read right after a write's answer sees it.
     const kept = new Agent({ keepAlive: true, maxSockets: 1 });
     const created = await send(kept, url, "/CreateUser", { handle: "bob", name: "Bob", age: 40 });
     writes += 1;
@@ -178,7 +170,7 @@ describe("silk serve --workers", () => {
     await send(new Agent(), url, "/Follow", { follower: bob, followed: bob, since: "2024-05-01" });
     writes += 1;
 
-    // Both workers take connections: four keep-alive connections held open are spread over them.
+    // Both workers take connections: four keep-processAlive connections held open are spread over them.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const before = [first, second].map(socketCount);
     const spread = new Agent({ keepAlive: true, maxSockets: 4 });
@@ -222,7 +214,7 @@ describe("silk serve --workers", () => {
     // SIGTERM closes every worker and the writer: exit code 0, no process left, the writer lock released.
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);
-    expect([first, second, replacement].some(alive)).toBe(false);
+    expect([first, second, replacement].some(processAlive)).toBe(false);
     expect(existsSync(join(data, "writer.lock"))).toBe(false);
     const errors = server.stderr().split("\n").filter((line) => line.includes('"level":50'));
     expect(errors).toHaveLength(1);
