@@ -488,13 +488,15 @@ export class Database {
         },
         ...(shipper === undefined ? {} : { acknowledged: () => shipper.acknowledged() }),
         status: (): DatabaseStatus => {
-          if (s3 === undefined) return { storage: memory ? "memory" : "disk", mode };
-          if (follower !== undefined) return { storage: "s3", mode: "readonly", s3: { bucket: s3.bucket, prefix: s3.prefix, ...follower.status() } };
-          return {
-            storage: "s3",
-            mode: "writer",
-            s3: { bucket: s3.bucket, prefix: s3.prefix, epoch: bucket!.manifest!.manifest.epoch, durability: s3.durability, position: shipper!.storedSegment(), unshippedBytes: shipper!.unshipped() },
-          };
+          if (s3 !== undefined && follower !== undefined) return { storage: "s3", mode: "readonly", s3: { bucket: s3.bucket, prefix: s3.prefix, ...follower.status() } };
+          if (s3 !== undefined && shipper !== undefined) {
+            return {
+              storage: "s3",
+              mode: "writer",
+              s3: { bucket: s3.bucket, prefix: s3.prefix, epoch: shipper.epoch, durability: s3.durability, position: shipper.storedSegment(), unshippedBytes: shipper.unshipped() },
+            };
+          }
+          return { storage: memory ? "memory" : "disk", mode };
         },
         close: async () => {
           await follower?.stop();

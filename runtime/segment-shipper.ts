@@ -149,6 +149,11 @@ export class SegmentShipper {
     this.clockMs = options.clockMs ?? (() => performance.now());
   }
 
+  /** The manifest epoch this writer ships under (its fence). */
+  get epoch(): number {
+    return this.options.epoch;
+  }
+
   /** The number of the last segment this writer knows to be in the bucket. */
   storedSegment(): number {
     return this.stored;
