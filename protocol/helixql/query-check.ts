@@ -14,7 +14,7 @@ import { decodeRequest } from "../tree.js";
 import type { CompiledQuery } from "./query.js";
 import { queryDocComment } from "./query-attributes.js";
 import { compileQuery } from "./query-compile.js";
-import { analyseSchema } from "./schema-check.js";
+import { analyseSchema, type SchemaAnalysis } from "./schema-check.js";
 import type { SchemaHistory } from "./schema-versions.js";
 
 export interface ProjectCheck {
@@ -30,39 +30,66 @@ export interface ProjectCheck {
 export function checkProject(sources: SchemaSource | readonly SchemaSource[]): ProjectCheck {
   const files = Array.isArray(sources) ? [...sources] : [sources as SchemaSource];
   const analysis = analyseSchema(files);
-  const queries: CompiledQuery[] = [];
   // After a syntax error some declarations are missing; queries checked against the rest would only report echoes.
-  if (analysis.syntaxErrors === 0) {
-    const seen = new Map<string, string>();
-    for (const { fileIndex, ast } of analysis.parsed) {
-      const file = files[fileIndex].file;
-      for (const declaration of ast.declarations) {
-        if (declaration.kind !== "query") continue;
-        const name = declaration.name.text;
-        const first = seen.get(name);
-        if (first !== undefined) {
-          analysis.report("query_invalid", fileIndex, declaration.name.loc, `duplicate QUERY ${name}; first defined at ${first}`);
-          continue;
-        }
-        seen.set(name, `${file}:${declaration.name.loc.line}:${declaration.name.loc.column}`);
-        const query = compileQuery(
-          declaration,
-          file,
-          analysis.schema,
-          { report: (code, loc, message) => analysis.report(code, fileIndex, loc, message), warn: (code, loc, message) => analysis.warn(code, fileIndex, loc, message) },
-          (param) => analysis.convertType(param.type, (loc, message) => analysis.report("query_invalid", fileIndex, loc, message)),
-        );
-        if (query === undefined) continue;
-        const fault = decodeFault(query);
-        const description = queryDocComment(files[fileIndex].text, declaration);
-        if (fault === undefined) queries.push(description === undefined ? query : { ...query, description });
-        else analysis.report("internal", fileIndex, declaration.name.loc, `internal error (a bug in Silk): QUERY ${name} compiled to a tree that does not decode: ${fault}`);
-      }
-    }
-  }
+  const queries = analysis.syntaxErrors === 0 ? compileQueries(analysis, files, analysis.schema) : [];
   const diagnostics = analysis.diagnostics();
   const warnings = analysis.warnings();
   return diagnostics.length === 0 ? { schema: analysis.schema, history: analysis.history, queries, diagnostics, warnings } : { queries: [], diagnostics, warnings };
+}
+
+/**
+ * The QUERY definitions of one text (the web console's editor, gateway/console.ts) checked against a schema that
+ * is already loaded (the served project's): the same diagnostics, positions and compiled queries `silk check` gives
+ * for a query written in one of the project's files. The text holds queries only: a type declaration in it is
+ * schema_invalid at its name, since the types are the project's (a console cannot change a served schema).
+ */
+export function checkQueryText(source: SchemaSource, schema: Schema): Omit<ProjectCheck, "schema" | "history"> {
+  const analysis = analyseSchema([source]);
+  const queries = analysis.syntaxErrors === 0 ? compileQueries(analysis, [source], schema) : [];
+  for (const { ast } of analysis.parsed) {
+    for (const declaration of ast.declarations) {
+      if (declaration.kind === "query") continue;
+      const [loc, what] = "name" in declaration ? [declaration.name.loc, declaration.name.text] : [declaration.loc, declaration.kind === "migration" ? "MIGRATION" : "schema::"];
+      analysis.report("schema_invalid", 0, loc, `${what}: only QUERY definitions are checked here; types are declared in the project's .hx files`);
+    }
+  }
+  const diagnostics = analysis.diagnostics();
+  return { queries: diagnostics.length === 0 ? queries : [], diagnostics, warnings: analysis.warnings() };
+}
+
+/**
+ * Compiles every QUERY of the parsed files against `schema`, reporting into the analysis; the queries that
+ * compiled and decode. Duplicate names are query_invalid at the second.
+ */
+function compileQueries(analysis: SchemaAnalysis, files: readonly SchemaSource[], schema: Schema): CompiledQuery[] {
+  const queries: CompiledQuery[] = [];
+  const seen = new Map<string, string>();
+  for (const { fileIndex, ast } of analysis.parsed) {
+    const file = files[fileIndex].file;
+    for (const declaration of ast.declarations) {
+      if (declaration.kind !== "query") continue;
+      const name = declaration.name.text;
+      const first = seen.get(name);
+      if (first !== undefined) {
+        analysis.report("query_invalid", fileIndex, declaration.name.loc, `duplicate QUERY ${name}; first defined at ${first}`);
+        continue;
+      }
+      seen.set(name, `${file}:${declaration.name.loc.line}:${declaration.name.loc.column}`);
+      const query = compileQuery(
+        declaration,
+        file,
+        schema,
+        { report: (code, loc, message) => analysis.report(code, fileIndex, loc, message), warn: (code, loc, message) => analysis.warn(code, fileIndex, loc, message) },
+        (param) => analysis.convertType(param.type, (loc, message) => analysis.report("query_invalid", fileIndex, loc, message)),
+      );
+      if (query === undefined) continue;
+      const fault = decodeFault(query);
+      const description = queryDocComment(files[fileIndex].text, declaration);
+      if (fault === undefined) queries.push(description === undefined ? query : { ...query, description });
+      else analysis.report("internal", fileIndex, declaration.name.loc, `internal error (a bug in Silk): QUERY ${name} compiled to a tree that does not decode: ${fault}`);
+    }
+  }
+  return queries;
 }
 
 /** Why the tree of a compiled query would not decode; steps that only a later release runs are not faults. */

@@ -3,7 +3,7 @@
  * compiles to a tree the decoder takes. Run-time behaviour of the compiled queries is the conformance suite's.
  */
 import { describe, expect, it } from "vitest";
-import { checkProject } from "../../protocol/helixql/query-check.js";
+import { checkProject, checkQueryText } from "../../protocol/helixql/query-check.js";
 import type { Diagnostic } from "../../protocol/schema.js";
 import { decodeRequest } from "../../protocol/tree.js";
 
@@ -168,5 +168,39 @@ QUERY E1() => u <- AddN<User>({name: "x"}) RETURN u
     const result = check(`QUERY A() => u <- N<User>::WHERE( RETURN u`);
     expect(result.diagnostics.map((d) => d.code)).toEqual(["schema_syntax"]);
     expect(result.names).toEqual([]);
+  });
+});
+
+describe("checkQueryText (the web console's editor)", () => {
+  const schema = checkProject({ file: "schema.hx", text: SCHEMA }).schema!;
+
+  it("checks QUERY definitions against a loaded schema, with the positions silk check gives", () => {
+    const ok = checkQueryText({ file: "console.hx", text: "QUERY A(id: ID) => u <- N<User>(id) RETURN u" }, schema);
+    expect(ok.diagnostics).toEqual([]);
+    expect(ok.queries.map((query) => [query.name, query.requestType])).toEqual([["A", "read"]]);
+
+    const bad = checkQueryText({ file: "console.hx", text: "QUERY A() =>\n  u <- N<Nobody>\n  RETURN u" }, schema);
+    expect(bad.queries).toEqual([]);
+    expect(bad.diagnostics.map((d) => `${d.file} ${d.code} ${d.line}:${d.column}`)).toEqual(["console.hx unknown_label 2:10"]);
+    const inProject = checkProject({ file: "console.hx", text: `${SCHEMA}QUERY A() =>\n  u <- N<Nobody>\n  RETURN u` });
+    expect(inProject.diagnostics.map((d) => [d.code, d.message])).toEqual(bad.diagnostics.map((d) => [d.code, d.message]));
+  });
+
+  it("reports a syntax error at its place and compiles nothing", () => {
+    const result = checkQueryText({ file: "console.hx", text: "QUERY A( =>" }, schema);
+    expect(result.queries).toEqual([]);
+    expect(result.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(["schema_syntax 1:10"]);
+  });
+
+  it("refuses type declarations: the types are the project's", () => {
+    const result = checkQueryText({ file: "console.hx", text: "N::Extra { name: String }\nQUERY A() => u <- N<User> RETURN u" }, schema);
+    expect(result.queries).toEqual([]);
+    expect(result.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(["schema_invalid 1:4"]);
+    expect(result.diagnostics[0].message).toMatch(/only QUERY definitions/);
+  });
+
+  it("reports a duplicate QUERY name at the second", () => {
+    const result = checkQueryText({ file: "console.hx", text: "QUERY A() => u <- N<User> RETURN u\nQUERY A() => u <- N<Post> RETURN u" }, schema);
+    expect(result.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(["query_invalid 2:7"]);
   });
 });
