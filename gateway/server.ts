@@ -7,12 +7,14 @@
  * ID themselves, errors.ts). bin/serve.ts opens the database and starts listening; bin/gateway.ts does the same for
  * the hosted form, which adds API keys, the account switch and the rate limit in front of the same routes
  * (hosted/access.ts). `GET /metrics` (metrics.ts) reports every request fastify routes, the database and the process.
+ * `silk serve` and `silk dev` also serve the web console at `/console` (console.ts).
  * Every socket's life is bounded (http-limits.ts): a request must arrive within its timeouts, and errors of Node's
  * HTTP parser (bad framing, oversized headers, those timeouts) answer in the same error shape.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { adminRoutes, type ServedProject } from "./admin.js";
+import { consoleRoutes } from "./console.js";
 import { answerClientError, installErrorReplies } from "./errors.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
@@ -74,6 +76,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   await app.register(mcpRoutes, { database: options.database, loopbackOriginsOnly: options.hosted === undefined });
   // A schemaless database (served without a project) has no queries, so it has no per-query routes: `POST /<name>`
   // is then route_not_found like any other unknown path, not query_not_found, which would suggest a project.
+  // The web console (console.ts) on `silk serve` and `silk dev`: the hosted gateway's routes all take a key, which a
+  // browser's page load cannot send. Registered before the per-query routes, whose `/:name` is one segment only.
+  if (options.hosted === undefined) await app.register(consoleRoutes, { database: options.database });
   if (options.database.schema !== undefined) await app.register(queryRoutes, { database: options.database });
   await app.ready();
   return app;

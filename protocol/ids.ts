@@ -103,15 +103,6 @@ export function writeIdNumbers(json: string): string {
   return json.includes("\\ud800") ? json.replace(ID_NUMBER_TEXT, "$1") : json;
 }
 
-/**
- * JSON text (JSON.stringify's) with every JsonId written as its decimal string, as HelixQL routes answer IDs: for an
- * answer that ran through `/v2/query`'s path but goes to a reader that parses JSON numbers as doubles (the web
- * console's page, gateway/console.ts), where an ID beyond 2^53 would lose digits.
- */
-export function writeIdStrings(json: string): string {
-  return json.includes("\\ud800") ? json.replace(ID_NUMBER_TEXT, '"$1"') : json;
-}
-
 /** A short rendering of a rejected ID for error messages, long strings cut so a message stays readable. */
 function describeIdInput(input: unknown): string {
   if (typeof input === "string") {
