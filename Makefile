@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server clean
+.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server chromium clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -18,7 +18,8 @@ install: node_modules/.installed
 # once. npm ci runs package.json's `prepare`, which builds dist/, so the install rule stamps it built as well.
 BUILD_SOURCES := $(shell find . -name '*.ts' -not -path './node_modules/*' -not -path './dist/*' -not -path './test/*' \
 	-not -path './bench/*' -not -path '*/generated/*') \
-	protocol/helixql/helixql.peggy scripts/build-parser.mjs tsconfig.json
+	protocol/helixql/helixql.peggy scripts/build-parser.mjs tsconfig.json \
+	console/index.html $(wildcard console/src/*.css) console/tsconfig.json
 
 dist/.built: node_modules/.installed $(BUILD_SOURCES)
 	npm run build
@@ -31,11 +32,12 @@ build: dist/.built
 typecheck: build
 	npx tsc -p test/tsconfig.json
 	npx tsc -p bench/tsconfig.json
+	npx tsc -p console/tsconfig.json
 
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
-test: build typecheck redis-server nats-server s3-server
+test: build typecheck redis-server nats-server s3-server chromium
 	node scripts/run-tests.mjs
 
 # A 10-minute mixed load (SOAK_SECONDS) on a real server with a SIGKILL every minute and dead readers, then checks that
@@ -72,6 +74,13 @@ s3-server:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(S3_SERVER_PACKAGES) || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(S3_SERVER_PACKAGES)) || \
 		echo "make: install the packages $(S3_SERVER_PACKAGES) (apt-get install $(S3_SERVER_PACKAGES))" >&2
+
+# The web console's browser test (test/console/) drives Debian's Chromium through playwright-core; it fails naming the
+# package where it is missing.
+chromium:
+	@command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium) || \
+		echo "make: install the chromium package (apt-get install chromium)" >&2
 
 # A development cluster on this machine (docs/CLUSTER.md): three nats-server processes, the partition replicas and one
 # server on $(SILK_PORT), all under ./cluster-data; `make cluster-down` stops them.

@@ -40,13 +40,14 @@ export const CONSOLE_FILE = "console.hx";
 export const CONSOLE_TEXT_CHARS_MAX = 1 << 20;
 
 /**
- * Where vite put the built page: dist/console/ beside the compiled gateway (`dist/gateway/../console`), or, run
- * from source (tests, tsx), the same dist/console/ one level up from gateway/.
+ * Where vite put the built page: dist/console/, one level up from gateway/ run from source (tests, tsx), beside
+ * the compiled gateway in dist/ (`dist/gateway/../console`). The console/ of the sources has an index.html too, but
+ * no assets/: only a build has both.
  */
 function staticDirectory(): URL | undefined {
-  for (const relative of ["../console/", "../dist/console/"]) {
+  for (const relative of ["../dist/console/", "../console/"]) {
     const url = new URL(relative, import.meta.url);
-    if (existsSync(new URL("index.html", url))) return url;
+    if (existsSync(new URL("index.html", url)) && existsSync(new URL("assets/", url))) return url;
   }
   return undefined;
 }

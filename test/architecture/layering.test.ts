@@ -5,7 +5,8 @@
  * through runtime/'s Database; it imports nothing of node/ or cluster/. The SDK (sdk/) stands apart: its code
  * generator reads projects through protocol/, and the runtime files an application bundles (client, json, retry,
  * builder) import nothing of ours and one pure-JavaScript package, so a browser or edge bundle never pulls in the engine, the parser or node: modules. The
- * chaos harness (chaos/) stands outside the engine: it reaches a cluster over HTTP and NATS. Every
+ * chaos harness (chaos/) stands outside the engine: it reaches a cluster over HTTP and NATS; so does the web console's
+ * page (console/), which a browser runs and which reaches the server over HTTP. Every
  * top-level folder that holds TypeScript is either in the table or one of the tools that may import anything.
  *
  * Inside node/, the folders follow a partition's data: the definitions every folder shares sit at the bottom, in
@@ -31,6 +32,9 @@ const allowed: Record<string, string[]> = {
   // The chaos harness (docs/CHAOS.md) drives a cluster from outside: it reads cluster/nats/'s manifest, leases and
   // intents; the CLI (bin/chaos.ts) hands it the way to start processes.
   chaos: ["protocol", "platform", "cluster", "chaos"],
+  // The web console's page (docs/CONSOLE.md) runs in a browser: it reaches the server over HTTP only, and vite
+  // bundles nothing of ours into it but its own files.
+  console: ["console"],
 };
 /** The folders of node/ ("." is node/'s own files, the bottom) and the folders of node/ each may import. */
 const NODE_FOLDERS: Record<string, string[]> = {

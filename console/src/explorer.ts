@@ -1,0 +1,147 @@
+/**
+ * The graph explorer: start from a node ID, click a node to see its properties and the labels of its edges (out and
+ * in, with counts), and expand one label to add those edges and the nodes at their other ends. Reads go through
+ * `POST /v2/query` (operation trees, docs/OPERATION_TREE.md), as any client's would; cytoscape draws the graph with
+ * its force-directed layout (cose).
+ */
+import cytoscape, { type Core, type ElementDefinition } from "cytoscape";
+import { ApiError, runTree } from "./api";
+import { byTestId, cellText, element, isRecordLike } from "./dom";
+
+type Direction = "out" | "in";
+type GraphRecord = Readonly<Record<string, unknown>>;
+
+const idOf = (record: GraphRecord, key = "$id"): string => String(record[key]);
+
+/** A read request of named entries, each a step; answered as `{name: result}`. */
+function readRequest(entries: Readonly<Record<string, unknown>>): unknown {
+  return {
+    request_type: "read",
+    query_name: "console.explorer",
+    query: { read: { entries: Object.entries(entries).map(([name, root]) => ({ query: { name, root } })), returns: Object.keys(entries) } },
+  };
+}
+
+/** The node of `id` as a source step; the ID goes as its digits, which the tree takes for any u64. */
+const nodeStep = (id: string): unknown => ({ nodes: { reference: { ids: [id] } } });
+
+function nodeElement(record: GraphRecord): ElementDefinition {
+  const name = ["name", "title", "handle"].map((key) => record[key]).find((value) => typeof value === "string");
+  return { group: "nodes", data: { id: idOf(record), label: `${String(record.$label)} ${name ?? idOf(record)}`, record } };
+}
+
+function edgeElement(record: GraphRecord): ElementDefinition {
+  return { group: "edges", data: { id: `e${idOf(record)}`, source: idOf(record, "$from"), target: idOf(record, "$to"), label: String(record.$label), record } };
+}
+
+/** How many edges of each label an array of labels holds, by label. */
+function countLabels(labels: unknown): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const label of Array.isArray(labels) ? labels : []) counts.set(String(label), (counts.get(String(label)) ?? 0) + 1);
+  return counts;
+}
+
+export function startExplorer(): { show(): void } {
+  const form = byTestId<HTMLFormElement>("explorer-form");
+  const input = byTestId<HTMLInputElement>("node-id");
+  const status = byTestId<HTMLSpanElement>("explorer-status");
+  const inspector = byTestId<HTMLElement>("inspector");
+  const container = byTestId<HTMLDivElement>("graph");
+  let cy: Core | undefined;
+
+  const graph = (): Core => {
+    cy ??= cytoscape({
+      container,
+      // A few nodes fitted to the canvas would be drawn huge.
+      maxZoom: 2,
+      style: [
+        { selector: "node", style: { label: "data(label)", "font-size": 10, "background-color": "#3b6ea5", color: "#1b2733", "text-valign": "bottom", "text-margin-y": 4 } },
+        { selector: "node:selected", style: { "background-color": "#e07a1f" } },
+        { selector: "edge", style: { label: "data(label)", "font-size": 8, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4" } },
+      ],
+    });
+    cy.on("tap", "node", (event) => void inspect(String(event.target.id())));
+    return cy;
+  };
+
+  const fail = (cause: unknown): void => {
+    status.textContent = cause instanceof ApiError ? `${cause.code}: ${cause.message}` : String(cause);
+    status.className = "status error";
+  };
+
+  const add = (elements: readonly ElementDefinition[]): void => {
+    const core = graph();
+    const fresh = elements.filter((definition) => core.getElementById(String(definition.data.id)).empty());
+    core.add(fresh);
+    core.layout({ name: "cose", animate: false, fit: true, padding: 30 }).run();
+    // What is drawn, for a reader of the page that cannot see the canvas (the browser test, assistive tools).
+    container.dataset.nodes = String(core.nodes().length);
+    container.dataset.edges = String(core.edges().length);
+  };
+
+  const expand = async (id: string, direction: Direction, label: string): Promise<void> => {
+    try {
+      const edgeStep = direction === "out" ? "out_e" : "in_e";
+      const answer = await runTree(readRequest({ edges: { [edgeStep]: { input: nodeStep(id), label } }, nodes: { [direction]: { input: nodeStep(id), label } } }));
+      const nodes = (answer.nodes as GraphRecord[]).map(nodeElement);
+      const edges = (answer.edges as GraphRecord[]).map(edgeElement);
+      add([...nodes, ...edges]);
+      status.textContent = `${edges.length} ${label} edge${edges.length === 1 ? "" : "s"} ${direction === "out" ? "from" : "to"} ${id}`;
+      status.className = "status";
+    } catch (cause) {
+      fail(cause);
+    }
+  };
+
+  const inspect = async (id: string): Promise<void> => {
+    try {
+      const answer = await runTree(readRequest({ node: nodeStep(id), out: { label: { input: { out_e: { input: nodeStep(id) } } } }, in: { label: { input: { in_e: { input: nodeStep(id) } } } } }));
+      const record = (answer.node as GraphRecord[])[0];
+      inspector.replaceChildren();
+      if (record === undefined) {
+        inspector.appendChild(element("p", `no node has ID ${id}`, "error"));
+        return;
+      }
+      inspector.appendChild(element("h3", `${String(record.$label)} ${id}`));
+      const properties = element("table");
+      properties.dataset.testid = "properties";
+      for (const [key, value] of Object.entries(record)) {
+        const row = properties.insertRow();
+        row.insertCell().textContent = key;
+        row.insertCell().textContent = isRecordLike(value) || Array.isArray(value) ? JSON.stringify(value) : cellText(value);
+      }
+      inspector.appendChild(properties);
+      for (const direction of ["out", "in"] as const) {
+        const counts = countLabels(answer[direction]);
+        inspector.appendChild(element("h4", direction === "out" ? "Edges out" : "Edges in"));
+        if (counts.size === 0) inspector.appendChild(element("p", "none", "hint"));
+        for (const [label, count] of counts) {
+          const button = element("button", `${direction === "out" ? "→" : "←"} ${label} (${count})`, "expand");
+          button.type = "button";
+          button.dataset.testid = `expand-${direction}-${label}`;
+          button.addEventListener("click", () => void expand(id, direction, label));
+          inspector.appendChild(button);
+        }
+      }
+      return void add([nodeElement(record)]);
+    } catch (cause) {
+      fail(cause);
+    }
+  };
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const id = input.value.trim();
+    if (!/^[0-9]+$/.test(id)) return fail("a node ID is a non-negative integer");
+    status.textContent = "";
+    void inspect(id).then(() => graph().getElementById(id).select());
+  });
+  byTestId<HTMLButtonElement>("clear-graph").addEventListener("click", () => {
+    graph().elements().remove();
+    inspector.replaceChildren();
+    container.dataset.nodes = "0";
+    container.dataset.edges = "0";
+  });
+  // cytoscape measures its container when drawn: a graph made while its page was hidden is resized when shown.
+  return { show: () => cy?.resize() };
+}

@@ -1,0 +1,160 @@
+/**
+ * The HelixQL playground: QUERY definitions in an editor, checked by the server as you type (the checker `silk check`
+ * runs, against the served project's schema) with each diagnostic marked on its line, and run against the live
+ * database: the answer as tables (one per returned name) and as JSON.
+ */
+import { ApiError, checkText, runText, type CheckAnswer, type CheckedQuery, type Project } from "./api";
+import { byTestId, cellText, element, isRecordLike, rowsTable } from "./dom";
+
+/** Milliseconds of no typing before the text is checked: one request per pause, not per key. */
+const CHECK_DELAY_MS = 250;
+
+/** The first text of a new console: a read of the project's first node type, or a note that there is no project. */
+function exampleText(project: Project): string {
+  if (!project.hasSchema) return "// This server has no project (silk serve without --project): HelixQL needs a schema to check against.\n// The graph explorer works without one.\n";
+  const label = project.nodeTypes[0] ?? "User";
+  return `// QUERY definitions, checked against the served project's schema as you type.
+// Pick one below, give its parameters as JSON, and run it (read queries only).
+QUERY First${label}s(count: I64) =>
+    rows <- N<${label}>::RANGE(0, count)
+    RETURN rows
+`;
+}
+
+const STORED_TEXT_KEY = "silk-console-text";
+
+export function startPlayground(project: Project): void {
+  const editor = byTestId<HTMLTextAreaElement>("editor");
+  const gutter = byTestId<HTMLPreElement>("gutter");
+  const list = byTestId<HTMLUListElement>("diagnostics");
+  const select = byTestId<HTMLSelectElement>("query-select");
+  const parameters = byTestId<HTMLInputElement>("parameters");
+  const runButton = byTestId<HTMLButtonElement>("run");
+  const status = byTestId<HTMLSpanElement>("run-status");
+  const table = byTestId<HTMLDivElement>("result-table");
+  const json = byTestId<HTMLPreElement>("result-json");
+
+  let marked = new Map<number, "error" | "warning">();
+  let timer: number | undefined;
+  let checking = 0;
+
+  const drawGutter = (): void => {
+    const lines = editor.value.split("\n").length;
+    gutter.replaceChildren();
+    for (let line = 1; line <= lines; line++) {
+      const severity = marked.get(line);
+      gutter.appendChild(element("span", `${line}\n`, severity === undefined ? undefined : `marked-${severity}`));
+    }
+    gutter.scrollTop = editor.scrollTop;
+  };
+
+  const moveTo = (line: number, column: number): void => {
+    const lines = editor.value.split("\n");
+    let offset = 0;
+    for (let i = 0; i < line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
+    editor.focus();
+    editor.setSelectionRange(offset + column - 1, offset + column - 1);
+  };
+
+  const showQueries = (queries: readonly CheckedQuery[]): void => {
+    const chosen = select.value;
+    select.replaceChildren(...queries.map((query) => {
+      const option = element("option", `${query.name}${query.request_type === "write" ? " (writes)" : ""}`);
+      option.value = query.name;
+      return option;
+    }));
+    if (queries.some((query) => query.name === chosen)) select.value = chosen;
+  };
+
+  const showCheck = (answer: CheckAnswer): void => {
+    marked = new Map();
+    list.replaceChildren();
+    for (const found of answer.diagnostics) {
+      if (marked.get(found.line) !== "error") marked.set(found.line, found.severity);
+      const item = element("li", undefined, found.severity);
+      item.dataset.line = String(found.line);
+      item.append(element("span", `${found.line}:${found.column}`, "place"), element("span", found.code, "code"), element("span", found.message, "message"));
+      item.addEventListener("click", () => moveTo(found.line, found.column));
+      list.appendChild(item);
+    }
+    if (answer.diagnostics.length === 0) list.appendChild(element("li", answer.queries.length === 0 ? "no QUERY yet" : "checks", "ok"));
+    // A text that does not check keeps the queries of its last good state, so that the picker does not flicker.
+    if (answer.diagnostics.every((found) => found.severity === "warning")) showQueries(answer.queries);
+    drawGutter();
+  };
+
+  const check = async (): Promise<void> => {
+    const ticket = ++checking;
+    try {
+      const answer = await checkText(editor.value);
+      if (ticket === checking) showCheck(answer);
+    } catch (cause) {
+      if (ticket !== checking) return;
+      list.replaceChildren(element("li", cause instanceof ApiError ? `${cause.code}: ${cause.message}` : String(cause), "error"));
+    }
+  };
+
+  const showAnswer = (answer: unknown): void => {
+    json.textContent = JSON.stringify(answer, null, 2);
+    table.replaceChildren();
+    const sections: [string | undefined, unknown][] = isRecordLike(answer) ? Object.entries(answer) : [[undefined, answer]];
+    for (const [name, value] of sections) {
+      if (name !== undefined) table.appendChild(element("h3", name));
+      if (Array.isArray(value) && value.every(isRecordLike)) table.appendChild(value.length === 0 ? element("p", "no rows", "hint") : rowsTable(value));
+      else if (isRecordLike(value)) table.appendChild(rowsTable([value]));
+      else table.appendChild(element("p", cellText(value), "value"));
+    }
+  };
+
+  const run = async (): Promise<void> => {
+    let given: unknown;
+    try {
+      given = parameters.value.trim() === "" ? {} : JSON.parse(parameters.value);
+    } catch {
+      status.textContent = "the parameters are not JSON";
+      status.className = "status error";
+      return;
+    }
+    status.textContent = "running…";
+    status.className = "status";
+    const started = performance.now();
+    try {
+      const answer = await runText(editor.value, select.value === "" ? undefined : select.value, given);
+      showAnswer(answer);
+      status.textContent = `ok in ${Math.round(performance.now() - started)} ms`;
+    } catch (cause) {
+      status.textContent = cause instanceof ApiError ? `${cause.code}: ${cause.message}` : String(cause);
+      status.className = "status error";
+    }
+  };
+
+  editor.value = localStorage.getItem(STORED_TEXT_KEY) ?? exampleText(project);
+  if (project.hasSchema && project.nodeTypes.length > 0 && parameters.value === "{}") parameters.value = '{"count": 20}';
+  editor.addEventListener("input", () => {
+    localStorage.setItem(STORED_TEXT_KEY, editor.value);
+    drawGutter();
+    window.clearTimeout(timer);
+    timer = window.setTimeout(() => void check(), CHECK_DELAY_MS);
+  });
+  editor.addEventListener("scroll", () => (gutter.scrollTop = editor.scrollTop));
+  editor.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      void run();
+    } else if (event.key === "Tab") {
+      event.preventDefault();
+      editor.setRangeText("    ", editor.selectionStart, editor.selectionEnd, "end");
+      editor.dispatchEvent(new Event("input"));
+    }
+  });
+  runButton.addEventListener("click", () => void run());
+  for (const button of document.querySelectorAll<HTMLButtonElement>("[data-view]")) {
+    button.addEventListener("click", () => {
+      for (const other of document.querySelectorAll<HTMLButtonElement>("[data-view]")) other.classList.toggle("active", other === button);
+      table.hidden = button.dataset.view !== "table";
+      json.hidden = button.dataset.view !== "json";
+    });
+  }
+  drawGutter();
+  if (project.hasSchema) void check();
+}

@@ -1,0 +1,169 @@
+/**
+ * The web console (docs/CONSOLE.md) in a real browser: Debian's Chromium, driven by playwright-core, against a real
+ * `silk serve --project` started here on a free port with the example project and a few records. The page is built
+ * first (vite, `npm run build:console`), so what is tested is what the sources make. One server and one browser for
+ * the whole file; each case leaves a screenshot under test-artifacts/console/ (gitignored).
+ *
+ * - the playground: a query with an error shows the checker's diagnostic at its line as it is typed; a query that
+ *   checks runs and shows its rows as a table and as JSON;
+ * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded;
+ * - the index page: the project's index with its state.
+ */
+import { spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { REPO, removeTemporaryDirectories, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
+
+/** Debian's Chromium (`apt-get install chromium`, `make chromium`); SILK_CHROMIUM names another binary. */
+const CHROMIUM = process.env.SILK_CHROMIUM ?? "/usr/bin/chromium";
+const ARTIFACTS = join(REPO, "test-artifacts", "console");
+
+let server: ChildProcessWithoutNullStreams | undefined;
+let browser: Browser | undefined;
+let page: Page;
+let base: string;
+let ann: string;
+/** Uncaught errors of the page's scripts: none may happen. */
+const pageErrors: string[] = [];
+
+/** The server's address from its start line (`silk: serving examples on http://127.0.0.1:PORT (...)`). */
+function listening(child: ChildProcessWithoutNullStreams): Promise<string> {
+  let output = "";
+  return new Promise((done, fail) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+      const match = /on (http:\/\/[0-9.]+:[0-9]+)/.exec(output);
+      if (match !== null) done(match[1]);
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+    child.on("exit", (code) => fail(new Error(`silk serve exited with code ${code} before it listened:\n${output}`)));
+  });
+}
+
+async function call(name: string, body: unknown): Promise<Record<string, { id: string }>> {
+  const response = await fetch(`${base}/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Record<string, { id: string }>;
+}
+
+async function screenshot(name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** Replaces the editor's text as typing would, so that the page's input handler (the check) runs. */
+async function typeQuery(text: string): Promise<void> {
+  const editor = page.getByTestId("editor");
+  await editor.fill("");
+  await editor.pressSequentially(text);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`the console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or \`make chromium\`), or set SILK_CHROMIUM`);
+  }
+  const built = spawnSync("npx", ["vite", "build", "--config", "console/vite.config.ts", "--logLevel", "warn"], { cwd: REPO, encoding: "utf8" });
+  if (built.status !== 0) throw new Error(`the console did not build:\n${built.stdout}${built.stderr}`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = spawnSilk(["serve", "--project", join(REPO, "examples"), "--port", "0", "--data", join(temporaryDirectory(), "data")]);
+  base = await listening(server);
+  ann = (await call("CreateUser", { handle: "ann", name: "Ann", age: 31 })).user.id;
+  const bob = (await call("CreateUser", { handle: "bob", name: "Bob", age: 42 })).user.id;
+  const cleo = (await call("CreateUser", { handle: "cleo", name: "Cleo", age: 27 })).user.id;
+  await call("Follow", { follower: bob, followed: ann, since: "2024-05-01" });
+  await call("Follow", { follower: cleo, followed: ann, since: "2024-06-01" });
+  // Root has no user namespace for Chromium's sandbox; the page is ours and the server is on loopback.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  await page.goto(`${base}/console`);
+  await page.locator("body[data-ready=true]").waitFor();
+  expect(pageErrors).toEqual([]);
+});
+
+afterEach(() => {
+  expect(pageErrors).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (server !== undefined && server.exitCode === null) {
+    const exited = new Promise((done) => server!.on("exit", done));
+    server.kill("SIGTERM");
+    await exited;
+  }
+  removeTemporaryDirectories();
+});
+
+describe("the HelixQL playground", () => {
+  it("shows the checker's diagnostic at its line as a query with an error is typed", async () => {
+    await typeQuery("QUERY Broken() =>\n    u <- N<Usr>\n    RETURN u");
+    const diagnostic = page.getByTestId("diagnostics").locator("li.error");
+    await expect.poll(() => diagnostic.first().textContent()).toMatch(/2:12.*unknown_label.*Usr/);
+    await expect.poll(() => page.getByTestId("gutter").locator(".marked-error").allTextContents()).toEqual(["2\n"]);
+    await screenshot("playground-diagnostic");
+  });
+
+  it("runs a query that checks and shows its rows as a table and as JSON", async () => {
+    await typeQuery("QUERY Followers(handle: String) =>\n    u <- N<User>({handle: handle})\n    f <- u::In<Follows>\n    RETURN f");
+    await expect.poll(() => page.getByTestId("diagnostics").textContent()).toBe("checks");
+    await expect.poll(() => page.getByTestId("query-select").inputValue()).toBe("Followers");
+    await page.getByTestId("parameters").fill('{"handle": "ann"}');
+    await page.getByTestId("run").click();
+    const table = page.getByTestId("result-table");
+    await expect.poll(() => table.locator("h3").allTextContents()).toEqual(["f"]);
+    await expect.poll(async () => (await table.locator("tbody tr").allTextContents()).length).toBe(2);
+    const headers = await table.locator("th").allTextContents();
+    expect(headers).toEqual(expect.arrayContaining(["id", "label", "handle", "name", "age"]));
+    const handles = await table.locator(`tbody td:nth-child(${headers.indexOf("handle") + 1})`).allTextContents();
+    expect(handles.sort()).toEqual(["bob", "cleo"]);
+    await screenshot("playground-table");
+    await page.getByTestId("view-json").click();
+    const answer = JSON.parse((await page.getByTestId("result-json").textContent()) ?? "") as { f: { handle: string }[] };
+    expect(answer.f.map((user) => user.handle).sort()).toEqual(["bob", "cleo"]);
+    await screenshot("playground-json");
+    await page.getByTestId("view-table").click();
+  });
+
+  it("shows a run's error with its code", async () => {
+    await page.getByTestId("parameters").fill("{}");
+    await page.getByTestId("run").click();
+    await expect.poll(() => page.getByTestId("run-status").textContent()).toMatch(/^missing_parameter: /);
+  });
+});
+
+describe("the graph explorer", () => {
+  it("shows a node by its ID, its properties on click, and expands its edges by label", async () => {
+    await page.getByTestId("tab-explorer").click();
+    expect(await page.getByTestId("editor").isVisible()).toBe(false);
+    await page.getByTestId("node-id").fill(ann);
+    await page.getByTestId("explore").click();
+    const properties = page.getByTestId("properties");
+    await expect.poll(() => properties.textContent()).toMatch(/handleann/);
+    await expect.poll(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("1");
+    const expand = page.getByTestId("expand-in-Follows");
+    expect(await expand.textContent()).toBe("← Follows (2)");
+    expect(await page.getByTestId("inspector").textContent()).toMatch(/Edges outnone/);
+    await expand.click();
+    await expect.poll(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("3");
+    expect(await page.getByTestId("graph").getAttribute("data-edges")).toBe("2");
+    expect(await page.getByTestId("explorer-status").textContent()).toBe(`2 Follows edges to ${ann}`);
+    await screenshot("explorer");
+  });
+
+  it("says so when no node has the ID", async () => {
+    await page.getByTestId("node-id").fill("999999");
+    await page.getByTestId("explore").click();
+    await expect.poll(() => page.getByTestId("inspector").textContent()).toBe("no node has ID 999999");
+  });
+});
+
+describe("the index page", () => {
+  it("lists the project's indexes with their state", async () => {
+    await page.getByTestId("tab-indexes").click();
+    const rows = page.getByTestId("index-table").locator("tbody tr");
+    await expect.poll(() => rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/User.*handle.*active/)]));
+    await screenshot("indexes");
+  });
+});
