@@ -2,16 +2,14 @@
  * The graph explorer: start from a node ID, click a node to see its properties and the labels of its edges (out and
  * in, with counts), and expand one label to add those edges and the nodes at their other ends. Reads go through
  * `POST /v2/query` (operation trees, docs/OPERATION_TREE.md), as any client's would; cytoscape draws the graph with
- * its force-directed layout (cose).
+ * its force-directed layout (cose; graph.ts).
  */
-import cytoscape, { type Core, type ElementDefinition } from "cytoscape";
+import type { Core } from "cytoscape";
 import { ApiError, runTree } from "./api";
 import { byTestId, cellText, element, isRecordLike } from "./dom";
+import { addElements, edgeElement, newGraph, nodeElement, showCounts, TREE_KEYS, type GraphRecord } from "./graph";
 
 type Direction = "out" | "in";
-type GraphRecord = Readonly<Record<string, unknown>>;
-
-const idOf = (record: GraphRecord, key = "$id"): string => String(record[key]);
 
 /** A read request of named entries, each a step; answered as `{name: result}`. */
 function readRequest(entries: Readonly<Record<string, unknown>>): unknown {
@@ -24,15 +22,6 @@ function readRequest(entries: Readonly<Record<string, unknown>>): unknown {
 
 /** The node of `id` as a source step; the ID goes as its digits, which the tree takes for any u64. */
 const nodeStep = (id: string): unknown => ({ nodes: { reference: { ids: [id] } } });
-
-function nodeElement(record: GraphRecord): ElementDefinition {
-  const name = ["name", "title", "handle"].map((key) => record[key]).find((value) => typeof value === "string");
-  return { group: "nodes", data: { id: idOf(record), label: `${String(record.$label)} ${name ?? idOf(record)}`, record } };
-}
-
-function edgeElement(record: GraphRecord): ElementDefinition {
-  return { group: "edges", data: { id: `e${idOf(record)}`, source: idOf(record, "$from"), target: idOf(record, "$to"), label: String(record.$label), record } };
-}
 
 /** How many edges of each label an array of labels holds, by label. */
 function countLabels(labels: unknown): Map<string, number> {
@@ -50,16 +39,7 @@ export function startExplorer(): { show(): void } {
   let cy: Core | undefined;
 
   const graph = (): Core => {
-    cy ??= cytoscape({
-      container,
-      // A few nodes fitted to the canvas would be drawn huge.
-      maxZoom: 2,
-      style: [
-        { selector: "node", style: { label: "data(label)", "font-size": 10, "background-color": "#3b6ea5", color: "#1b2733", "text-valign": "bottom", "text-margin-y": 4 } },
-        { selector: "node:selected", style: { "background-color": "#e07a1f" } },
-        { selector: "edge", style: { label: "data(label)", "font-size": 8, width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#9aa7b4", "target-arrow-color": "#9aa7b4" } },
-      ],
-    });
+    cy ??= newGraph(container);
     cy.on("tap", "node", (event) => void inspect(String(event.target.id())));
     return cy;
   };
@@ -69,23 +49,13 @@ export function startExplorer(): { show(): void } {
     status.className = "status error";
   };
 
-  const add = (elements: readonly ElementDefinition[]): void => {
-    const core = graph();
-    const fresh = elements.filter((definition) => core.getElementById(String(definition.data.id)).empty());
-    core.add(fresh);
-    core.layout({ name: "cose", animate: false, fit: true, padding: 30 }).run();
-    // What is drawn, for a reader of the page that cannot see the canvas (the browser test, assistive tools).
-    container.dataset.nodes = String(core.nodes().length);
-    container.dataset.edges = String(core.edges().length);
-  };
-
   const expand = async (id: string, direction: Direction, label: string): Promise<void> => {
     try {
       const edgeStep = direction === "out" ? "out_e" : "in_e";
       const answer = await runTree(readRequest({ edges: { [edgeStep]: { input: nodeStep(id), label } }, nodes: { [direction]: { input: nodeStep(id), label } } }));
-      const nodes = (answer.nodes as GraphRecord[]).map(nodeElement);
-      const edges = (answer.edges as GraphRecord[]).map(edgeElement);
-      add([...nodes, ...edges]);
+      const nodes = (answer.nodes as GraphRecord[]).map((record) => nodeElement(record, TREE_KEYS));
+      const edges = (answer.edges as GraphRecord[]).map((record) => edgeElement(record, TREE_KEYS));
+      addElements(graph(), container, [...nodes, ...edges]);
       status.textContent = `${edges.length} ${label} edge${edges.length === 1 ? "" : "s"} ${direction === "out" ? "from" : "to"} ${id}`;
       status.className = "status";
     } catch (cause) {
@@ -123,7 +93,7 @@ export function startExplorer(): { show(): void } {
           inspector.appendChild(button);
         }
       }
-      return void add([nodeElement(record)]);
+      addElements(graph(), container, [nodeElement(record, TREE_KEYS)]);
     } catch (cause) {
       fail(cause);
     }
@@ -139,8 +109,7 @@ export function startExplorer(): { show(): void } {
   byTestId<HTMLButtonElement>("clear-graph").addEventListener("click", () => {
     graph().elements().remove();
     inspector.replaceChildren();
-    container.dataset.nodes = "0";
-    container.dataset.edges = "0";
+    showCounts(graph(), container);
   });
   // cytoscape measures its container when drawn: a graph made while its page was hidden is resized when shown.
   return { show: () => cy?.resize() };

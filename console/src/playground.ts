@@ -1,10 +1,12 @@
 /**
  * The HelixQL playground: QUERY definitions in an editor, checked by the server as you type (the checker `silk check`
  * runs, against the served project's schema) with each diagnostic marked on its line, and run against the live
- * database: the answer as tables (one per returned name) and as JSON.
+ * database: the answer as tables (one per returned name), as JSON, and as a graph of the records it holds.
  */
 import { ApiError, checkText, runText, type CheckAnswer, type CheckedQuery, type Project } from "./api";
+import type { Core } from "cytoscape";
 import { byTestId, cellText, element, isRecordLike, rowsTable } from "./dom";
+import { addElements, answerElements, newGraph } from "./graph";
 
 /** Milliseconds of no typing before the text is checked: one request per pause, not per key. */
 const CHECK_DELAY_MS = 250;
@@ -33,6 +35,9 @@ export function startPlayground(project: Project): void {
   const status = byTestId<HTMLSpanElement>("run-status");
   const table = byTestId<HTMLDivElement>("result-table");
   const json = byTestId<HTMLPreElement>("result-json");
+  const graphView = byTestId<HTMLDivElement>("result-graph");
+  let graph: Core | undefined;
+  let lastAnswer: unknown;
 
   let marked = new Map<number, "error" | "warning">();
   let timer: number | undefined;
@@ -94,7 +99,17 @@ export function startPlayground(project: Project): void {
     }
   };
 
+  /** Draws the last answer's records; cytoscape measures its container, so only while the view is shown. */
+  const drawGraph = (): void => {
+    graph ??= newGraph(graphView);
+    graph.elements().remove();
+    graph.resize();
+    addElements(graph, graphView, answerElements(lastAnswer));
+  };
+
   const showAnswer = (answer: unknown): void => {
+    lastAnswer = answer;
+    if (!graphView.hidden) drawGraph();
     json.textContent = JSON.stringify(answer, null, 2);
     table.replaceChildren();
     const sections: [string | undefined, unknown][] = isRecordLike(answer) ? Object.entries(answer) : [[undefined, answer]];
@@ -153,6 +168,8 @@ export function startPlayground(project: Project): void {
       for (const other of document.querySelectorAll<HTMLButtonElement>("[data-view]")) other.classList.toggle("active", other === button);
       table.hidden = button.dataset.view !== "table";
       json.hidden = button.dataset.view !== "json";
+      graphView.hidden = button.dataset.view !== "graph";
+      if (!graphView.hidden) drawGraph();
     });
   }
   drawGutter();

@@ -5,7 +5,7 @@
  * the whole file; each case leaves a screenshot under test-artifacts/console/ (gitignored).
  *
  * - the playground: a query with an error shows the checker's diagnostic at its line as it is typed; a query that
- *   checks runs and shows its rows as a table and as JSON;
+ *   checks runs and shows its rows as a table, as JSON and as a graph;
  * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded;
  * - the index page: the project's index with its state.
  */
@@ -50,6 +50,14 @@ async function call(name: string, body: unknown): Promise<Record<string, { id: s
 
 async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * Waits for what the page shows to come true: the page answers after a request to the server, which a loaded machine
+ * may take seconds to serve (vitest's poll gives up after one). A wait, not a measure: nothing here is timed.
+ */
+function eventually<T>(read: () => Promise<T>): ReturnType<typeof expect.poll<T>> {
+  return expect.poll(read, { timeout: 30_000, interval: 100 });
 }
 
 /** Replaces the editor's text as typing would, so that the page's input handler (the check) runs. */
@@ -100,20 +108,20 @@ describe("the HelixQL playground", () => {
   it("shows the checker's diagnostic at its line as a query with an error is typed", async () => {
     await typeQuery("QUERY Broken() =>\n    u <- N<Usr>\n    RETURN u");
     const diagnostic = page.getByTestId("diagnostics").locator("li.error");
-    await expect.poll(() => diagnostic.first().textContent()).toMatch(/2:12.*unknown_label.*Usr/);
-    await expect.poll(() => page.getByTestId("gutter").locator(".marked-error").allTextContents()).toEqual(["2\n"]);
+    await eventually(() => diagnostic.first().textContent()).toMatch(/2:12.*unknown_label.*Usr/);
+    await eventually(() => page.getByTestId("gutter").locator(".marked-error").allTextContents()).toEqual(["2\n"]);
     await screenshot("playground-diagnostic");
   });
 
   it("runs a query that checks and shows its rows as a table and as JSON", async () => {
     await typeQuery("QUERY Followers(handle: String) =>\n    u <- N<User>({handle: handle})\n    f <- u::In<Follows>\n    RETURN f");
-    await expect.poll(() => page.getByTestId("diagnostics").textContent()).toBe("checks");
-    await expect.poll(() => page.getByTestId("query-select").inputValue()).toBe("Followers");
+    await eventually(() => page.getByTestId("diagnostics").textContent()).toBe("checks");
+    await eventually(() => page.getByTestId("query-select").inputValue()).toBe("Followers");
     await page.getByTestId("parameters").fill('{"handle": "ann"}');
     await page.getByTestId("run").click();
     const table = page.getByTestId("result-table");
-    await expect.poll(() => table.locator("h3").allTextContents()).toEqual(["f"]);
-    await expect.poll(async () => (await table.locator("tbody tr").allTextContents()).length).toBe(2);
+    await eventually(() => table.locator("h3").allTextContents()).toEqual(["f"]);
+    await eventually(async () => (await table.locator("tbody tr").allTextContents()).length).toBe(2);
     const headers = await table.locator("th").allTextContents();
     expect(headers).toEqual(expect.arrayContaining(["id", "label", "handle", "name", "age"]));
     const handles = await table.locator(`tbody td:nth-child(${headers.indexOf("handle") + 1})`).allTextContents();
@@ -126,10 +134,23 @@ describe("the HelixQL playground", () => {
     await page.getByTestId("view-table").click();
   });
 
+  it("draws the records of an answer as a graph, edges between their nodes", async () => {
+    await typeQuery("QUERY Around(handle: String) =>\n    u <- N<User>({handle: handle})\n    e <- u::InE<Follows>\n    f <- u::In<Follows>\n    RETURN u, e, f");
+    await eventually(() => page.getByTestId("query-select").inputValue()).toBe("Around");
+    await page.getByTestId("run").click();
+    await eventually(() => page.getByTestId("result-table").locator("h3").allTextContents()).toEqual(["u", "e", "f"]);
+    await page.getByTestId("view-graph").click();
+    const graph = page.getByTestId("result-graph");
+    await eventually(() => graph.getAttribute("data-nodes")).toBe("3");
+    expect(await graph.getAttribute("data-edges")).toBe("2");
+    await screenshot("playground-graph");
+    await page.getByTestId("view-table").click();
+  });
+
   it("shows a run's error with its code", async () => {
     await page.getByTestId("parameters").fill("{}");
     await page.getByTestId("run").click();
-    await expect.poll(() => page.getByTestId("run-status").textContent()).toMatch(/^missing_parameter: /);
+    await eventually(() => page.getByTestId("run-status").textContent()).toMatch(/^missing_parameter: /);
   });
 });
 
@@ -140,13 +161,13 @@ describe("the graph explorer", () => {
     await page.getByTestId("node-id").fill(ann);
     await page.getByTestId("explore").click();
     const properties = page.getByTestId("properties");
-    await expect.poll(() => properties.textContent()).toMatch(/handleann/);
-    await expect.poll(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("1");
+    await eventually(() => properties.textContent()).toMatch(/handleann/);
+    await eventually(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("1");
     const expand = page.getByTestId("expand-in-Follows");
     expect(await expand.textContent()).toBe("← Follows (2)");
     expect(await page.getByTestId("inspector").textContent()).toMatch(/Edges outnone/);
     await expand.click();
-    await expect.poll(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("3");
+    await eventually(() => page.getByTestId("graph").getAttribute("data-nodes")).toBe("3");
     expect(await page.getByTestId("graph").getAttribute("data-edges")).toBe("2");
     expect(await page.getByTestId("explorer-status").textContent()).toBe(`2 Follows edges to ${ann}`);
     await screenshot("explorer");
@@ -155,7 +176,7 @@ describe("the graph explorer", () => {
   it("says so when no node has the ID", async () => {
     await page.getByTestId("node-id").fill("999999");
     await page.getByTestId("explore").click();
-    await expect.poll(() => page.getByTestId("inspector").textContent()).toBe("no node has ID 999999");
+    await eventually(() => page.getByTestId("inspector").textContent()).toBe("no node has ID 999999");
   });
 });
 
@@ -163,7 +184,7 @@ describe("the index page", () => {
   it("lists the project's indexes with their state", async () => {
     await page.getByTestId("tab-indexes").click();
     const rows = page.getByTestId("index-table").locator("tbody tr");
-    await expect.poll(() => rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/User.*handle.*active/)]));
+    await eventually(() => rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/User.*handle.*active/)]));
     await screenshot("indexes");
   });
 });
