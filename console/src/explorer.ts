@@ -1,5 +1,6 @@
 /**
- * The graph explorer: start from a node ID, click a node to see its properties and the labels of its edges (out and
+ * The graph explorer: start from a node ID, or from the nodes of a label whose property has a value (an index lookup
+ * where the property is indexed: the planner picks the index, docs/INDEXES.md), click a node to see its properties and the labels of its edges (out and
  * in, with counts), and expand one label to add those edges and the nodes at their other ends. Reads go through
  * `POST /v2/query` (operation trees, docs/OPERATION_TREE.md), as any client's would; cytoscape draws the graph with
  * its force-directed layout (cose; graph.ts).
@@ -23,6 +24,32 @@ function readRequest(entries: Readonly<Record<string, unknown>>): unknown {
 /** The node of `id` as a source step; the ID goes as its digits, which the tree takes for any u64. */
 const nodeStep = (id: string): unknown => ({ nodes: { reference: { ids: [id] } } });
 
+/** The most nodes a Find adds to the graph. */
+const FOUND_MAX = 50;
+
+/**
+ * The tree literal of a value typed in the Find form: JSON numbers and booleans as themselves (integers as i64), a
+ * quoted JSON string as that string, anything else as the text typed.
+ */
+function literalOf(text: string): unknown {
+  let value: unknown = text;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Not JSON: the text itself, a string.
+  }
+  if (typeof value === "number") return Number.isSafeInteger(value) ? { i64: value } : { f64: value };
+  if (typeof value === "boolean") return { bool: value };
+  return { string: typeof value === "string" ? value : text };
+}
+
+/** The nodes of `label` whose `property` equals the typed value, at most FOUND_MAX of them. */
+function findStep(label: string, property: string, value: string): unknown {
+  const eq = (left: unknown, right: unknown): unknown => ({ eq: { left, right } });
+  const predicate = { and: { predicates: [eq({ property: "$label" }, { constant: { string: label } }), eq({ property }, { constant: literalOf(value) })] } };
+  return { limit: { input: { nodes_where: { predicate } }, count: { literal: FOUND_MAX } } };
+}
+
 /** How many edges of each label an array of labels holds, by label. */
 function countLabels(labels: unknown): Map<string, number> {
   const counts = new Map<string, number>();
@@ -42,6 +69,12 @@ export function startExplorer(): { show(): void } {
     cy ??= newGraph(container);
     cy.on("tap", "node", (event) => void inspect(String(event.target.id())));
     return cy;
+  };
+
+  /** Marks the node inspected, and it alone (cytoscape's select adds to the selection). */
+  const selectOnly = (id: string): void => {
+    graph().elements().unselect();
+    graph().getElementById(id).select();
   };
 
   const fail = (cause: unknown): void => {
@@ -104,7 +137,25 @@ export function startExplorer(): { show(): void } {
     const id = input.value.trim();
     if (!/^[0-9]+$/.test(id)) return fail("a node ID is a non-negative integer");
     status.textContent = "";
-    void inspect(id).then(() => graph().getElementById(id).select());
+    void inspect(id).then(() => selectOnly(id));
+  });
+  byTestId<HTMLButtonElement>("find").addEventListener("click", () => {
+    const [label, property, value] = ["find-label", "find-property", "find-value"].map((id) => byTestId<HTMLInputElement>(id).value.trim());
+    if (label === "" || property === "") return fail("Find needs a label and a property");
+    void (async () => {
+      try {
+        const found = (await runTree(readRequest({ found: findStep(label, property, value) }))).found as GraphRecord[];
+        status.textContent = `${found.length} ${label} node${found.length === 1 ? "" : "s"} with ${property} = ${value}`;
+        status.className = "status";
+        if (found.length === 0) return;
+        addElements(graph(), container, found.map((record) => nodeElement(record, TREE_KEYS)));
+        const first = String(found[0].$id);
+        await inspect(first);
+        selectOnly(first);
+      } catch (cause) {
+        fail(cause);
+      }
+    })();
   });
   byTestId<HTMLButtonElement>("clear-graph").addEventListener("click", () => {
     graph().elements().remove();

@@ -6,7 +6,8 @@
  *
  * - the playground: a query with an error shows the checker's diagnostic at its line as it is typed; a query that
  *   checks runs and shows its rows as a table, as JSON and as a graph;
- * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded;
+ * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded; nodes found by a
+ *   property's value;
  * - the index page: the project's index with its state.
  */
 import { spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -171,6 +172,24 @@ describe("the graph explorer", () => {
     expect(await page.getByTestId("graph").getAttribute("data-edges")).toBe("2");
     expect(await page.getByTestId("explorer-status").textContent()).toBe(`2 Follows edges to ${ann}`);
     await screenshot("explorer");
+  });
+
+  it("finds nodes by a property's value, the indexed handle and a number alike", async () => {
+    await page.getByTestId("clear-graph").click();
+    await page.getByTestId("find-label").fill("User");
+    await page.getByTestId("find-property").fill("handle");
+    await page.getByTestId("find-value").fill("bob");
+    await page.getByTestId("find").click();
+    await eventually(() => page.getByTestId("explorer-status").textContent()).toBe("1 User node with handle = bob");
+    await eventually(() => page.getByTestId("properties").textContent()).toMatch(/handlebob/);
+    expect(await page.getByTestId("graph").getAttribute("data-nodes")).toBe("1");
+    await page.getByTestId("find-property").fill("age");
+    await page.getByTestId("find-value").fill("27");
+    await page.getByTestId("find").click();
+    await eventually(() => page.getByTestId("explorer-status").textContent()).toBe("1 User node with age = 27");
+    await eventually(() => page.getByTestId("properties").textContent()).toMatch(/handlecleo/);
+    expect(await page.getByTestId("graph").getAttribute("data-nodes")).toBe("2");
+    await screenshot("explorer-find");
   });
 
   it("says so when no node has the ID", async () => {
