@@ -1,9 +1,10 @@
 /**
  * The HelixQL playground: QUERY definitions in an editor, checked by the server as you type (the checker `silk check`
- * runs, against the served project's schema) with each diagnostic marked on its line, and run against the live
- * database: the answer as tables (one per returned name), as JSON, and as a graph of the records it holds.
+ * runs, against the served project's schema) with each diagnostic underlined where it is and marked in the gutter,
+ * and run against the live database: the answer as tables (one per returned name), as JSON, and as a graph of the
+ * records it holds.
  */
-import { ApiError, checkText, runText, type CheckAnswer, type CheckedQuery, type Project } from "./api";
+import { ApiError, checkText, runText, type CheckAnswer, type CheckedQuery, type Diagnostic, type Project } from "./api";
 import type { Core } from "cytoscape";
 import { byTestId, cellText, element, isRecordLike, rowsTable } from "./dom";
 import { addElements, answerElements, newGraph } from "./graph";
@@ -28,6 +29,7 @@ const STORED_TEXT_KEY = "silk-console-text";
 export function startPlayground(project: Project): void {
   const editor = byTestId<HTMLTextAreaElement>("editor");
   const gutter = byTestId<HTMLPreElement>("gutter");
+  const backdrop = byTestId<HTMLPreElement>("editor-marks");
   const list = byTestId<HTMLUListElement>("diagnostics");
   const select = byTestId<HTMLSelectElement>("query-select");
   const parameters = byTestId<HTMLInputElement>("parameters");
@@ -40,6 +42,7 @@ export function startPlayground(project: Project): void {
   let lastAnswer: unknown;
 
   let marked = new Map<number, "error" | "warning">();
+  let found: readonly Diagnostic[] = [];
   let timer: number | undefined;
   let checking = 0;
 
@@ -51,6 +54,43 @@ export function startPlayground(project: Project): void {
       gutter.appendChild(element("span", `${line}\n`, severity === undefined ? undefined : `marked-${severity}`));
     }
     gutter.scrollTop = editor.scrollTop;
+  };
+
+  /**
+   * Underlines each diagnostic in the text: from its column to the end of the word there (one character where no
+   * word starts). Drawn in the backdrop under the text area, whose characters it repeats invisibly.
+   */
+  const drawMarks = (): void => {
+    const lines = editor.value.split("\n");
+    const starts: number[] = [];
+    let offset = 0;
+    for (const line of lines) {
+      starts.push(offset);
+      offset += line.length + 1;
+    }
+    const spans = found
+      .filter((diagnostic) => diagnostic.line <= lines.length)
+      .map((diagnostic) => {
+        const line = lines[diagnostic.line - 1];
+        const column = Math.min(diagnostic.column - 1, line.length);
+        const word = /^[A-Za-z0-9_]+/.exec(line.slice(column))?.[0].length ?? 1;
+        const start = starts[diagnostic.line - 1] + column;
+        return { start, end: Math.min(start + word, editor.value.length), severity: diagnostic.severity };
+      })
+      .sort((a, b) => a.start - b.start);
+    backdrop.replaceChildren();
+    let at = 0;
+    for (const span of spans) {
+      if (span.start < at) continue;
+      backdrop.append(editor.value.slice(at, span.start));
+      // A mark at the end of the text (a missing token) underlines a space, so that it shows.
+      backdrop.appendChild(element("mark", span.end > span.start ? editor.value.slice(span.start, span.end) : " ", span.severity));
+      at = Math.max(span.end, span.start);
+    }
+    // A trailing newline needs a character after it to take its line in a <pre>.
+    backdrop.append(`${editor.value.slice(at)} `);
+    backdrop.scrollTop = editor.scrollTop;
+    backdrop.scrollLeft = editor.scrollLeft;
   };
 
   const moveTo = (line: number, column: number): void => {
@@ -73,19 +113,21 @@ export function startPlayground(project: Project): void {
 
   const showCheck = (answer: CheckAnswer): void => {
     marked = new Map();
+    found = answer.diagnostics;
     list.replaceChildren();
-    for (const found of answer.diagnostics) {
-      if (marked.get(found.line) !== "error") marked.set(found.line, found.severity);
-      const item = element("li", undefined, found.severity);
-      item.dataset.line = String(found.line);
-      item.append(element("span", `${found.line}:${found.column}`, "place"), element("span", found.code, "code"), element("span", found.message, "message"));
-      item.addEventListener("click", () => moveTo(found.line, found.column));
+    for (const diagnostic of answer.diagnostics) {
+      if (marked.get(diagnostic.line) !== "error") marked.set(diagnostic.line, diagnostic.severity);
+      const item = element("li", undefined, diagnostic.severity);
+      item.dataset.line = String(diagnostic.line);
+      item.append(element("span", `${diagnostic.line}:${diagnostic.column}`, "place"), element("span", diagnostic.code, "code"), element("span", diagnostic.message, "message"));
+      item.addEventListener("click", () => moveTo(diagnostic.line, diagnostic.column));
       list.appendChild(item);
     }
     if (answer.diagnostics.length === 0) list.appendChild(element("li", answer.queries.length === 0 ? "no QUERY yet" : "checks", "ok"));
     // A text that does not check keeps the queries of its last good state, so that the picker does not flicker.
-    if (answer.diagnostics.every((found) => found.severity === "warning")) showQueries(answer.queries);
+    if (answer.diagnostics.every((diagnostic) => diagnostic.severity === "warning")) showQueries(answer.queries);
     drawGutter();
+    drawMarks();
   };
 
   const check = async (): Promise<void> => {
@@ -147,11 +189,17 @@ export function startPlayground(project: Project): void {
   if (project.hasSchema && project.nodeTypes.length > 0 && parameters.value === "{}") parameters.value = '{"count": 20}';
   editor.addEventListener("input", () => {
     localStorage.setItem(STORED_TEXT_KEY, editor.value);
+    // Until the next check answers, the marks stay where they were: an edit may have moved them.
     drawGutter();
+    drawMarks();
     window.clearTimeout(timer);
     timer = window.setTimeout(() => void check(), CHECK_DELAY_MS);
   });
-  editor.addEventListener("scroll", () => (gutter.scrollTop = editor.scrollTop));
+  editor.addEventListener("scroll", () => {
+    gutter.scrollTop = editor.scrollTop;
+    backdrop.scrollTop = editor.scrollTop;
+    backdrop.scrollLeft = editor.scrollLeft;
+  });
   editor.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
@@ -173,5 +221,6 @@ export function startPlayground(project: Project): void {
     });
   }
   drawGutter();
+  drawMarks();
   if (project.hasSchema) void check();
 }

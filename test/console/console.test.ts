@@ -111,6 +111,7 @@ describe("the HelixQL playground", () => {
     const diagnostic = page.getByTestId("diagnostics").locator("li.error");
     await eventually(() => diagnostic.first().textContent()).toMatch(/2:12.*unknown_label.*Usr/);
     await eventually(() => page.getByTestId("gutter").locator(".marked-error").allTextContents()).toEqual(["2\n"]);
+    expect(await page.getByTestId("editor-marks").locator("mark.error").allTextContents()).toEqual(["Usr"]);
     await screenshot("playground-diagnostic");
   });
 
