@@ -39,3 +39,18 @@ export function rowsTable(rows: readonly Readonly<Record<string, unknown>>[]): H
 export function isRecordLike(value: unknown): value is Readonly<Record<string, unknown>> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * An answer as tables, one per returned name (a bare value, one without names): a list of records is a table with a
+ * column per property, one record a table of one row, anything else its text.
+ */
+export function showTables(container: HTMLElement, answer: unknown): void {
+  container.replaceChildren();
+  const sections: [string | undefined, unknown][] = isRecordLike(answer) ? Object.entries(answer) : [[undefined, answer]];
+  for (const [name, value] of sections) {
+    if (name !== undefined) container.appendChild(element("h3", name));
+    if (Array.isArray(value) && value.every(isRecordLike)) container.appendChild(value.length === 0 ? element("p", "no rows", "hint") : rowsTable(value));
+    else if (isRecordLike(value)) container.appendChild(rowsTable([value]));
+    else container.appendChild(element("p", cellText(value), "value"));
+  }
+}

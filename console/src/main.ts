@@ -4,9 +4,11 @@ import { project } from "./api";
 import { startExplorer } from "./explorer";
 import { startIndexes } from "./indexes";
 import { startPlayground } from "./playground";
+import { startTreePlayground } from "./tree";
 
 async function start(): Promise<void> {
   startPlayground(await project());
+  startTreePlayground();
   const shown: Record<string, { show(): void } | undefined> = { explorer: startExplorer(), indexes: startIndexes() };
   for (const button of document.querySelectorAll<HTMLButtonElement>("nav [data-page]")) {
     button.addEventListener("click", () => {

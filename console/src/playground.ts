@@ -6,7 +6,7 @@
  */
 import { ApiError, checkText, runText, type CheckAnswer, type CheckedQuery, type Diagnostic, type Project } from "./api";
 import type { Core } from "cytoscape";
-import { byTestId, cellText, element, isRecordLike, rowsTable } from "./dom";
+import { byTestId, element, showTables } from "./dom";
 import { addElements, answerElements, newGraph } from "./graph";
 
 /** Milliseconds of no typing before the text is checked: one request per pause, not per key. */
@@ -153,14 +153,7 @@ export function startPlayground(project: Project): void {
     lastAnswer = answer;
     if (!graphView.hidden) drawGraph();
     json.textContent = JSON.stringify(answer, null, 2);
-    table.replaceChildren();
-    const sections: [string | undefined, unknown][] = isRecordLike(answer) ? Object.entries(answer) : [[undefined, answer]];
-    for (const [name, value] of sections) {
-      if (name !== undefined) table.appendChild(element("h3", name));
-      if (Array.isArray(value) && value.every(isRecordLike)) table.appendChild(value.length === 0 ? element("p", "no rows", "hint") : rowsTable(value));
-      else if (isRecordLike(value)) table.appendChild(rowsTable([value]));
-      else table.appendChild(element("p", cellText(value), "value"));
-    }
+    showTables(table, answer);
   };
 
   const run = async (): Promise<void> => {

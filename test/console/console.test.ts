@@ -6,6 +6,7 @@
  *
  * - the playground: a query with an error shows the checker's diagnostic at its line as it is typed; a query that
  *   checks runs and shows its rows as a table, as JSON and as a graph;
+ * - the operation-tree playground: a tree sent to `POST /v2/query`, its answer, a malformed tree's error;
  * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded; nodes found by a
  *   property's value;
  * - the index page: the project's index with its state.
@@ -153,6 +154,22 @@ describe("the HelixQL playground", () => {
     await page.getByTestId("parameters").fill("{}");
     await page.getByTestId("run").click();
     await eventually(() => page.getByTestId("run-status").textContent()).toMatch(/^missing_parameter: /);
+  });
+});
+
+describe("the operation-tree playground", () => {
+  it("sends a tree to POST /v2/query and shows its answer, and a malformed one's error", async () => {
+    await page.getByTestId("tab-tree").click();
+    const editor = page.getByTestId("tree-editor");
+    const tree = { request_type: "read", query: { read: { entries: [{ query: { name: "users", root: { count: { input: { nodes_where: { predicate: { eq: { left: { property: "$label" }, right: { constant: { string: "User" } } } } } } } } } }], returns: ["users"] } } };
+    await editor.fill(JSON.stringify(tree));
+    await page.getByTestId("tree-run").click();
+    await eventually(() => page.getByTestId("tree-json").textContent()).toBe(JSON.stringify({ users: 3 }, null, 2));
+    expect(await page.getByTestId("tree-table").textContent()).toBe("users3");
+    await screenshot("tree");
+    await editor.fill(JSON.stringify({ request_type: "read", query: { read: { entries: [] } } }));
+    await page.getByTestId("tree-run").click();
+    await eventually(() => page.getByTestId("tree-status").textContent()).toMatch(/^malformed_tree: /);
   });
 });
 
