@@ -18,10 +18,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { SilkError } from "../../protocol/errors.js";
+import { realClock, sleep, type Clock } from "../../platform/clock.js";
 import { PartitionLease } from "./lease.js";
 import { subjects } from "./subjects.js";
 
@@ -33,6 +33,8 @@ export interface CoordinatorLeaseOptions {
   readonly logger: Logger;
   /** Runs after the lease was taken again, before writes resume (the coordinator's recovery). */
   readonly onRegained: () => Promise<unknown>;
+  /** Time and timers (the lease's, and the waits for it); default realClock. */
+  readonly clock?: Clock;
 }
 
 /** How often a waiting write looks again whether the lease is back. */
@@ -44,12 +46,15 @@ export class CoordinatorLease {
   private lostReason = "";
   private regaining: Promise<void> | undefined;
   private closed = false;
+  private readonly clock: Clock;
 
   private constructor(
     private readonly lease: PartitionLease,
     private readonly options: CoordinatorLeaseOptions,
     readonly holder: string,
-  ) {}
+  ) {
+    this.clock = options.clock ?? realClock;
+  }
 
   /** Takes the writer lease, waiting out a crashed holder's entry; `writer_locked` while a live writer holds it. */
   static async acquire(options: CoordinatorLeaseOptions): Promise<CoordinatorLease> {
@@ -63,13 +68,15 @@ export class CoordinatorLease {
       replicas: options.replicas,
       logger: options.logger,
       onLost: (reason) => self?.lost(reason),
+      clock: options.clock,
     });
     self = new CoordinatorLease(lease, options, holder);
-    const deadline = performance.now() + 2 * lease.ttlMs + 1_000;
+    const clock = options.clock ?? realClock;
+    const deadline = clock.monotonicMs() + 2 * lease.ttlMs + 1_000;
     for (;;) {
       if (await lease.tryAcquire()) return self;
-      if (performance.now() > deadline) break;
-      await sleep(Math.max(10, Math.floor(lease.ttlMs / 6)));
+      if (clock.monotonicMs() > deadline) break;
+      await sleep(clock, Math.max(10, Math.floor(lease.ttlMs / 6)));
     }
     const other = await lease.holder().catch(() => undefined);
     throw new SilkError(
@@ -84,12 +91,12 @@ export class CoordinatorLease {
    * released.
    */
   async gate(waitMs = Infinity): Promise<void> {
-    const until = performance.now() + Math.min(waitMs, 2 * this.lease.ttlMs + 1_000);
+    const until = this.clock.monotonicMs() + Math.min(waitMs, 2 * this.lease.ttlMs + 1_000);
     for (;;) {
       if (this.closed) throw new SilkError("closed", "the database handle was closed");
       if (this.ready && this.lease.held()) return;
-      if (performance.now() >= until) break;
-      await sleep(REGAIN_POLL_MS);
+      if (this.clock.monotonicMs() >= until) break;
+      await sleep(this.clock, REGAIN_POLL_MS);
     }
     throw new SilkError("partition_unavailable", `this coordinator lost the cluster's writer lease (${this.lostReason || "renewals are late"}) and has not taken it back; writes resume once it holds it again`);
   }
@@ -120,7 +127,7 @@ export class CoordinatorLease {
           this.options.logger.warn({ err: String(cause) }, "recovery after taking the writer lease again failed; trying again");
         }
       }
-      await sleep(Math.max(10, Math.floor(this.lease.ttlMs / 3)));
+      await sleep(this.clock, Math.max(10, Math.floor(this.lease.ttlMs / 3)));
     }
   }
 }

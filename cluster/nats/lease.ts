@@ -19,6 +19,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
+import { realClock, type CancelTimer, type Clock } from "../../platform/clock.js";
 import { creatingRacing, whileUnanswered } from "./partition-log.js";
 import { subjects } from "./subjects.js";
 
@@ -41,6 +42,8 @@ export interface LeaseOptions {
   readonly logger: Logger;
   /** Called synchronously when a held lease is lost (not on release). */
   readonly onLost: (reason: string) => void;
+  /** Time and timers (validity, the renewal ticks); default realClock. */
+  readonly clock?: Clock;
 }
 
 export interface LeaseValue {
@@ -54,22 +57,25 @@ export class PartitionLease {
   private validUntil = 0;
   private lastRenewSent = 0;
   private renewing = false;
-  private timer: NodeJS.Timeout | undefined;
+  private cancelTicks: CancelTimer | undefined;
   private term = 0;
+  private readonly clock: Clock;
 
   private constructor(
     private readonly kv: KV,
     private readonly options: LeaseOptions & { readonly ttlMs: number },
   ) {
     this.key = options.key ?? subjects.leaseKey(options.partition ?? 0);
+    this.clock = options.clock ?? realClock;
   }
 
   /** Binds to the lease bucket, creating it when absent. */
   static async open(options: LeaseOptions): Promise<PartitionLease> {
     const kvm = new Kvm(options.nc);
-    const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs ?? DEFAULT_LEASE_TTL_MS, replicas: options.replicas }));
+    const clock = options.clock ?? realClock;
+    const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs ?? DEFAULT_LEASE_TTL_MS, replicas: options.replicas }), undefined, clock);
     // An existing bucket keeps the lifetime it was made with: renewals must follow that one.
-    const ttlMs = options.ttlMs ?? (await whileUnanswered(() => kv.status())).ttl;
+    const ttlMs = options.ttlMs ?? (await whileUnanswered(() => kv.status(), clock)).ttl;
     return new PartitionLease(kv, { ...options, ttlMs });
   }
 
@@ -86,7 +92,7 @@ export class PartitionLease {
   }
 
   held(): boolean {
-    return this.revision !== undefined && performance.now() < this.validUntil;
+    return this.revision !== undefined && this.clock.monotonicMs() < this.validUntil;
   }
 
   get currentTerm(): number {
@@ -98,7 +104,7 @@ export class PartitionLease {
     if (this.revision !== undefined) return this.held();
     const previous = await this.holder().catch(() => undefined);
     const term = Math.max(this.term, previous?.term ?? 0) + 1;
-    const sent = performance.now();
+    const sent = this.clock.monotonicMs();
     try {
       this.revision = await this.kv.create(this.key, JSON.stringify({ replica: this.options.replica, term } satisfies LeaseValue));
     } catch {
@@ -106,8 +112,7 @@ export class PartitionLease {
     }
     this.term = term;
     this.renewed(sent);
-    this.timer = setInterval(() => this.tick(), Math.max(10, Math.floor(this.options.ttlMs / 10)));
-    this.timer.unref();
+    this.cancelTicks = this.clock.every(Math.max(10, Math.floor(this.options.ttlMs / 10)), () => this.tick());
     return true;
   }
 
@@ -118,7 +123,7 @@ export class PartitionLease {
 
   private tick(): void {
     if (this.revision === undefined) return;
-    const now = performance.now();
+    const now = this.clock.monotonicMs();
     if (now >= this.validUntil) return this.lose(`no renewal succeeded within ${Math.round(this.options.ttlMs * LEASE_VALID_FRACTION)} ms`);
     if (this.renewing || now - this.lastRenewSent < this.options.ttlMs / 3) return;
     void this.renew();
@@ -128,7 +133,7 @@ export class PartitionLease {
     const revision = this.revision;
     if (revision === undefined) return;
     this.renewing = true;
-    const sent = performance.now();
+    const sent = this.clock.monotonicMs();
     try {
       const next = await this.kv.update(this.key, JSON.stringify({ replica: this.options.replica, term: this.term } satisfies LeaseValue), revision, Math.floor(this.options.ttlMs / 4));
       if (this.revision === revision) {
@@ -158,8 +163,8 @@ export class PartitionLease {
 
   /** Stops renewing without touching the key (it expires by itself). */
   forget(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    this.cancelTicks?.();
+    this.cancelTicks = undefined;
     this.revision = undefined;
     this.validUntil = 0;
   }

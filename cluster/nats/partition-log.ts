@@ -15,7 +15,6 @@
  * replica stops leading and re-reads the log. A duplicate (the request id was appended before) is caught up here:
  * every entry up to the original's sequence is applied before `append` returns "duplicate".
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nanos } from "@nats-io/nats-core";
 import {
@@ -33,6 +32,7 @@ import {
 import type { Logger } from "pino";
 import { SilkError } from "../../protocol/errors.js";
 import { backoffMs, type Backoff } from "../../platform/backoff.js";
+import { realClock, sleep, type CancelTimer, type Clock } from "../../platform/clock.js";
 import { applyLogEntry, type LogEntry } from "../../node/store/log-entry.js";
 import type { WriteLog } from "../../node/actor/partition-actor.js";
 import type { PartitionStore } from "../../node/store/partition-store.js";
@@ -56,11 +56,14 @@ export interface PartitionLogOptions {
   readonly partition: number;
   /** The stream's num_replicas: 1 on one NATS server, 3 in a cluster. */
   readonly replicas: number;
+  /** Time, timers and randomness for the follow loop and the leader's appends; default realClock. */
+  readonly clock?: Clock;
 }
 
 export class PartitionLog {
   readonly stream: string;
   readonly subject: string;
+  readonly clock: Clock;
 
   private constructor(
     readonly js: JetStreamClient,
@@ -70,6 +73,7 @@ export class PartitionLog {
   ) {
     this.stream = subjects.logStream(options.cluster, options.partition);
     this.subject = subjects.log(options.cluster, options.partition);
+    this.clock = options.clock ?? realClock;
   }
 
   /**
@@ -77,7 +81,8 @@ export class PartitionLog {
    * Retries for up to `STARTUP_TIMEOUT_MS` while JetStream does not answer (its meta leader is being elected).
    */
   static async open(options: PartitionLogOptions): Promise<PartitionLog> {
-    const jsm = await whileUnanswered(() => jetstreamManager(options.nc)); // it asks JetStream for the account first
+    const clock = options.clock ?? realClock;
+    const jsm = await whileUnanswered(() => jetstreamManager(options.nc), clock); // it asks JetStream for the account first
     const log = new PartitionLog(jetstream(options.nc), jsm, options.nc, options);
     await creatingRacing(async () => {
       try {
@@ -100,7 +105,7 @@ export class PartitionLog {
           });
         }
       }
-    });
+    }, CREATE_PAUSE_MS, clock);
     return log;
   }
 
@@ -137,23 +142,24 @@ export class PartitionLog {
    * snapshot past this replica) ends it with `log_truncated`, never skipping an entry. NATS trouble does not: the follower pulls batches through an ordered consumer and, when a pull fails or
    * comes back empty while the stream holds more, makes a new consumer from the next sequence it needs.
    *
-   * `onCurrent(asOf)` (a `performance.now()` instant) is called when the follower knows it applied every entry the
+   * `onCurrent(asOf)` (an instant of the log's `clock.monotonicMs()`) is called when the follower knows it applied every entry the
    * log held at `asOf`: after applying an entry delivered with nothing pending behind it (`asOf` = when the pull that
    * brought it was sent; the server counted "nothing pending" after it received that pull), or after a pull came back
    * empty and the stream's last sequence, asked at `asOf`, was already applied.
    */
   follow(fromSequence: number, onEntry: (sequence: number, entry: LogEntry) => void, logger: Logger, onCurrent: (asOf: number) => void = () => undefined): LogFollower {
-    const follower = new LogFollower();
+    const clock = this.clock;
+    const follower = new LogFollower(clock);
     let next = Math.max(1, fromSequence);
     follower.done = (async () => {
       while (!follower.stopped) {
         try {
           const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
           while (!follower.stopped) {
-            const pulledAt = performance.now();
+            const pulledAt = clock.monotonicMs();
             const batch = await consumer.fetch({ max_messages: FOLLOW_BATCH, expires: FOLLOW_EXPIRES_MS });
             // A pull whose server died may never end by itself: it is stopped after its expiry and a grace period.
-            const guard = setTimeout(() => batch.stop(), FOLLOW_EXPIRES_MS + FOLLOW_GRACE_MS);
+            const cancelGuard = clock.setTimer(FOLLOW_EXPIRES_MS + FOLLOW_GRACE_MS, () => batch.stop());
             follower.batch = batch;
             let delivered = 0;
             try {
@@ -175,11 +181,11 @@ export class PartitionLog {
                 if (message.info.pending === 0) onCurrent(pulledAt);
               }
             } finally {
-              clearTimeout(guard);
+              cancelGuard();
               follower.batch = undefined;
             }
             if (delivered === 0 && !follower.stopped) {
-              const askedAt = performance.now();
+              const askedAt = clock.monotonicMs();
               if ((await this.lastSequence()) >= next) break; // a stalled consumer
               if (!follower.stopped) onCurrent(askedAt);
             }
@@ -218,11 +224,13 @@ export class LogFollower {
   /** The pull in flight, stopped by `stop()`. */
   batch: { stop(): void } | undefined;
 
+  constructor(private readonly clock: Clock) {}
+
   /** Waits `ms`, or less if stopped meanwhile. */
   pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => (clearTimeout(timer), resolve());
+      const cancel: CancelTimer = this.clock.setTimer(ms, resolve);
+      this.wake = () => (cancel(), resolve());
     });
   }
 
@@ -305,14 +313,15 @@ export class LeaderWriteLog implements WriteLog {
    * the stream was created or while it elects one), for at most APPEND_TIMEOUT_MS.
    */
   private async publish(entry: LogEntry, requestId: string | undefined): Promise<{ sequence: number; duplicate: boolean }> {
-    const deadline = performance.now() + APPEND_TIMEOUT_MS;
+    const { log } = this.options;
+    const deadline = log.clock.monotonicMs() + APPEND_TIMEOUT_MS;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.options.log.publish(entry, this.last, requestId);
+        return await log.publish(entry, this.last, requestId);
       } catch (cause) {
-        if (!isNoResponders(cause) || performance.now() > deadline) throw cause;
+        if (!isNoResponders(cause) || log.clock.monotonicMs() > deadline) throw cause;
         if (!this.options.mayAppend()) throw new SilkError("not_leader", "this replica no longer leads its partition (its lease is gone)");
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(PUBLISH_BACKOFF, attempt)));
+        await sleep(log.clock, backoffMs(PUBLISH_BACKOFF, attempt, () => log.clock.random()));
       }
     }
   }
@@ -337,21 +346,23 @@ export const STARTUP_TIMEOUT_MS = 30_000;
  * Runs `work` again while JetStream does not answer it (a timeout, no responders), for up to STARTUP_TIMEOUT_MS:
  * only for idempotent work (creating what may exist, reading).
  */
-export async function whileUnanswered<T>(work: () => Promise<T>): Promise<T> {
-  const deadline = performance.now() + STARTUP_TIMEOUT_MS;
+export async function whileUnanswered<T>(work: () => Promise<T>, clock: Clock = realClock): Promise<T> {
+  const deadline = clock.monotonicMs() + STARTUP_TIMEOUT_MS;
   for (;;) {
     try {
       return await work();
     } catch (cause) {
       const unanswered = isNoResponders(cause) || (cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "RequestError"));
-      if (!unanswered || performance.now() > deadline) throw cause;
-      await sleep(200);
+      if (!unanswered || clock.monotonicMs() > deadline) throw cause;
+      await sleep(clock, 200);
     }
   }
 }
 
 /** How many times a replica's start tries to create what the partition's other replicas may be creating too. */
 const CREATE_ATTEMPTS = 5;
+/** The pause after the first refused create; the n-th waits n times it. */
+const CREATE_PAUSE_MS = 100;
 
 /**
  * Creates what every replica of a partition may create at the same moment (its log stream, its lease bucket).
@@ -359,13 +370,13 @@ const CREATE_ATTEMPTS = 5;
  * "error creating store for stream") before the winner's stream is visible to it; creating is idempotent, so it is
  * tried again, CREATE_ATTEMPTS times in all, before such an error counts. Otherwise as whileUnanswered.
  */
-export async function creatingRacing<T>(create: () => Promise<T>, pauseMs = 100): Promise<T> {
+export async function creatingRacing<T>(create: () => Promise<T>, pauseMs = CREATE_PAUSE_MS, clock: Clock = realClock): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await whileUnanswered(create);
+      return await whileUnanswered(create, clock);
     } catch (cause) {
       if (!(cause instanceof JetStreamApiError) || attempt === CREATE_ATTEMPTS) throw cause;
-      await sleep(pauseMs * attempt);
+      await sleep(clock, pauseMs * attempt);
     }
   }
 }

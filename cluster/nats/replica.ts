@@ -39,6 +39,7 @@ import type { Embedder } from "../../protocol/embedding.js";
 import { SilkError, asSilkError } from "../../protocol/errors.js";
 import { isReadRequest, type PartitionReply } from "../../protocol/messages.js";
 import type { Schema } from "../../protocol/schema.js";
+import { realClock, sleep, type CancelTimer, type Clock } from "../../platform/clock.js";
 import { PartitionActor } from "../../node/actor/partition-actor.js";
 import type { PartitionStore } from "../../node/store/partition-store.js";
 import type { DecisionStore } from "../decision-log.js";
@@ -74,6 +75,11 @@ export interface ReplicaOptions {
   readonly snapshots?: SnapshotPolicy | "off";
   /** Where a snapshot's copy of the store is made before it is uploaded (default: the system's temporary folder). */
   readonly scratchDirectory?: string;
+  /**
+   * Time, timers and randomness of the replication code (the lease, the log's follow loop and appends, elections,
+   * freshness checks); default realClock. The actor's query time is `now`, not this.
+   */
+  readonly clock?: Clock;
 }
 
 /** How long a new leader waits to catch up with the log before it gives the lease back. */
@@ -81,6 +87,8 @@ const CATCH_UP_TIMEOUT_MS = 30_000;
 /** A follower too stale for a read: how long it waits for JetStream's last sequence, then to have applied it. */
 const FRESHNESS_ASK_TIMEOUT_MS = 1_000;
 const FRESHNESS_WAIT_MS = 250;
+/** How often a replica waiting to have applied a sequence (catching up to lead, a freshness check) looks again. */
+const APPLIED_POLL_MS = 5;
 /**
  * How often a leader checks whether a snapshot is due by entries (a local comparison), and every how many of those
  * checks it also asks the stream's size for `everyBytes`.
@@ -94,8 +102,8 @@ interface Leadership {
   subscription: Subscription | undefined;
   current: boolean;
   readonly inflight: Set<Promise<void>>;
-  resolverTimer: NodeJS.Timeout | undefined;
-  snapshotTimer: NodeJS.Timeout | undefined;
+  cancelResolver: CancelTimer | undefined;
+  cancelSnapshots: CancelTimer | undefined;
 }
 
 export class PartitionReplica {
@@ -107,15 +115,16 @@ export class PartitionReplica {
   private parts: Subscription | undefined;
   private readonly pendingReplies = new PendingReplies();
   private readonly staleActor: PartitionActor;
-  private electionTimer: NodeJS.Timeout | undefined;
+  private cancelElections: CancelTimer | undefined;
   private electing = false;
   private stopped = false;
   /** Serializes becoming leader, stepping down and stopping. */
   private transition: Promise<void> = Promise.resolve();
   private readonly ttlMs: number;
+  private readonly clock: Clock;
   /** The replicated decision log, opened when an intent first needs resolving. */
   private decisionLog: Promise<DecisionStore> | undefined;
-  /** performance.now() instant as of which every log entry is applied (see the module comment). */
+  /** `clock.monotonicMs()` instant as of which every log entry is applied (see the module comment). */
   private currentAsOf = -Infinity;
   /** The freshness check in flight (one at a time, shared by the reads waiting for it). */
   private freshnessCheck: Promise<void> | undefined;
@@ -134,6 +143,7 @@ export class PartitionReplica {
     private lease: PartitionLease,
   ) {
     this.ttlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    this.clock = options.clock ?? realClock;
     this.partsSubject = subjects.parts(options.cluster, options.partition, randomBytes(8).toString("hex"));
     this.staleActor = new PartitionActor({ store: options.store, schema: options.schema, writable: false, now: options.now, embedder: options.embedder });
   }
@@ -159,8 +169,7 @@ export class PartitionReplica {
         if (error === null) replica.answerPart(message);
       },
     });
-    replica.electionTimer = setInterval(() => void replica.elect(), Math.max(10, Math.floor(replica.ttlMs / 10)));
-    replica.electionTimer.unref();
+    replica.cancelElections = replica.clock.every(Math.max(10, Math.floor(replica.ttlMs / 10)), () => void replica.elect());
     void replica.elect();
     return replica;
   }
@@ -176,7 +185,7 @@ export class PartitionReplica {
   /** How far behind the log this replica may be, in ms (0 for a leader; Infinity before it was first current). */
   stalenessMs(): number {
     // A leader with a live lease applied everything in the log: no other replica can append while the lease lives.
-    return this.role === "leader" && this.lease.held() ? 0 : Math.max(0, performance.now() - this.currentAsOf);
+    return this.role === "leader" && this.lease.held() ? 0 : Math.max(0, this.clock.monotonicMs() - this.currentAsOf);
   }
 
   /** Test hook: a follower stops applying the log (and stands for no election) until resumeFollowing(). */
@@ -202,7 +211,7 @@ export class PartitionReplica {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.electionTimer !== undefined) clearInterval(this.electionTimer);
+    this.cancelElections?.();
     this.stale?.unsubscribe();
     this.parts?.unsubscribe();
     this.pendingReplies.clear();
@@ -268,14 +277,14 @@ export class PartitionReplica {
     const { store, logger, partition, replica } = this.options;
     if (this.stopped || !this.lease.held()) return this.lease.release();
     const last = await this.log.lastSequence();
-    const deadline = performance.now() + CATCH_UP_TIMEOUT_MS;
+    const deadline = this.clock.monotonicMs() + CATCH_UP_TIMEOUT_MS;
     while (store.appliedLogSequence() < last) {
-      if (!this.lease.held() || this.stopped || performance.now() > deadline) {
+      if (!this.lease.held() || this.stopped || this.clock.monotonicMs() > deadline) {
         logger.warn({ partition, replica, applied: store.appliedLogSequence(), last }, "could not catch up in time; giving the lease back");
         await this.lease.release();
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(this.clock, APPLIED_POLL_MS);
     }
     await this.follower?.stop();
     this.follower = undefined;
@@ -295,7 +304,7 @@ export class PartitionReplica {
       logger,
     });
     const actor = new PartitionActor({ store, schema: this.options.schema, writable: true, now: this.options.now, embedder: this.options.embedder, log: writeLog });
-    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set(), resolverTimer: undefined, snapshotTimer: undefined };
+    leadership = { actor, log: writeLog, subscription: undefined, current: true, inflight: new Set(), cancelResolver: undefined, cancelSnapshots: undefined };
     this.leadership = leadership;
     if (store.spareIds() === Infinity) {
       // A store that never saw a reservation would hand out IDs without one (spareIds is unlimited outside a
@@ -342,15 +351,15 @@ export class PartitionReplica {
         if (!reply.ok) throw new Error(`${reply.code}: ${reply.message}`);
       },
       timeoutMs: this.options.intentTimeoutMs,
+      clockMs: () => this.clock.monotonicMs(),
       logger: this.options.logger,
     });
-    leadership.resolverTimer = setInterval(() => {
+    leadership.cancelResolver = this.clock.every(resolver.intervalMs, () => {
       if (!leadership.current) return;
       const work = resolver.sweep().then(() => undefined);
       leadership.inflight.add(work);
       void work.finally(() => leadership.inflight.delete(work));
-    }, resolver.intervalMs);
-    leadership.resolverTimer.unref();
+    });
   }
 
   /** While this leadership lasts, snapshots the store when the policy says one is due (cluster/nats/snapshots.ts). */
@@ -358,7 +367,7 @@ export class PartitionReplica {
     const policy = this.options.snapshots ?? DEFAULT_SNAPSHOT_POLICY;
     if (policy === "off") return;
     let ticks = 0;
-    leadership.snapshotTimer = setInterval(() => {
+    leadership.cancelSnapshots = this.clock.every(SNAPSHOT_CHECK_MS, () => {
       ticks += 1;
       if (!leadership.current || this.stopped || this.snapshotRun !== undefined) return;
       const bytes = ticks % SNAPSHOT_BYTES_CHECK_EVERY === 0;
@@ -366,8 +375,7 @@ export class PartitionReplica {
       void this.run(() => this.snapshotIfDue(policy)).catch((cause: unknown) => {
         this.options.logger.warn({ partition: this.options.partition, err: String(cause) }, "snapshot failed; trying again later");
       });
-    }, SNAPSHOT_CHECK_MS);
-    leadership.snapshotTimer.unref();
+    });
   }
 
   /** Runs a snapshot, one at a time: a second call while one runs waits for it and answers its result. */
@@ -438,8 +446,8 @@ export class PartitionReplica {
     if (leadership === undefined) return;
     leadership.current = false;
     leadership.subscription?.unsubscribe();
-    if (leadership.resolverTimer !== undefined) clearInterval(leadership.resolverTimer);
-    if (leadership.snapshotTimer !== undefined) clearInterval(leadership.snapshotTimer);
+    leadership.cancelResolver?.();
+    leadership.cancelSnapshots?.();
     await Promise.allSettled([...leadership.inflight]);
     await leadership.actor.stop();
     this.leadership = undefined;
@@ -472,21 +480,21 @@ export class PartitionReplica {
 
   /** Asks the log's last sequence (at instant Q) and, if this replica applies it within FRESHNESS_WAIT_MS, is current as of Q. */
   private async checkFreshness(): Promise<void> {
-    const askedAt = performance.now();
-    let timer: NodeJS.Timeout | undefined;
+    const askedAt = this.clock.monotonicMs();
+    let cancel: CancelTimer | undefined;
     let last: number;
     try {
       last = await Promise.race([
         this.log.lastSequence(),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("no answer")), FRESHNESS_ASK_TIMEOUT_MS))),
+        new Promise<never>((_, reject) => (cancel = this.clock.setTimer(FRESHNESS_ASK_TIMEOUT_MS, () => reject(new Error("no answer"))))),
       ]);
     } catch {
       return; // JetStream out of reach: this replica cannot tell how current it is
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
-    const deadline = performance.now() + FRESHNESS_WAIT_MS;
-    while (this.appliedSequence() < last && !this.stopped && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    const deadline = this.clock.monotonicMs() + FRESHNESS_WAIT_MS;
+    while (this.appliedSequence() < last && !this.stopped && this.clock.monotonicMs() < deadline) await sleep(this.clock, APPLIED_POLL_MS);
     if (this.appliedSequence() >= last) this.markCurrent(askedAt);
   }
 

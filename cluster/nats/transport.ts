@@ -34,12 +34,12 @@
  * Invariant: a request answers either the leader's reply or a SilkError; after `deadlineMs` it is
  * `partition_unavailable` naming the partition and the last thing that happened.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { SilkError, unreachable } from "../../protocol/errors.js";
 import { PREPARED_PLANS_MAX } from "../../protocol/limits.js";
 import { backoffMs, type Backoff } from "../../platform/backoff.js";
+import { realClock, sleep, type CancelTimer, type Clock } from "../../platform/clock.js";
 import { isReadRequest, type PartitionReplyBody, type PartitionRequest } from "../../protocol/messages.js";
 import type { Plan } from "../../protocol/tree.js";
 import { DEFAULT_MAX_STALENESS_MS, MAX_STALENESS_MS_LIMIT, decodeReply, encodeRequest, isStalenessBound } from "./wire.js";
@@ -68,8 +68,8 @@ export interface NatsTransportOptions {
   readonly deadlineMs?: number;
   /** Reads may go to any replica (the stale subject) within a staleness bound; see StaleReads. Default false. */
   readonly staleReads?: StaleReads;
-  /** Randomness for the backoff's jitter (tests pass a fixed one); default Math.random. */
-  readonly random?: () => number;
+  /** Time, timers and the backoff's jitter (tests pass a manual one); default realClock. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -140,12 +140,15 @@ export class NatsTransport implements Transport {
   private readonly attemptTimeoutMs: number;
   private readonly deadlineMs: number;
   private readonly stale: ReturnType<typeof staleReadsOption>;
-  /** Per partition, when this transport's last write to it ended (performance.now(); for readYourWrites). */
+  /** Per partition, when this transport's last write to it ended (`clock.monotonicMs()`; for readYourWrites). */
   private readonly wroteAt = new Map<number, number>();
   /** The leader probe: the cheapest read a partition answers, outside its write queue. */
   private readonly probe = encodeRequest({ type: "index_statuses" }, randomUUID());
 
+  private readonly clock: Clock;
+
   constructor(private readonly options: NatsTransportOptions) {
+    this.clock = options.clock ?? realClock;
     this.stale = staleReadsOption(options.staleReads);
     this.attemptTimeoutMs = options.timeoutMs ?? TRANSPORT_ATTEMPT_TIMEOUT_MS_DEFAULT;
     this.deadlineMs = options.deadlineMs ?? TRANSPORT_DEADLINE_MS_DEFAULT;
@@ -184,11 +187,11 @@ export class NatsTransport implements Transport {
       try {
         return await this.sendTo(partition, message, undefined);
       } finally {
-        if (stale.readYourWrites) this.wroteAt.set(partition, performance.now());
+        if (stale.readYourWrites) this.wroteAt.set(partition, this.clock.monotonicMs());
       }
     }
     const wrote = this.wroteAt.get(partition);
-    const ownWriteTooRecent = wrote !== undefined && performance.now() - wrote < stale.maxStalenessMs;
+    const ownWriteTooRecent = wrote !== undefined && this.clock.monotonicMs() - wrote < stale.maxStalenessMs;
     return this.sendTo(partition, message, ownWriteTooRecent ? undefined : stale.maxStalenessMs);
   }
 
@@ -198,7 +201,7 @@ export class NatsTransport implements Transport {
     let subject = maxStalenessMs !== undefined ? subjects.stale(cluster, partition) : subjects.leader(cluster, partition);
     const planTimeoutMs = message.type === "execute" ? message.plan.timeoutMs : undefined;
     const attemptTimeoutMs = planTimeoutMs === undefined ? this.attemptTimeoutMs : Math.max(this.attemptTimeoutMs, planTimeoutMs + REPLY_MARGIN_MS);
-    const started = Date.now();
+    const started = this.clock.monotonicMs();
     const deadline = started + Math.max(this.deadlineMs, attemptTimeoutMs);
     const requestId = randomUUID();
     let payload = encodeRequest(message, requestId, maxStalenessMs);
@@ -206,7 +209,7 @@ export class NatsTransport implements Transport {
     const repeatable = safeToRepeat(message);
     let what = "no attempt was made";
     for (let attempt = 0; ; attempt++) {
-      const remainingMs = deadline - Date.now();
+      const remainingMs = deadline - this.clock.monotonicMs();
       if (remainingMs <= 0) break;
       const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs), repeatable && subject === subjects.leader(cluster, partition));
       if (outcome.kind === "reply") return outcome.body;
@@ -221,9 +224,9 @@ export class NatsTransport implements Transport {
         throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster}: ${what}; the ${message.type} may or may not have taken effect (it is not repeated)`);
       }
       if (nc.isClosed()) break;
-      await sleep(Math.min(Math.max(0, deadline - Date.now()), backoffMs(ATTEMPT_BACKOFF, attempt, this.options.random)));
+      await sleep(this.clock, Math.min(Math.max(0, deadline - this.clock.monotonicMs()), backoffMs(ATTEMPT_BACKOFF, attempt, () => this.clock.random())));
     }
-    throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster} did not answer within ${Date.now() - started} ms: ${what}`);
+    throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster} did not answer within ${Math.round(this.clock.monotonicMs() - started)} ms: ${what}`);
   }
 
   /** One request and its reply; `probeLeader`: end early when no leader serves the subject any more (module comment). */
@@ -263,24 +266,29 @@ export class NatsTransport implements Transport {
    */
   private async unlessLeaderGone(subject: string, request: Promise<Msg>): Promise<Msg | "leader_gone"> {
     const { nc } = this.options;
-    let settled = false;
-    const watch = async (): Promise<"leader_gone"> => {
-      for (;;) {
-        await sleep(LEADER_PROBE_INTERVAL_MS, undefined, { ref: false });
-        if (settled) return new Promise<never>(() => undefined);
-        try {
-          await nc.request(subject, this.probe, { timeout: LEADER_PROBE_INTERVAL_MS });
-        } catch (cause) {
-          if (isNoResponders(cause)) return "leader_gone";
-        }
-      }
-    };
+    let cancel: CancelTimer | undefined;
+    const gone = new Promise<"leader_gone">((resolve) => {
+      let probing = false;
+      // A tick while the last probe is still out (it times out after one interval) sends none.
+      cancel = this.clock.every(LEADER_PROBE_INTERVAL_MS, () => {
+        if (probing) return;
+        probing = true;
+        nc.request(subject, this.probe, { timeout: LEADER_PROBE_INTERVAL_MS })
+          .then(
+            () => undefined,
+            (cause: unknown) => {
+              if (isNoResponders(cause)) resolve("leader_gone");
+            },
+          )
+          .finally(() => (probing = false));
+      });
+    });
     // A request abandoned to a probe still settles later (its timeout): that rejection is expected, not unhandled.
     request.catch(() => undefined);
     try {
-      return await Promise.race([request, watch()]);
+      return await Promise.race([request, gone]);
     } finally {
-      settled = true;
+      cancel?.();
     }
   }
 
