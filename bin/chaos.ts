@@ -2,7 +2,8 @@
  * `silk chaos run`: a Jepsen-style run against a local cluster (docs/CHAOS.md). With `--cluster DIR` naming a running
  * cluster (`silk cluster up` wrote its processes.json and its server is alive) the run attaches to it; otherwise it
  * starts one in DIR with the harness's project (chaos/project) and stops it afterwards unless `--keep`. The run
- * itself is chaos/run.ts. Exit codes: 0 valid, 2 an anomaly was found, 3 the checker could not decide, 1 the run
+ * itself is chaos/run.ts. With `partition` among the faults the run must start the cluster, behind its own proxies
+ * (chaos/network.ts), and stop it at the end. Exit codes: 0 valid, 2 an anomaly was found, 3 the checker could not decide, 1 the run
  * could not be made (`silk chaos: <code>: <message>`).
  */
 import { existsSync, readdirSync } from "node:fs";
@@ -11,6 +12,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { readClusterProcesses } from "../cluster/nats/manifest.js";
 import { SilkError } from "../protocol/errors.js";
 import { LocalCluster } from "../chaos/nemesis.js";
+import { ProxiedNetwork } from "../chaos/network.js";
 import { formatSummary, runChaos, type ChaosOptions } from "../chaos/run.js";
 import { parseFaults, type FaultKind } from "../chaos/schedule.js";
 import { chaosProjectDirectory, WORKLOADS, type WorkloadName } from "../chaos/workloads.js";
@@ -62,15 +64,42 @@ export async function runChaosCommand(flags: ChaosFlags, out: { write(text: stri
   const dir = resolve(flags.cluster);
   const recorded = existsSync(dir) ? readClusterProcesses(dir) : undefined;
   const attach = recorded?.serve !== undefined && processAlive(recorded.serve);
+  if (flags.faults.includes("partition") && (attach || flags.keep === true)) {
+    throw new SilkError(
+      "invalid_option",
+      "partition needs a cluster the run starts and stops: its processes reach NATS through the run's proxies, which end with the run (no running cluster in --cluster, no --keep)",
+    );
+  }
+  const network = flags.faults.includes("partition") ? new ProxiedNetwork() : undefined;
+  try {
+    return await runWith(dir, attach, network, flags, out);
+  } finally {
+    await network?.close();
+  }
+}
+
+async function runWith(dir: string, attach: boolean, network: ProxiedNetwork | undefined, flags: ChaosFlags, out: { write(text: string): unknown }): Promise<number> {
   if (!attach) {
     // A stopped cluster's replica stores would meet a fresh NATS log: a started cluster starts from nothing.
     if (existsSync(dir) && readdirSync(dir).length > 0) {
       throw new SilkError("invalid_option", `${flags.cluster} is not empty and holds no running cluster: name an empty or new directory, or a running cluster's`);
     }
-    await runClusterUp({ dir, project: chaosProjectDirectory(), partitions: flags.partitions, replicas: flags.replicas, port: 0, name: "chaos" }, out, CHAOS_CLUSTER_UP_TIMEOUT_MS);
+    await runClusterUp(
+      {
+        dir,
+        project: chaosProjectDirectory(),
+        partitions: flags.partitions,
+        replicas: flags.replicas,
+        port: 0,
+        name: "chaos",
+        ...(network === undefined ? {} : { natsServersFor: (process: string, servers: readonly string[]) => network.serversFor(process, servers) }),
+      },
+      out,
+      CHAOS_CLUSTER_UP_TIMEOUT_MS,
+    );
   }
   try {
-    const cluster = await LocalCluster.open(dir, spawnSilk);
+    const cluster = await LocalCluster.open(dir, spawnSilk, network);
     // Interrupted, the run leaves no process of the cluster stopped or killed.
     const interrupted = (signal: NodeJS.Signals): void => {
       cluster.heal();
@@ -110,7 +139,7 @@ export function chaosCommand(fail: (command: string, cause: unknown) => void, po
         .description("run a workload under seeded faults, record its history, check it; exit 2 on an anomaly")
         .requiredOption("--cluster <dir>", "a running cluster's directory (attach), or where to start one (stopped afterwards unless --keep)")
         .requiredOption("--workload <name>", `${WORKLOADS.join(" | ")}`, workloadName)
-        .option("--faults <list>", "comma-separated: kill-leader, kill-follower, kill-nats, kill-coordinator, pause (none: no faults)", faultList, [])
+        .option("--faults <list>", "comma-separated: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition (none: no faults)", faultList, [])
         .option("--duration <time>", "how long the clients run (60s, 1500ms, 2m)", parseDuration, 60_000)
         .option("--rate <n>", "operations per second, all clients together", positiveInteger, 20)
         .option("--concurrency <n>", "concurrent clients", positiveInteger, 5)

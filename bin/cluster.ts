@@ -28,6 +28,7 @@ import {
   CLUSTER_FORMAT,
   checkClusterManifest,
   clusterPaths,
+  NATS_SERVERS_ENV,
   readClusterManifest,
   streamReplicas,
   readClusterProcesses,
@@ -58,6 +59,11 @@ export interface ClusterUpOptions {
   readonly replicas: number;
   readonly port: number;
   readonly name: string;
+  /**
+   * The NATS URLs a replica (`p<i>-r<r>`) or the server (`serve`) is given instead of the servers' own, through
+   * SILK_NATS_SERVERS (the chaos harness's proxies); default: the servers' URLs from cluster.json.
+   */
+  readonly natsServersFor?: (process: string, servers: readonly string[]) => Promise<readonly string[]>;
 }
 
 export interface CommandOutput {
@@ -65,11 +71,12 @@ export interface CommandOutput {
 }
 
 /** Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. */
-export function spawnSilk(args: readonly string[], outFile: string): number {
+export function spawnSilk(args: readonly string[], outFile: string, natsServers?: readonly string[]): number {
   const out = openSync(outFile, "a");
   try {
+    const env = natsServers === undefined ? process.env : { ...process.env, [NATS_SERVERS_ENV]: natsServers.join(",") };
     // The same Node flags (tsx's loader when run from source) and the same entry script as this command.
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], { detached: true, stdio: ["ignore", out, out] });
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], { detached: true, stdio: ["ignore", out, out], env });
     child.unref();
     if (child.pid === undefined) throw new SilkError("internal", `could not start silk ${args.join(" ")}`);
     return child.pid;
@@ -132,7 +139,8 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     for (let partition = 0; partition < manifest.partitions; partition++) {
       for (let replica = 0; replica < manifest.replicas; replica++) {
         const args = ["partition", "--dir", dir, "--partition", String(partition), "--replica", String(replica)];
-        processes.replicas[`p${partition}-r${replica}`] = spawnSilk(args, `${clusterPaths.replicaLog(dir, partition, replica)}.out`);
+        const name = `p${partition}-r${replica}`;
+        processes.replicas[name] = spawnSilk(args, `${clusterPaths.replicaLog(dir, partition, replica)}.out`, await options.natsServersFor?.(name, nats.urls));
         writeClusterProcesses(dir, processes);
       }
     }
@@ -149,7 +157,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     } finally {
       await nc.close();
     }
-    processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`);
+    processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`, await options.natsServersFor?.("serve", nats.urls));
     writeClusterProcesses(dir, processes);
     await waitFor(`the server's /health on port ${port}`, deadline, async () => {
       if (!processAlive(processes.serve!)) throw new SilkError("internal", `the serve process exited (see ${clusterPaths.serveLog(dir)})`);

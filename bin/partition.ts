@@ -23,7 +23,7 @@ import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
-import { clusterPaths, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
+import { clusterPaths, natsServersOf, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
 import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
@@ -144,8 +144,9 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     { name: `silk-p${options.partition}-${replicaName}`, level: process.env.SILK_LOG_LEVEL ?? "info" },
     pino.destination({ dest: clusterPaths.replicaLog(options.dir, options.partition, options.replica), mkdir: true, sync: true }),
   );
-  const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, name: `silk-p${options.partition}-${replicaName}` }).catch((cause: unknown) => {
-    throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
+  const servers = natsServersOf(manifest);
+  const nc = await connect({ servers: [...servers], maxReconnectAttempts: -1, name: `silk-p${options.partition}-${replicaName}` }).catch((cause: unknown) => {
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${servers.join(", ")}: ${(cause as Error).message}`);
   });
   let range;
   try {

@@ -2,12 +2,14 @@
  * The nemesis of a chaos run (docs/CHAOS.md): applies a fault schedule (chaos/schedule.ts) to a cluster of local
  * processes that `silk cluster up` started, by signals: SIGKILL of a partition's leader or of a follower, of a NATS
  * server or of the coordinator (`silk serve --cluster`), each started again after the fault's length with the same
- * command, directory and store; SIGSTOP, then SIGCONT after the fault's length.
+ * command, directory, store and NATS URLs; SIGSTOP, then SIGCONT after the fault's length; and, on a cluster started
+ * behind the run's proxies (chaos/network.ts), a partition that cuts a leader, a follower or the coordinator off
+ * from every NATS server for the fault's length.
  *
  * Invariants:
  * - Every process it starts is written to DIR/processes.json at once, so `silk cluster down` stops it.
- * - `heal()` continues every process it stopped and starts every one it killed and has not started again; a run
- *   calls it before its final reads, and also when it is aborted.
+ * - `heal()` continues every process it stopped, starts every one it killed and has not started again, and ends
+ *   every partition; a run calls it before its final reads, and also when it is aborted.
  * - Every fault is logged as a `FaultEvent` (what it hit, when it began and ended, or why it was skipped).
  */
 import { spawn } from "node:child_process";
@@ -21,10 +23,14 @@ import { subjects } from "../cluster/nats/subjects.js";
 import { decodeReply, encodeRequest } from "../cluster/nats/wire.js";
 import { SilkError } from "../protocol/errors.js";
 import type { PlannedFault } from "./schedule.js";
+import type { ProxiedNetwork } from "./network.js";
 import { processAlive } from "../platform/processes.js";
 
-/** Starts `silk <args>` detached with its output appended to `outFile`; returns its pid (bin/cluster.ts's). */
-export type SpawnSilk = (args: readonly string[], outFile: string) => number;
+/**
+ * Starts `silk <args>` detached with its output appended to `outFile`, given `natsServers` in place of cluster.json's
+ * when defined; returns its pid (bin/cluster.ts's).
+ */
+export type SpawnSilk = (args: readonly string[], outFile: string, natsServers?: readonly string[]) => number;
 
 export interface FaultEvent {
   readonly kind: string;
@@ -56,9 +62,11 @@ export class LocalCluster {
     private readonly processes: Processes,
     readonly nc: NatsConnection,
     private readonly spawnSilk: SpawnSilk,
+    private readonly network: ProxiedNetwork | undefined,
   ) {}
 
-  static async open(dir: string, spawnSilk: SpawnSilk): Promise<LocalCluster> {
+  /** `network`: the proxies the cluster's processes were started behind (needed for partition faults). */
+  static async open(dir: string, spawnSilk: SpawnSilk, network?: ProxiedNetwork): Promise<LocalCluster> {
     const manifest = readClusterManifest(dir);
     const recorded = readClusterProcesses(dir);
     if (recorded === undefined || recorded.serve === undefined || !processAlive(recorded.serve)) {
@@ -68,7 +76,7 @@ export class LocalCluster {
       throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
     });
     const processes: Processes = { nats: { ...recorded.nats }, replicas: { ...recorded.replicas }, serve: recorded.serve };
-    return new LocalCluster(dir, manifest, processes, nc, spawnSilk);
+    return new LocalCluster(dir, manifest, processes, nc, spawnSilk, network);
   }
 
   get baseUrl(): string {
@@ -100,7 +108,7 @@ export class LocalCluster {
       return { target, pid: this.processes.nats[target] };
     };
     const coordinator = (): { target: string; pid: number } => ({ target: "coordinator", pid: this.processes.serve! });
-    const what = fault.kind === "pause" ? fault.pause! : fault.kind;
+    const what = fault.kind === "pause" ? fault.pause! : fault.kind === "partition" ? fault.isolate! : fault.kind;
     switch (what) {
       case "kill-leader":
       case "leader":
@@ -134,7 +142,7 @@ export class LocalCluster {
 
   private start(target: string): void {
     if (target === "coordinator") {
-      this.processes.serve = this.spawnSilk(["serve", "--cluster", this.dir, "--port", String(this.manifest.port)], clusterPaths.serveLog(this.dir));
+      this.processes.serve = this.spawnSilk(["serve", "--cluster", this.dir, "--port", String(this.manifest.port)], clusterPaths.serveLog(this.dir), this.network?.urlsOf("serve"));
     } else if (target in this.processes.nats) {
       const child = spawn(NATS_SERVER_BINARY, ["-c", join(clusterPaths.nats(this.dir), target, "nats.conf")], { stdio: "ignore", detached: true });
       child.unref();
@@ -147,6 +155,7 @@ export class LocalCluster {
       this.processes.replicas[target] = this.spawnSilk(
         ["partition", "--dir", this.dir, "--partition", String(partition), "--replica", String(replica)],
         `${clusterPaths.replicaLog(this.dir, partition, replica)}.out`,
+        this.network?.urlsOf(target),
       );
     }
     writeClusterProcesses(this.dir, this.processes);
@@ -162,8 +171,24 @@ export class LocalCluster {
     if (processAlive(pid)) process.kill(pid, "SIGCONT");
   }
 
-  /** Continues every stopped process and starts every killed one. */
+  /** Whether partition faults can be applied (the processes reach NATS through the run's proxies). */
+  get partitionable(): boolean {
+    return this.network !== undefined;
+  }
+
+  /** Cuts a process (`p<i>-r<r>` or `coordinator`) off from every NATS server until `rejoin(target)`. */
+  isolate(target: string): void {
+    if (this.network === undefined) throw new SilkError("invalid_option", "this cluster's processes reach NATS directly: a partition needs a cluster the run starts behind its proxies");
+    this.network.isolate(networkName(target));
+  }
+
+  rejoin(target: string): void {
+    this.network?.heal(networkName(target));
+  }
+
+  /** Ends every partition, continues every stopped process and starts every killed one. */
   heal(): void {
+    this.network?.healAll();
     for (const pid of [...this.stopped]) this.resume(pid);
     for (const target of [...this.down.keys()]) this.restart(target);
   }
@@ -185,6 +210,11 @@ export class LocalCluster {
   }
 }
 
+/** The name a process has in the run's network (chaos/network.ts): the coordinator is `serve`, as in processes.json. */
+function networkName(target: string): string {
+  return target === "coordinator" ? "serve" : target;
+}
+
 /** Applies the schedule from the run's start (`now()` in milliseconds); resolves when the last fault has ended. */
 export async function runNemesis(cluster: LocalCluster, schedule: readonly PlannedFault[], now: () => number, log: (event: FaultEvent) => void): Promise<void> {
   for (const fault of schedule) {
@@ -196,7 +226,7 @@ export async function runNemesis(cluster: LocalCluster, schedule: readonly Plann
       log({ kind: fault.kind, target: fault.pause ?? "", start, end: now(), skipped: resolved });
       continue;
     }
-    const kind = fault.kind === "pause" ? `pause-${fault.pause}` : fault.kind;
+    const kind = fault.kind === "pause" ? `pause-${fault.pause}` : fault.kind === "partition" ? `partition-${fault.isolate}` : fault.kind;
     if (!processAlive(resolved.pid)) {
       log({ kind, target: resolved.target, pid: resolved.pid, start, end: now(), skipped: "the process is not running" });
       continue;
@@ -205,6 +235,10 @@ export async function runNemesis(cluster: LocalCluster, schedule: readonly Plann
       cluster.pause(resolved.pid);
       await sleep(fault.durationMs);
       cluster.resume(resolved.pid);
+    } else if (fault.kind === "partition") {
+      cluster.isolate(resolved.target);
+      await sleep(fault.durationMs);
+      cluster.rejoin(resolved.target);
     } else {
       await cluster.kill(resolved.target, resolved.pid);
       await sleep(fault.durationMs);

@@ -10,12 +10,16 @@
  */
 import { seededRandom } from "../protocol/random.js";
 
-export const FAULT_KINDS = ["kill-leader", "kill-follower", "kill-nats", "kill-coordinator", "pause"] as const;
+export const FAULT_KINDS = ["kill-leader", "kill-follower", "kill-nats", "kill-coordinator", "pause", "partition"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** What a pause stops: a partition's leader or a follower, a NATS server, or the coordinator. */
 export const PAUSE_TARGETS = ["leader", "follower", "nats", "coordinator"] as const;
 export type PauseTarget = (typeof PAUSE_TARGETS)[number];
+
+/** What a partition cuts off from every NATS server: a partition's leader or a follower, or the coordinator. */
+export const PARTITION_TARGETS = ["leader", "follower", "coordinator"] as const;
+export type PartitionTarget = (typeof PARTITION_TARGETS)[number];
 
 export interface PlannedFault {
   readonly kind: FaultKind;
@@ -30,6 +34,8 @@ export interface PlannedFault {
   readonly target: number;
   /** pause only: what it stops. */
   readonly pause?: PauseTarget;
+  /** partition only: what it isolates. */
+  readonly isolate?: PartitionTarget;
 }
 
 export interface ScheduleOptions {
@@ -57,8 +63,9 @@ export function faultSchedule(options: ScheduleOptions): PlannedFault[] {
     const partition = Math.floor(random() * options.partitions);
     const target = Math.floor(random() * 1_000);
     const pause = kind === "pause" ? PAUSE_TARGETS[Math.floor(random() * PAUSE_TARGETS.length)] : undefined;
+    const isolate = kind === "partition" ? PARTITION_TARGETS[Math.floor(random() * PARTITION_TARGETS.length)] : undefined;
     if (at + durationMs > quietEnd) break;
-    planned.push({ kind, at, durationMs, partition, target, ...(pause === undefined ? {} : { pause }) });
+    planned.push({ kind, at, durationMs, partition, target, ...(pause === undefined ? {} : { pause }), ...(isolate === undefined ? {} : { isolate }) });
     at += durationMs + between(FAULT_GAP_MS);
   }
   return planned;

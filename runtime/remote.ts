@@ -20,7 +20,7 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { mergeIndexStatuses } from "../protocol/indexes.js";
 import { Coordinator, type CommitPhase } from "../cluster/coordinator.js";
-import { readClusterManifest, streamReplicas, type ClusterManifest } from "../cluster/nats/manifest.js";
+import { natsServersOf, readClusterManifest, streamReplicas, type ClusterManifest } from "../cluster/nats/manifest.js";
 import { Database, type DatabaseEngine, type OpenOptions } from "./embedded.js";
 import { partitionIndexStatuses } from "../cluster/index-operations.js";
 import { KvDecisionLog } from "../cluster/nats/kv-decision-log.js";
@@ -160,7 +160,7 @@ export function connectClusterDirectory(
   return connectCluster({
     ...options,
     cluster: manifest.name,
-    servers: manifest.nats,
+    servers: natsServersOf(manifest),
     partitions: manifest.partitions,
     decisionReplicas: streamReplicas(manifest),
   });

@@ -84,6 +84,22 @@ export function writeClusterManifest(directory: string, manifest: ClusterManifes
   writeFileSync(join(directory, CLUSTER_MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
 }
 
+/**
+ * The environment variable that gives one process of a cluster its own NATS client URLs (comma-separated), in place
+ * of cluster.json's `nats`: the chaos harness starts each process behind its own fault-injecting proxies
+ * (chaos/network.ts), which only works because the servers do not advertise their addresses (cluster/nats/servers.ts).
+ */
+export const NATS_SERVERS_ENV = "SILK_NATS_SERVERS";
+
+/** The NATS URLs this process connects to: `SILK_NATS_SERVERS` when set (checked as cluster.json's are), else the manifest's. */
+export function natsServersOf(manifest: ClusterManifest, env: NodeJS.ProcessEnv = process.env): readonly string[] {
+  const override = env[NATS_SERVERS_ENV];
+  if (override === undefined || override === "") return manifest.nats;
+  const urls = override.split(",").map((url) => url.trim());
+  if (!urls.every((url) => /^nats:\/\/[^,\s]+$/.test(url))) throw new SilkError("invalid_option", `${NATS_SERVERS_ENV} must be comma-separated nats:// URLs, not ${JSON.stringify(override)}`);
+  return urls;
+}
+
 /** The replicas of every partition's log stream and of the KV buckets: 3 at most, no more than NATS servers. */
 export function streamReplicas(manifest: ClusterManifest): number {
   return Math.min(3, manifest.nats.length);

@@ -5,7 +5,9 @@
  * servers for fault tests.
  *
  * Invariant: every server listens on 127.0.0.1 only, and a start waits until every server accepts clients and the
- * JetStream meta group has a leader (so a stream can be created at once).
+ * JetStream meta group has a leader (so a stream can be created at once). No server advertises its address to
+ * clients (`no_advertise`): a client uses only the URLs it was given (cluster.json's, or a process's own through
+ * SILK_NATS_SERVERS), so a proxy put between a process and the servers (the chaos harness's) cannot be bypassed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -64,7 +66,7 @@ function configOf(spec: NatsServerSpec, all: readonly NatsServerSpec[], clusterN
     `jetstream { store_dir: ${JSON.stringify(spec.storeDir)} }`,
     `log_file: ${JSON.stringify(spec.logFile)}`,
   ];
-  if (all.length > 1) lines.push(`cluster { name: ${clusterName}, listen: 127.0.0.1:${spec.clusterPort}, routes: [${routes.join(", ")}] }`);
+  if (all.length > 1) lines.push(`cluster { name: ${clusterName}, listen: 127.0.0.1:${spec.clusterPort}, no_advertise: true, routes: [${routes.join(", ")}] }`);
   return `${lines.join("\n")}\n`;
 }
 

@@ -1,7 +1,9 @@
 /**
  * `silk chaos run` end to end, bounded (docs/CHAOS.md): a 12-second bank run on a cluster the command starts
  * (2 partitions × 3 replica processes, three nats-server), with leader and follower kills and pauses drawn from the
- * seed; then a short register run attached to the same cluster; then the cluster is stopped. Each run's history,
+ * seed; then a short register run attached to the same cluster; then the cluster is stopped; and a 12-second
+ * list-append run whose seed draws two partitions (a follower, then a leader cut off from every NATS server by the
+ * run's proxies) on a cluster it starts and stops. Each run's history,
  * faults, summary and report are written, the verdict is valid and the exit code says so. A bad fault name, and a
  * non-empty directory without a running cluster, are refused before anything starts.
  */
@@ -26,9 +28,13 @@ const jsonLines = <T>(path: string): T[] =>
 describe("silk chaos run", () => {
   it("refuses an unknown fault, and a directory it cannot start a cluster in, before starting anything", async () => {
     const dir = temporaryDirectory();
-    const fault = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,partition"]);
+    const fault = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,netsplit"]);
     expect(fault.code).toBe(1);
-    expect(fault.stderr).toContain("unknown fault partition (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause)");
+    expect(fault.stderr).toContain("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition)");
+    // Partitions need the run's own proxies in front of NATS: a cluster it starts and stops.
+    const kept = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "partition", "--keep"]);
+    expect(kept.code).toBe(1);
+    expect(kept.stderr).toContain("silk chaos: invalid_option: partition needs a cluster the run starts and stops");
     expect(existsSync(join(dir, "cluster.json"))).toBe(false);
     // A directory that holds something but no running cluster (a stopped one's stores would meet a fresh log).
     writeFileSync(join(dir, "notes.txt"), "x");
@@ -88,5 +94,26 @@ describe("silk chaos run", () => {
     }
     // Generous: on a loaded machine starting the cluster's eleven processes alone can take minutes (the command
     // waits up to CHAOS_CLUSTER_UP_TIMEOUT_MS for them).
+  }, 420_000);
+
+  it("runs list-append under seeded network partitions on a cluster it starts behind its proxies, and stops it", async () => {
+    const dir = temporaryDirectory();
+    const out = temporaryDirectory();
+    const run = await runSilk([
+      "chaos", "run", "--cluster", dir, "--workload", "list-append", "--faults", "partition",
+      "--duration", "12s", "--rate", "15", "--seed", "7", "--out", out,
+    ]);
+    expect(run.code, `${run.stdout}${run.stderr}`).toBe(0);
+    expect(run.stdout).toContain("verdict: valid");
+    const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8")) as ChaosSummary;
+    expect(summary.verdict.valid).toBe(true);
+    expect(summary.operations.ok).toBeGreaterThan(0);
+    // Seed 7 draws a follower's partition at 1.8 s, then a leader's at 5.5 s (chaos/schedule.ts).
+    const faults = jsonLines<FaultEvent>(join(out, "faults.jsonl"));
+    expect(faults.map((fault) => fault.kind)).toEqual(["partition-follower", "partition-leader"]);
+    expect(faults.filter((fault) => fault.skipped === undefined).length).toBeGreaterThanOrEqual(1);
+    // The run started the cluster and stopped it (its proxies end with the run).
+    expect(run.stdout).toContain("is up in");
+    expect(run.stdout).toMatch(/silk: stopped \d+ processes of the cluster/);
   }, 420_000);
 });

@@ -32,6 +32,7 @@ describe("fault schedule", () => {
         expect(fault.at + fault.durationMs).toBeLessThanOrEqual(60_000 - 9_000);
         expect(fault.partition).toBeLessThan(3);
         expect(fault.pause !== undefined).toBe(fault.kind === "pause");
+        expect(fault.isolate !== undefined).toBe(fault.kind === "partition");
         const next = schedule[index + 1];
         if (next !== undefined) expect(next.at - (fault.at + fault.durationMs)).toBeGreaterThanOrEqual(FAULT_GAP_MS.min);
       }
@@ -47,6 +48,7 @@ describe("fault schedule", () => {
 
   it("parses --faults and names the known kinds when one is unknown", () => {
     expect(parseFaults("kill-leader, pause,kill-leader")).toEqual(["kill-leader", "pause"]);
-    expect(() => parseFaults("kill-leader,partition")).toThrow("unknown fault partition (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause)");
+    expect(parseFaults("partition")).toEqual(["partition"]);
+    expect(() => parseFaults("kill-leader,netsplit")).toThrow("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition)");
   });
 });
