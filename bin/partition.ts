@@ -11,8 +11,11 @@
  *
  * With `--health-port`, it answers `GET /health` on that port (`--health-host`, default 127.0.0.1; a Kubernetes pod
  * gives 0.0.0.0): 200 `{"status": "ok", "partition", "replica", "role": "leader" | "follower", "applied"}` while the
- * replica runs, 503 `{"error": "partition_unavailable", ..}` once it is stopping, for a supervisor's liveness and
- * readiness probes; and `GET /metrics` in Prometheus text (docs/CLUSTER.md, "Replica metrics"): its role, applied
+ * replica runs, 503 `{"error": "partition_unavailable", ..}` once it is stopping, for a supervisor's liveness probe;
+ * `GET /ready`, the readiness probe: 200 only while the replica is caught up with its log, that is a leader holding
+ * its lease, or a follower that applied every entry the log held at most `--ready-within-ms` ago (default
+ * DEFAULT_MAX_STALENESS_MS, the bound stale reads get: a ready replica can answer them), else 503 with how far behind
+ * it is; and `GET /metrics` in Prometheus text (docs/CLUSTER.md, "Replica metrics"): its role, applied
  * log sequence, LMDB map, pages and readers, and Node's process metrics.
  *
  * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
@@ -28,6 +31,7 @@ import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
 import { bootstrapReplica } from "../cluster/nats/snapshots.js";
+import { DEFAULT_MAX_STALENESS_MS } from "../cluster/nats/wire.js";
 import { acquireWriterLock } from "../runtime/writer-lock.js";
 import { PartitionStore } from "../node/store/partition-store.js";
 import { storageStatistics } from "../runtime/embedded.js";
@@ -46,6 +50,8 @@ export interface PartitionCommandOptions {
   readonly healthPort?: number;
   /** The address the health port binds (default 127.0.0.1). */
   readonly healthHost?: string;
+  /** `GET /ready` answers 200 while the replica was caught up with its log at most this long ago (default DEFAULT_MAX_STALENESS_MS). */
+  readonly readyWithinMs?: number;
 }
 
 interface ReplicaState {
@@ -54,6 +60,8 @@ interface ReplicaState {
   readonly replica: string;
   readonly role: "leader" | "follower";
   readonly applied: number;
+  /** How far behind its log the replica may be (cluster/nats/replica.ts `stalenessMs`: 0 for a leader, Infinity before it was first current). */
+  readonly stalenessMs: number;
 }
 
 /** The replica's metrics: what `GET /metrics` reports, set from the replica and its store once per scrape. */
@@ -92,7 +100,7 @@ function replicaMetrics(store: PartitionStore): ReplicaMetrics {
 }
 
 /** The replica's health answer (what a probe needs to tell a running replica from one that is going away) and metrics. */
-function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics): Server {
+function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics, readyWithinMs: number): Server {
   return createServer((request, response) => {
     const url = request.url?.split("?")[0];
     if (request.method === "GET" && url === "/metrics") {
@@ -108,16 +116,21 @@ function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics): Serve
       );
       return;
     }
-    if (request.method !== "GET" || url !== "/health") {
-      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "not_found", msg: "a partition replica answers GET /health and GET /metrics only" }));
+    if (request.method !== "GET" || (url !== "/health" && url !== "/ready")) {
+      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "not_found", msg: "a partition replica answers GET /health, GET /ready and GET /metrics only" }));
       return;
     }
-    const { stopping, ...replica } = state();
-    if (stopping) {
-      response.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: "partition_unavailable", msg: "the replica is stopping", ...replica }));
-      return;
+    const { stopping, stalenessMs, ...replica } = state();
+    const json = (status: number, body: object): void => void response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    if (stopping) return json(503, { error: "partition_unavailable", msg: "the replica is stopping", ...replica });
+    if (url === "/health") return json(200, { status: "ok", ...replica });
+    // JSON has no Infinity: a replica never yet current reports null.
+    const behind = { ...replica, stalenessMs: Number.isFinite(stalenessMs) ? Math.round(stalenessMs) : null, readyWithinMs };
+    if (stalenessMs > readyWithinMs) {
+      const why = Number.isFinite(stalenessMs) ? `was last caught up with its log ${Math.round(stalenessMs)} ms ago` : "has not yet caught up with its log";
+      return json(503, { error: "partition_unavailable", msg: `the replica ${why}, beyond the readiness bound of ${readyWithinMs} ms`, ...behind });
     }
-    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "ok", ...replica }));
+    json(200, { status: "ok", ...behind });
   });
 }
 
@@ -215,8 +228,8 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   let healthNote = "";
   if (options.healthPort !== undefined) {
     const running = replica;
-    const state = (): ReplicaState => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence() });
-    health = healthServer(state, replicaMetrics(store));
+    const state = (): ReplicaState => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence(), stalenessMs: running.stalenessMs() });
+    health = healthServer(state, replicaMetrics(store), options.readyWithinMs ?? DEFAULT_MAX_STALENESS_MS);
     const server = health;
     await new Promise<void>((listening, failed) => {
       server.once("error", failed);

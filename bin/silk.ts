@@ -261,7 +261,8 @@ function partitionCommand(): Command {
     .requiredOption("--replica <r>", "the replica's index, from 0", nonNegativeInteger)
     .option("--health-port <port>", "answer GET /health and GET /metrics on this port (0: any free one), for a supervisor's probes and Prometheus", nonNegativeInteger)
     .option("--health-host <host>", "the address the health port binds (default 127.0.0.1)")
-    .action(async (flags: { dir: string; partition: number; replica: number; healthPort?: number; healthHost?: string }) => {
+    .option("--ready-within-ms <n>", "GET /ready answers 200 while the replica was caught up with its log at most this long ago (default 5000)", positiveInteger)
+    .action(async (flags: { dir: string; partition: number; replica: number; healthPort?: number; healthHost?: string; readyWithinMs?: number }) => {
       try {
         await runPartition(flags);
       } catch (cause) {

@@ -156,7 +156,7 @@ describe("deploy/kubernetes", () => {
     }
   });
 
-  it("probes every HTTP server on /health (NATS on /healthz) at a port its container exposes", () => {
+  it("probes every HTTP server on /health (NATS on /healthz; a partition replica's readiness on /ready: caught up) at a port its container exposes", () => {
     for (const workload of workloads(objects)) {
       for (const container of workload.spec.template.spec.containers) {
         const where = `${workload.metadata.name}/${container.name}`;
@@ -168,7 +168,9 @@ describe("deploy/kubernetes", () => {
         if (http === undefined) continue;
         expect(container.readinessProbe?.httpGet, `${where}: readiness`).toBeDefined();
         expect(container.livenessProbe?.httpGet, `${where}: liveness`).toBeDefined();
-        expect(container.readinessProbe!.httpGet!.path).toMatch(container.command?.[0] === "silk" ? /^\/health$/ : /^\/healthz/);
+        const readiness = container.command?.[0] !== "silk" ? /^\/healthz/ : container.args?.[0] === "partition" ? /^\/ready$/ : /^\/health$/;
+        expect(container.readinessProbe!.httpGet!.path, `${where}: readiness path`).toMatch(readiness);
+        if (container.command?.[0] === "silk") expect(container.livenessProbe!.httpGet!.path, `${where}: liveness path`).toBe("/health");
       }
     }
   });
