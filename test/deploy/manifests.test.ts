@@ -13,7 +13,8 @@ import { ConfigMap, Secret, Service } from "kubernetes-models/v1";
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
-import { parse } from "yaml";
+import { Job } from "kubernetes-models/batch/v1";
+import { parse, parseAllDocuments } from "yaml";
 import { checkClusterManifest, type ClusterManifest } from "../../cluster/nats/manifest.js";
 import { checkProject } from "../../protocol/helixql/query-check.js";
 import { REPO, runSilk } from "../cli/helpers.js";
@@ -246,5 +247,34 @@ describe("deploy/kubernetes", () => {
       }
     }
     expect([...declared.keys()].sort()).toEqual(["gateway", "partition", "serve"]);
+  });
+
+  it("has Jobs outside the base (deploy/kubernetes/jobs/) that pass the schema, mount the base's ConfigMaps and run silk cluster with declared flags", async () => {
+    const directory = join(BASE_DIRECTORY, "jobs");
+    const jobs = readdirSync(directory)
+      .filter((file) => file.endsWith(".yaml"))
+      .flatMap((file) => parseAllDocuments(readFileSync(join(directory, file), "utf8")).map((document) => ({ file, job: document.toJS() as KubeObject & { spec: { template: Workload["spec"]["template"] } } })));
+    expect(jobs.map(({ job }) => job.kind)).toEqual(["Job"]);
+    for (const { file, job } of jobs) {
+      new Job(job as unknown as Record<string, unknown>).validate();
+      const pod = job.spec.template.spec;
+      for (const volume of pod.volumes ?? []) {
+        if (volume.configMap !== undefined) expect(objects.some((object) => object.kind === "ConfigMap" && object.metadata.name === volume.configMap!.name), `${file}: volume ${volume.name}`).toBe(true);
+      }
+      for (const container of pod.containers) {
+        expect(container.command, file).toEqual(["silk"]);
+        const [command, subcommand, ...rest] = container.args ?? [];
+        expect([command, subcommand], file).toEqual(["cluster", "move"]);
+        // The directory it reads is where the cluster ConfigMap is mounted.
+        const mounted = (container.volumeMounts ?? []).find((mount) => mount.mountPath === flagValue(rest, "--dir"));
+        expect(pod.volumes?.find((volume) => volume.name === mounted?.name)?.configMap?.name, `${file}: --dir`).toBe("silk-cluster");
+        const help = await runSilk([command, subcommand, "--help"]);
+        expect(help.code, help.stderr).toBe(0);
+        const declared = new Set([...help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z][a-z-]*)/gm)].map((match) => match[1]));
+        for (const flag of rest.filter((arg) => arg.startsWith("--"))) expect(declared.has(flag), `${file}: silk cluster ${subcommand} ${flag}`).toBe(true);
+        // The partitions it names exist.
+        for (const flag of ["--from", "--to"]) expect(Number(flagValue(rest, flag))).toBeLessThan(clusterManifest().partitions);
+      }
+    }
   });
 });
