@@ -5,22 +5,29 @@
  * emulated: each pod gets a root directory holding its mount paths (ConfigMaps laid out as the kubelet lays them
  * out, with `..data` symlinks; subPath files copied in; claims and emptyDirs as directories), `$(VAR)` references and
  * the downward API (pod name, pod-index label) are resolved, and every container port and pod or Service name is
- * mapped to a free loopback port. Then a write and reads go through the coordinator's Service port.
+ * mapped to a free loopback port; init containers (`sh -c`) run before their pod's container. Then a write and reads
+ * go through the coordinator's Service port. The hosted gateway's StatefulSet is started the same way beside Redis's
+ * Deployment (`redis-server` stands in for its image), with the silk-api-keys Secret filled as deploy/ tells an
+ * operator to (a key from `silk keys create`): its init container copies the keys in, its probes pass, a request
+ * without a key is refused and one with the key is served, rate-limited through Redis.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { connect as connectTcp } from "node:net";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, NATS_SERVER_BINARY } from "../../cluster/nats/servers.js";
-import { spawnSilk } from "../cli/helpers.js";
+import { runSilk, spawnSilk, temporaryDirectory, removeTemporaryDirectories } from "../cli/helpers.js";
 import { byKindAndName, loadBase, selects, services, workloads, type Container, type KubeObject, type Workload } from "./manifests.js";
 
 const objects = loadBase();
 const root = mkdtempSync(join(tmpdir(), "silk-deploy-launch-"));
 const running: { name: string; child: ChildProcess; output: string[] }[] = [];
 const STARTUP_MS_MAX = 120_000;
+/** Secret keys the test fills as an operator would (the base ships placeholders), by Secret name. */
+const secretValues = new Map<string, Record<string, string>>();
 
 interface Pod {
   readonly name: string;
@@ -78,7 +85,7 @@ function serviceTarget(name: string, port: number): number | undefined {
 function materializeVolume(source: KubeObject, target: string, pod: Pod, container: Container): void {
   const timestamped = join(target, "..2026_01_01_00_00_00.000000000");
   mkdirSync(timestamped, { recursive: true });
-  const entries = { ...(source.data ?? {}), ...(source.stringData ?? {}) };
+  const entries = { ...(source.data ?? {}), ...(source.stringData ?? {}), ...(secretValues.get(source.metadata.name) ?? {}) };
   for (const [key, value] of Object.entries(entries)) writeFileSync(join(timestamped, key), localize(value, pod, container));
   symlinkSync("..2026_01_01_00_00_00.000000000", join(target, "..data"));
   for (const key of Object.keys(entries)) symlinkSync(join("..data", key), join(target, key));
@@ -122,8 +129,21 @@ function environment(pod: Pod, container: Container): Record<string, string> {
   return env;
 }
 
+/** Runs a pod's init containers, in order, to completion; only `sh -c <script>` has a local stand-in. */
+function runInitContainers(pod: Pod): void {
+  for (const init of pod.workload.spec.template.spec.initContainers ?? []) {
+    mountVolumes(pod, init);
+    const [shell, flag, script] = init.command ?? [];
+    if (shell !== "sh" || flag !== "-c" || script === undefined) throw new Error(`${pod.name}: no local stand-in for init container ${init.name}`);
+    const result = spawnSync("sh", ["-c", localize(script, pod, init)], { cwd: pod.directory, encoding: "utf8" });
+    if (result.status !== 0) throw new Error(`${pod.name}: init container ${init.name} failed (${result.status}): ${result.stderr}`);
+  }
+}
+
 function start(pod: Pod): void {
   const container = pod.workload.spec.template.spec.containers[0];
+  mkdirSync(pod.directory, { recursive: true });
+  runInitContainers(pod);
   mountVolumes(pod, container);
   const env = environment(pod, container);
   // Kubernetes expands $(VAR) in command and args from the container's environment.
@@ -138,6 +158,10 @@ function start(pod: Pod): void {
     child = spawnSilk(localArgs, { cwd: pod.directory, env });
   } else if (container.command === undefined && container.image.startsWith("nats:")) {
     child = spawn(NATS_SERVER_BINARY, localArgs, { cwd: pod.directory, env: { ...process.env, ...env } });
+  } else if (container.command === undefined && container.image.startsWith("redis:")) {
+    // The image's entrypoint is redis-server; its port is the container's, mapped, on loopback.
+    const port = container.ports![0].containerPort;
+    child = spawn("redis-server", [...localArgs, "--port", String(pod.ports.get(port)), "--bind", "127.0.0.1"], { cwd: pod.directory, env: { ...process.env, ...env } });
   } else {
     throw new Error(`${pod.name}: no local stand-in for image ${container.image} with command ${JSON.stringify(container.command)}`);
   }
@@ -169,12 +193,26 @@ function probePort(pod: Pod, container: Container, port: number | string): numbe
   return pod.ports.get(containerPort)!;
 }
 
+/** Waits until a TCP port accepts a connection (a tcpSocket probe). */
+async function tcpOk(port: number, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connectTcp(port, "127.0.0.1", () => (socket.destroy(), resolve(true)));
+      socket.on("error", () => resolve(false));
+    });
+    if (accepted) return;
+    await sleep(250);
+  }
+  throw new Error(`port ${port} did not accept connections in time`);
+}
+
 afterAll(async () => {
   for (const process of [...running].reverse()) process.child.kill("SIGTERM");
   const deadline = Date.now() + 5_000;
   while (running.some((process) => process.child.exitCode === null && process.child.signalCode === null) && Date.now() < deadline) await sleep(100);
   for (const process of running) if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill("SIGKILL");
   rmSync(root, { recursive: true, force: true });
+  removeTemporaryDirectories();
 }, 30_000);
 
 describe("deploy/kubernetes launched as local processes", () => {
@@ -214,5 +252,41 @@ describe("deploy/kubernetes launched as local processes", () => {
     const read = await post("/GetUser", { id: user.id });
     expect(read.status, JSON.stringify(read.json)).toBe(200);
     expect((read.json.user as { handle: string }).handle).toBe("ada");
+  }, STARTUP_MS_MAX + 60_000);
+
+  it("starts Redis and the hosted gateway from their manifests (init container included), and serves a keyed request", async () => {
+    // The operator's step (deploy/kubernetes/secrets.yaml): a key from `silk keys create`, its keys.json in the Secret.
+    const keysDirectory = temporaryDirectory();
+    const created = await runSilk(["keys", "create", "--data", keysDirectory, "--name", "launch"]);
+    expect(created.code, created.stderr).toBe(0);
+    const key = created.stdout.trim();
+    secretValues.set("silk-api-keys", { "keys.json": readFileSync(join(keysDirectory, "gateway", "keys.json"), "utf8") });
+
+    const redis = byKindAndName<Workload>(objects, "Deployment", "silk-redis");
+    const gateway = byKindAndName<Workload>(objects, "StatefulSet", "silk-gateway");
+    const [redisPod] = await podsOf(redis);
+    const [gatewayPod] = await podsOf(gateway);
+    const deadline = Date.now() + STARTUP_MS_MAX;
+    start(redisPod);
+    const redisContainer = redis.spec.template.spec.containers[0];
+    await tcpOk(probePort(redisPod, redisContainer, redisContainer.livenessProbe!.tcpSocket!.port), deadline);
+    start(gatewayPod);
+    const container = gateway.spec.template.spec.containers[0];
+    for (const probe of [container.startupProbe!, container.readinessProbe!, container.livenessProbe!]) await httpGetOk(probePort(gatewayPod, container, probe.httpGet!.port), probe.httpGet!.path, deadline);
+
+    const service = byKindAndName<KubeObject>(objects, "Service", "silk-gateway") as unknown as { metadata: { name: string }; spec: { ports: { port: number }[] } };
+    const port = serviceTarget(service.metadata.name, service.spec.ports[0].port)!;
+    const post = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+    };
+    const refused = await post("/CreateUser", { handle: "bob", name: "Bob", age: 41 });
+    expect([refused.status, refused.json.error]).toEqual([401, "unauthorized"]);
+    const written = await post("/CreateUser", { handle: "bob", name: "Bob", age: 41 }, { authorization: `Bearer ${key}` });
+    expect(written.status, JSON.stringify(written.json)).toBe(200);
+    const user = written.json.user as { id: string };
+    const read = await post("/GetUser", { id: user.id }, { "x-api-key": key });
+    expect(read.status, JSON.stringify(read.json)).toBe(200);
+    expect((read.json.user as { handle: string }).handle).toBe("bob");
   }, STARTUP_MS_MAX + 60_000);
 });
