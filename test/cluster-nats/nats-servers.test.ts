@@ -1,6 +1,7 @@
 /**
  * The local NATS cluster launcher (cluster/nats/servers.ts): three real nats-server processes form a JetStream
- * cluster on loopback; a replicated stream survives one server's crash and takes writes again after a restart.
+ * cluster on loopback that advertises no server's address to clients; a replicated stream survives one server's
+ * crash and takes writes again after a restart.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
@@ -17,6 +18,10 @@ describe("a local three-server JetStream cluster", () => {
       expect(cluster.urls).toHaveLength(3);
       const nc = await connect({ servers: cluster.urls });
       try {
+        // No server advertises its address (no_advertise): a client given one URL, a proxy's say, learns no other.
+        const single = await connect({ servers: cluster.urls[0] });
+        expect(single.info?.connect_urls ?? []).toEqual([]);
+        await single.close();
         const jsm = await jetstreamManager(nc);
         await jsm.streams.add({ name: "T", subjects: ["t.>"], num_replicas: 3 });
         const js = jetstream(nc);
