@@ -100,10 +100,13 @@ async function runWith(dir: string, attach: boolean, network: ProxiedNetwork | u
   }
   try {
     const cluster = await LocalCluster.open(dir, spawnSilk, network);
-    // Interrupted, the run leaves no process of the cluster stopped or killed.
+    // Interrupted, the run leaves no process of the cluster stopped or killed. A cluster behind the run's proxies
+    // cannot outlive them (its processes would reach no NATS server): it is stopped first.
     const interrupted = (signal: NodeJS.Signals): void => {
       cluster.heal();
-      process.exit(signal === "SIGINT" ? 130 : 143);
+      const code = signal === "SIGINT" ? 130 : 143;
+      if (network === undefined) process.exit(code);
+      void runClusterDown(dir, out).finally(() => process.exit(code));
     };
     process.once("SIGINT", interrupted).once("SIGTERM", interrupted);
     try {

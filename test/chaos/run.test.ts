@@ -3,7 +3,8 @@
  * (2 partitions × 3 replica processes, three nats-server), with leader and follower kills and pauses drawn from the
  * seed; then a short register run attached to the same cluster; then the cluster is stopped; and a 12-second
  * list-append run whose seed draws two partitions (a follower, then a leader cut off from every NATS server by the
- * run's proxies) on a cluster it starts and stops. Each run's history,
+ * run's proxies) on a cluster it starts and stops, and one interrupted mid-run, which stops its cluster (it cannot
+ * outlive the proxies). Each run's history,
  * faults, summary and report are written, the verdict is valid and the exit code says so. A bad fault name, and a
  * non-empty directory without a running cluster, are refused before anything starts.
  */
@@ -15,7 +16,8 @@ import type { ChaosSummary } from "../../chaos/run.js";
 import type { FaultEvent } from "../../chaos/nemesis.js";
 import { readClusterProcesses } from "../../cluster/nats/manifest.js";
 import { parseDuration } from "../../bin/chaos.js";
-import { removeTemporaryDirectories, runSilk, temporaryDirectory } from "../cli/helpers.js";
+import { processAlive } from "../../platform/processes.js";
+import { removeTemporaryDirectories, runSilk, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
 
 afterAll(removeTemporaryDirectories);
 
@@ -115,5 +117,24 @@ describe("silk chaos run", () => {
     // The run started the cluster and stopped it (its proxies end with the run).
     expect(run.stdout).toContain("is up in");
     expect(run.stdout).toMatch(/silk: stopped \d+ processes of the cluster/);
+  }, 420_000);
+
+  it("interrupted with partitions, heals and stops the cluster it started behind its proxies", async () => {
+    const dir = temporaryDirectory();
+    const child = spawnSilk(["chaos", "run", "--cluster", dir, "--workload", "register", "--faults", "partition", "--duration", "60s", "--seed", "1", "--out", temporaryDirectory()]);
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    while (!stdout.includes("faults planned")) {
+      if (child.exitCode !== null) throw new Error(`the run exited early: ${stdout}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const processes = readClusterProcesses(dir)!;
+    const pids = [...Object.values(processes.nats), ...Object.values(processes.replicas), processes.serve!];
+    expect(pids.every(processAlive)).toBe(true);
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(stdout).toMatch(/silk: stopped \d+ processes of the cluster/);
+    expect(pids.filter(processAlive)).toEqual([]);
   }, 420_000);
 });
