@@ -94,6 +94,14 @@ export class LmdbDecisionLog implements DecisionStore {
     return [...this.decisions.getKeys({})].map(String);
   }
 
+  /**
+   * Writes a consistent copy of the log into the empty folder `into` (a bucket database's snapshot taken while it
+   * serves, runtime/bucket-snapshots.ts): LMDB copies the environment, compacted, from one read transaction.
+   */
+  backup(into: string): Promise<void> {
+    return this.root.backup(into, true);
+  }
+
   async close(): Promise<void> {
     await this.root.close();
   }

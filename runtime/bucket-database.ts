@@ -21,10 +21,10 @@ import {
   readCacheState,
   readSegment,
   readSegmentsAfter,
-  uploadSnapshot,
   writeCacheState,
 } from "./bucket-storage.js";
 import type { ObjectStore } from "./object-store.js";
+import { uploadSnapshot, type BucketSnapshotter } from "./bucket-snapshots.js";
 import { encodeSegment, segmentName } from "./segment-log.js";
 import { Outbox, shipOutbox, type SegmentShipper } from "./segment-shipper.js";
 
@@ -60,8 +60,9 @@ export async function prepareCache(storage: CheckedS3Storage, mode: "writer" | "
     if (mode === "readonly") {
       if (current === undefined) throw new SilkError("invalid_option", `${where(storage)} holds no Silk database (no manifest.json): open it as a writer first`);
       // A follower's cache holds only what it read from the bucket, and a writer's that closed cleanly only what it
-      // stored there; a crashed writer's may hold commits the bucket lacks.
-      const restore = state === undefined || (state.role === "writer" && !state.clean);
+      // stored there; a crashed writer's may hold commits the bucket lacks. A cache older than the bucket's retention
+      // would need segments that are gone: it starts again from the snapshot.
+      const restore = state === undefined || (state.role === "writer" && !state.clean) || state.position + 1 < current.manifest.retainFrom;
       if (restore) {
         emptyCache(directory);
         if (current.manifest.snapshotFolder !== undefined) await downloadSnapshot(store, current.manifest.snapshotFolder, directory);
@@ -134,14 +135,15 @@ export function writerCacheState(storage: CheckedS3Storage, epoch: number, posit
 }
 
 /**
- * A writer's close, after its partitions closed: waits for the shipper (what it could not store is not committed),
- * marks the cache clean, and uploads a snapshot when `snapshotEverySegments` passed since the manifest's. Answers the
- * manifest as it is now.
+ * A writer's close, after its partitions closed and its snapshotter stopped: marks the cache clean once everything it
+ * applied is stored (what the shipper could not store is not committed), uploads a snapshot of the closed files when
+ * `snapshotEverySegments` passed since the manifest's, and applies retention.
  */
-export async function closeWriter(storage: CheckedS3Storage, prepared: PreparedCache, shipper: SegmentShipper, directory: string, shipped: boolean, now: Date): Promise<void> {
+export async function closeWriter(storage: CheckedS3Storage, prepared: PreparedCache, shipper: SegmentShipper, snapshotter: BucketSnapshotter, directory: string, shipped: boolean, now: Date): Promise<void> {
   if (!shipped) return;
-  const manifest = prepared.manifest!;
+  let manifest = snapshotter.current();
   const stored = shipper.storedSegment();
   writeCacheState(directory, writerCacheState(storage, manifest.manifest.epoch, stored, true));
-  if (stored - manifest.manifest.snapshot >= storage.snapshotEverySegments) await uploadSnapshot(prepared.store, directory, stored, manifest, now);
+  if (stored - manifest.manifest.snapshot >= storage.snapshotEverySegments) manifest = await uploadSnapshot(prepared.store, directory, stored, manifest, now);
+  await snapshotter.retain(manifest);
 }

@@ -10,7 +10,8 @@
  * `lagMs` is how long ago the follower last held everything the bucket held: the start of the last poll that found
  * nothing after what it applied. While the writer ships steadily it stays near the interval plus one read.
  */
-import { asSilkError } from "../protocol/errors.js";
+import { SilkError, asSilkError } from "../protocol/errors.js";
+import { readManifest } from "./bucket-manifest.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { ObjectStore } from "./object-store.js";
 import { applySegment, readSegmentsAfter } from "./bucket-storage.js";
@@ -25,6 +26,11 @@ export interface FollowerStatus {
   readonly waitingSegments: number;
   /** The last poll's failure (the store out of reach, say); the follower keeps polling. */
   readonly lastError?: string;
+  /**
+   * The segment after `position` was deleted by the bucket's retention (the follower fell further behind than
+   * `retentionMs`): it can no longer catch up, and a reopen restores it from the newest snapshot.
+   */
+  readonly behindRetention?: boolean;
 }
 
 export interface BucketFollowerOptions {
@@ -48,6 +54,7 @@ export class BucketFollower {
   private polling: Promise<void> | undefined;
   private stopped = false;
   private lastError: string | undefined;
+  private behindRetention = false;
   private readonly clockMs: () => number;
 
   constructor(private readonly options: BucketFollowerOptions) {
@@ -62,6 +69,7 @@ export class BucketFollower {
       lagMs: Math.max(0, Math.round(this.clockMs() - this.caughtUpAtMs)),
       waitingSegments: this.waiting.length,
       ...(this.lastError === undefined ? {} : { lastError: this.lastError }),
+      ...(this.behindRetention ? { behindRetention: true } : {}),
     };
   }
 
@@ -86,7 +94,18 @@ export class BucketFollower {
       this.position = run[run.length - 1]!.seq;
       this.options.onApplied?.(this.position);
     }
-    if (fresh.length === 0 && this.waiting.length === 0) this.caughtUpAtMs = startedAtMs;
+    if (fresh.length === 0 && this.waiting.length === 0) {
+      // Nothing new: either the writer is idle, or the next segment was deleted by retention (then never again).
+      const current = await readManifest(this.options.store);
+      if (current !== undefined && current.manifest.retainFrom > this.position + 1) {
+        this.behindRetention = true;
+        throw new SilkError(
+          "storage_unavailable",
+          `this follower is at segment ${this.position} and the bucket keeps segments from ${current.manifest.retainFrom} on (retention deleted the ones between): reopen it, which restores the newest snapshot`,
+        );
+      }
+      this.caughtUpAtMs = startedAtMs;
+    }
   }
 
   /** How many of the waiting segments can be applied: up to the last one after which no intent is undecided. */

@@ -26,8 +26,22 @@ export interface BucketManifest {
   readonly snapshotFolder?: string;
   /** The first segment still kept (retention deletes the ones below it). */
   readonly retainFrom: number;
+  /**
+   * The snapshots in the bucket, oldest first, each with the instant it was taken: retention deletes a snapshot and
+   * the segments up to a newer one once that newer one is `retentionMs` old (bucket-snapshots.ts). Absent in a
+   * manifest written before retention: then the one `snapshotFolder` names.
+   */
+  readonly snapshots?: readonly SnapshotEntry[];
   /** ISO 8601 instant of the update, for people reading the bucket. */
   readonly updatedAt: string;
+}
+
+export interface SnapshotEntry {
+  /** The segment it reflects. */
+  readonly seq: number;
+  readonly folder: string;
+  /** ISO 8601 instant its manifest update was made. */
+  readonly takenAt: string;
 }
 
 /** A manifest as read, with the ETag a conditional update must name. */
@@ -48,7 +62,16 @@ function decode(body: Uint8Array, bucket: string): BucketManifest {
   if (manifest === null || typeof manifest !== "object" || manifest.format !== MANIFEST_FORMAT || !counters.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
     throw new SilkError("invalid_option", `${MANIFEST_NAME} in bucket ${JSON.stringify(bucket)} is not a Silk manifest of format ${MANIFEST_FORMAT}`);
   }
+  if (manifest.snapshots !== undefined && (!Array.isArray(manifest.snapshots) || !manifest.snapshots.every((entry) => Number.isSafeInteger(entry?.seq) && typeof entry.folder === "string" && typeof entry.takenAt === "string"))) {
+    throw new SilkError("invalid_option", `${MANIFEST_NAME} in bucket ${JSON.stringify(bucket)} has a damaged snapshots list`);
+  }
   return manifest as BucketManifest;
+}
+
+/** The snapshots a manifest says are in the bucket, oldest first. */
+export function snapshotsOf(manifest: BucketManifest): readonly SnapshotEntry[] {
+  if (manifest.snapshots !== undefined) return manifest.snapshots;
+  return manifest.snapshotFolder === undefined ? [] : [{ seq: manifest.snapshot, folder: manifest.snapshotFolder, takenAt: manifest.updatedAt }];
 }
 
 function encode(manifest: BucketManifest): Uint8Array {

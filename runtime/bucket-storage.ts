@@ -14,13 +14,13 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
 import { writeFileAtomic } from "../platform/durable-files.js";
 import { applyLogEntry } from "../node/store/log-entry.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { DecisionStore } from "../cluster/decision-log.js";
-import { advanceManifest, type ManifestVersion } from "./bucket-manifest.js";
+import { RETENTION_MS, SNAPSHOT_EVERY_BYTES, SNAPSHOT_EVERY_SEGMENTS, SNAPSHOT_SCRATCH } from "./bucket-snapshots.js";
 import { ObjectStore, type ObjectStoreOptions } from "./object-store.js";
 import { decodeSegment, recordSequence, segmentName, type Segment } from "./segment-log.js";
 import type { Durability } from "./segment-shipper.js";
@@ -38,23 +38,32 @@ export interface S3Storage {
   readonly cacheDir?: string;
   /** A writer's: `object` (default) acknowledges once the commit's segment is in the bucket; `local` once it is on local disk. */
   readonly durability?: Durability;
-  /** A writer takes a snapshot when it closes after at least this many segments since the last one (default 100). */
+  /** A writer snapshots (while it serves, and at close) once this many segments were stored since the last snapshot (default 1,000). */
   readonly snapshotEverySegments?: number;
+  /** ... or once this many bytes of segments were (default 64 MiB), whichever comes first. */
+  readonly snapshotEveryBytes?: number;
+  /**
+   * How long a superseded snapshot, and the segments a newer snapshot covers, stay in the bucket (default 24 h; 0:
+   * deleted as soon as a newer snapshot is in). A follower less than this far behind never needs to restore again.
+   */
+  readonly retentionMs?: number;
   /** A follower's poll interval (default 1,000 ms). */
   readonly followIntervalMs?: number;
 }
 
-export const SNAPSHOT_EVERY_SEGMENTS = 100;
 export const FOLLOW_INTERVAL_MS = 1_000;
-const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "followIntervalMs"]);
+const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "snapshotEveryBytes", "retentionMs", "followIntervalMs"]);
 const CACHE_STATE = "cache.json";
 /** What a cache holds besides its state file: everything a restore replaces. */
-const CACHE_ENTRIES = ["silk.json", "partitions", "coordinator", "outbox"];
+const CACHE_ENTRIES = ["silk.json", "partitions", "coordinator", "outbox", SNAPSHOT_SCRATCH];
 /** Segments fetched at once while replaying. */
 const FETCH_AHEAD = 8;
 
 /** Checks `storage.s3` and answers it with its defaults; every refusal is `invalid_option` naming the field. */
-export function checkS3Storage(value: unknown, mode: "writer" | "readonly"): Required<Pick<S3Storage, "bucket" | "prefix" | "cacheDir" | "durability" | "snapshotEverySegments" | "followIntervalMs">> & S3Storage {
+export function checkS3Storage(
+  value: unknown,
+  mode: "writer" | "readonly",
+): Required<Pick<S3Storage, "bucket" | "prefix" | "cacheDir" | "durability" | "snapshotEverySegments" | "snapshotEveryBytes" | "retentionMs" | "followIntervalMs">> & S3Storage {
   const refuse = (message: string): never => {
     throw new SilkError("invalid_option", `storage.s3.${message}`);
   };
@@ -86,10 +95,11 @@ export function checkS3Storage(value: unknown, mode: "writer" | "readonly"): Req
   if (s3.cacheDir !== undefined && (typeof s3.cacheDir !== "string" || s3.cacheDir === "")) refuse("cacheDir must be a directory path");
   if (s3.durability !== undefined && s3.durability !== "object" && s3.durability !== "local") refuse('durability must be "object" or "local"');
   if (s3.durability !== undefined && mode === "readonly") refuse("durability is a writer's option; a read-only handle writes nothing");
-  for (const key of ["snapshotEverySegments", "followIntervalMs"] as const) {
+  for (const key of ["snapshotEverySegments", "snapshotEveryBytes", "followIntervalMs"] as const) {
     const number = s3[key];
     if (number !== undefined && (!Number.isSafeInteger(number) || (number as number) < 1)) refuse(`${key} must be a positive integer`);
   }
+  if (s3.retentionMs !== undefined && (!Number.isSafeInteger(s3.retentionMs) || (s3.retentionMs as number) < 0)) refuse("retentionMs must be a whole number of milliseconds, 0 or more");
   const storage = s3 as unknown as S3Storage;
   const identity = createHash("sha256").update(`${storage.endpoint ?? "aws"}\n${storage.bucket}\n${prefix}`).digest("hex").slice(0, 16);
   return {
@@ -98,6 +108,8 @@ export function checkS3Storage(value: unknown, mode: "writer" | "readonly"): Req
     cacheDir: storage.cacheDir ?? join(tmpdir(), "silk-s3", `${identity}-${mode}`),
     durability: storage.durability ?? "object",
     snapshotEverySegments: storage.snapshotEverySegments ?? SNAPSHOT_EVERY_SEGMENTS,
+    snapshotEveryBytes: storage.snapshotEveryBytes ?? SNAPSHOT_EVERY_BYTES,
+    retentionMs: storage.retentionMs ?? RETENTION_MS,
     followIntervalMs: storage.followIntervalMs ?? FOLLOW_INTERVAL_MS,
   };
 }
@@ -161,39 +173,6 @@ export function checkCacheOwner(directory: string, storage: S3Storage, state: Ca
 /** Empties the cache of everything a restore replaces. */
 export function emptyCache(directory: string): void {
   for (const entry of [...CACHE_ENTRIES, CACHE_STATE]) rmSync(join(directory, entry), { recursive: true, force: true });
-}
-
-/** The folder of a snapshot: its segment and the epoch of the writer that took it (two writers never share one). */
-export function snapshotFolder(seq: number, epoch: number): string {
-  return `snapshots/${String(seq).padStart(20, "0")}-e${epoch}`;
-}
-
-/** The files a snapshot holds, relative to the database directory. */
-function snapshotFiles(directory: string): string[] {
-  const files: string[] = ["silk.json", join("coordinator", "data.mdb")];
-  for (const partition of readdirSync(join(directory, "partitions"))) {
-    const folder = join(directory, "partitions", partition);
-    files.push(relative(directory, join(folder, "data.mdb")));
-    const graphs = join(folder, "vector-graphs");
-    if (existsSync(graphs)) for (const name of readdirSync(graphs)) if (name.endsWith(".graph")) files.push(relative(directory, join(graphs, name)));
-  }
-  return files;
-}
-
-/**
- * Uploads a snapshot of a closed database directory (its LMDB files are whole and nothing writes them) that holds the
- * log up to segment `seq`, then names it in the manifest. Answers the manifest as advanced.
- */
-export async function uploadSnapshot(store: ObjectStore, directory: string, seq: number, manifest: ManifestVersion, now: Date): Promise<ManifestVersion> {
-  const folder = snapshotFolder(seq, manifest.manifest.epoch);
-  const files = snapshotFiles(directory);
-  for (const file of files) {
-    const name = `${folder}/${file.split("\\").join("/")}`;
-    // The folder is this writer's alone: a refusal is an earlier try of this very upload.
-    await store.putIfAbsent(name, readFileSync(join(directory, file)));
-  }
-  await store.putIfAbsent(`${folder}/files.json`, new TextEncoder().encode(JSON.stringify(files.map((file) => file.split("\\").join("/")))));
-  return advanceManifest(store, manifest, { ...manifest.manifest, snapshot: seq, snapshotFolder: folder, updatedAt: now.toISOString() });
 }
 
 /** Downloads the manifest's snapshot into `directory` (written beside it, then moved into place). */

@@ -45,6 +45,7 @@ import { checkS3Storage, writeCacheState, type S3Storage } from "./bucket-storag
 import { catchUpAndFence, closeWriter, prepareCache, type CheckedS3Storage, type PreparedCache } from "./bucket-database.js";
 import { BucketFollower, type FollowerStatus } from "./bucket-follower.js";
 import { SegmentShipper, ShippedDecisionLog } from "./segment-shipper.js";
+import { BucketSnapshotter, type SnapshotterStatus } from "./bucket-snapshots.js";
 
 export type Storage = "memory" | { readonly disk: string } | { readonly s3: S3Storage };
 
@@ -54,7 +55,7 @@ export type DatabaseStatus =
   | { readonly storage: "s3"; readonly mode: "writer"; readonly s3: BucketWriterStatus }
   | { readonly storage: "s3"; readonly mode: "readonly"; readonly s3: BucketFollowerStatus };
 
-export interface BucketWriterStatus {
+export interface BucketWriterStatus extends SnapshotterStatus {
   readonly bucket: string;
   readonly prefix: string;
   /** This writer's epoch (the fence). */
@@ -421,9 +422,30 @@ export class Database {
       const decisions = new LmdbDecisionLog(join(directory, "coordinator"), { readOnly: storesReadOnly, noSync: memory, clockMs: internal.clockMs });
       opened.push(decisions);
       let shipper: SegmentShipper | undefined;
+      let snapshotter: BucketSnapshotter | undefined;
       if (bucket !== undefined && s3 !== undefined && !readOnly) {
         const nextSeq = await catchUpAndFence(bucket, stores, decisions);
-        shipper = new SegmentShipper({ store: bucket.store, epoch: bucket.manifest!.manifest.epoch, nextSeq, durability: s3.durability, outbox: bucket.outbox, clockMs: internal.clockMs });
+        shipper = new SegmentShipper({
+          store: bucket.store,
+          epoch: bucket.manifest!.manifest.epoch,
+          nextSeq,
+          durability: s3.durability,
+          outbox: bucket.outbox,
+          clockMs: internal.clockMs,
+          onShipped: (seq, bytes) => snapshotter?.shipped(seq, bytes),
+        });
+        snapshotter = new BucketSnapshotter({
+          store: bucket.store,
+          directory,
+          stores,
+          decisions,
+          shipper,
+          manifest: bucket.manifest!,
+          everySegments: s3.snapshotEverySegments,
+          everyBytes: s3.snapshotEveryBytes,
+          retentionMs: s3.retentionMs,
+          now,
+        });
       }
       const actors = stores.map(
         (store, partition) => new PartitionActor({
@@ -489,11 +511,11 @@ export class Database {
         ...(shipper === undefined ? {} : { acknowledged: () => shipper.acknowledged() }),
         status: (): DatabaseStatus => {
           if (s3 !== undefined && follower !== undefined) return { storage: "s3", mode: "readonly", s3: { bucket: s3.bucket, prefix: s3.prefix, ...follower.status() } };
-          if (s3 !== undefined && shipper !== undefined) {
+          if (s3 !== undefined && shipper !== undefined && snapshotter !== undefined) {
             return {
               storage: "s3",
               mode: "writer",
-              s3: { bucket: s3.bucket, prefix: s3.prefix, epoch: shipper.epoch, durability: s3.durability, position: shipper.storedSegment(), unshippedBytes: shipper.unshipped() },
+              s3: { bucket: s3.bucket, prefix: s3.prefix, epoch: shipper.epoch, durability: s3.durability, position: shipper.storedSegment(), unshippedBytes: shipper.unshipped(), ...snapshotter.status() },
             };
           }
           return { storage: memory ? "memory" : "disk", mode };
@@ -504,11 +526,13 @@ export class Database {
           await coordinator.settle();
           // What the shipper could not store was never acknowledged (object durability) or stays in the outbox (local).
           const shipped = shipper === undefined || (await shipper.flush().then(() => true, () => false));
+          // A snapshot copies the stores: it finishes before they close.
+          await snapshotter?.stop();
           await Promise.all(stores.map((store) => store.close()));
           await decisions.close();
           await bucket?.outbox?.close();
           try {
-            if (shipper !== undefined && bucket !== undefined && s3 !== undefined) await closeWriter(s3, bucket, shipper, directory, shipped, now());
+            if (shipper !== undefined && snapshotter !== undefined && bucket !== undefined && s3 !== undefined) await closeWriter(s3, bucket, shipper, snapshotter, directory, shipped, now());
           } finally {
             release();
           }

@@ -9,6 +9,7 @@
  * DecisionStore interfaces (node/actor/partition-actor.ts, cluster/decision-log.ts).
  */
 import {
+  DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -36,6 +37,8 @@ export interface ObjectStoreOptions {
 export const OBJECT_REQUEST_DEADLINE_MS = 10_000;
 /** Keys a single list call returns at most (S3's page size). */
 export const OBJECT_LIST_PAGE_KEYS_MAX = 1_000;
+/** DELETE requests in flight at once while retention deletes old objects. */
+const OBJECT_DELETES_AT_ONCE = 16;
 
 /** An object's bytes and its entity tag (unquoted, as `putIfMatch` takes it). */
 export interface StoredObject {
@@ -118,6 +121,24 @@ export class ObjectStore {
       return (answer.Contents ?? []).flatMap((object) => (object.Key === undefined ? [] : [object.Key.slice(strip)]));
     } catch (cause) {
       throw this.failure(cause, `LIST ${folder}`);
+    }
+  }
+
+  /**
+   * Deletes the objects (retention: docs/STORAGE.md); a name already gone is no failure. One DELETE per object, a few
+   * at a time: S3's DeleteObjects needs a checksum header that older S3-compatible servers do not all accept.
+   */
+  async delete(names: readonly string[]): Promise<void> {
+    for (let start = 0; start < names.length; start += OBJECT_DELETES_AT_ONCE) {
+      await Promise.all(
+        names.slice(start, start + OBJECT_DELETES_AT_ONCE).map(async (name) => {
+          try {
+            await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(name) }), this.signal());
+          } catch (cause) {
+            throw this.failure(cause, `DELETE ${name}`);
+          }
+        }),
+      );
     }
   }
 

@@ -126,8 +126,8 @@ export interface SegmentShipperOptions {
   readonly clockMs?: () => number;
   /** Called once, with the failure that stopped the shipper. */
   readonly onFailure?: (failure: SilkError) => void;
-  /** Called after each stored segment, with its number. */
-  readonly onShipped?: (seq: number) => void;
+  /** Called after each stored segment, with its number and size. */
+  readonly onShipped?: (seq: number, bytes: number) => void;
 }
 
 export class SegmentShipper {
@@ -157,6 +157,14 @@ export class SegmentShipper {
   /** The number of the last segment this writer knows to be in the bucket. */
   storedSegment(): number {
     return this.stored;
+  }
+
+  /**
+   * The last segment no record can join any more: every record of it and of the segments before it is staged, hence
+   * applied to the cache (a snapshot copied from now on holds them all).
+   */
+  sealedSegment(): number {
+    return this.batches[this.batches.length - 1]!.seq - 1;
   }
 
   /** Bytes of records staged and not yet stored. */
@@ -258,7 +266,7 @@ export class SegmentShipper {
       this.unshippedBytes -= next.bytes;
       this.stored = next.seq;
       next.settle();
-      this.options.onShipped?.(next.seq);
+      this.options.onShipped?.(next.seq, next.bytes);
       if (this.withinBounds()) for (const waiting of this.waitingForRoom.splice(0)) waiting.resolve();
     }
   }

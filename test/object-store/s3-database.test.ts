@@ -98,6 +98,8 @@ describe("options", () => {
     expect(await refused({ s3: { bucket: "good", credentials: { accessKeyId: 1 } } })).toMatch(/storage\.s3\.credentials/);
     expect(await refused({ s3: { bucket: "good", cacheDir: "" } })).toMatch(/storage\.s3\.cacheDir/);
     expect(await refused({ s3: { bucket: "good", snapshotEverySegments: 0 } })).toMatch(/snapshotEverySegments must be a positive integer/);
+    expect(await refused({ s3: { bucket: "good", snapshotEveryBytes: 1.5 } })).toMatch(/snapshotEveryBytes must be a positive integer/);
+    expect(await refused({ s3: { bucket: "good", retentionMs: -1 } })).toMatch(/retentionMs must be a whole number of milliseconds, 0 or more/);
     expect(await refused({ s3: { bucket: "good", bukket: "x" } })).toMatch(/storage\.s3\.bukket is not an option/);
     expect(await refused({ s3: "s3://good/x" })).toMatch(/storage\.s3 must be an object/);
     expect(await refused({ disk: "/tmp/x", s3: { bucket: "good" } })).toMatch(/storage must be "memory", \{ disk/);
