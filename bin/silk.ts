@@ -4,7 +4,7 @@
  * bin/serve.ts), `silk dev` (serve and reload on every change, bin/dev.ts) and `silk check` (schema and query
  * diagnostics, bin/check.ts), `silk gateway` (the hosted form with API keys and the rate limit, bin/gateway.ts), and
  * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
- * progress, bin/index-command.ts), `silk status` (a database's storage: readers, pages, sizes, bin/status.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
+ * progress, bin/index-command.ts), `silk status` (a database's storage: readers, pages, sizes, bin/status.ts), `silk backup` / `silk restore` (a disk database to and from a bucket, bin/backup.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
  * bin/cluster.ts, bin/partition.ts), `silk chaos run` (fault runs with checked histories, bin/chaos.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
  * failures into `silk <command>: <code>: <message>` and an exit code.
  */
@@ -23,6 +23,7 @@ import { chaosCommand } from "./chaos.js";
 import { clusterCommand } from "./cluster.js";
 import { runPartition } from "./partition.js";
 import { runStatus } from "./status.js";
+import { runBackup, runRestore } from "./backup.js";
 import { runServe, runServeCluster, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
 
 function positiveInteger(text: string): number {
@@ -238,6 +239,36 @@ function statusCommand(): Command {
     });
 }
 
+function backupCommand(): Command {
+  return new Command("backup")
+    .description("copy a disk database (a server may be running on it) into an empty bucket prefix, as a database that --storage s3://... and open({ storage: { s3 } }) open (docs/STORAGE.md)")
+    .requiredOption("--data <dir>", "the database directory")
+    .requiredOption("--to <uri>", "s3://bucket/prefix, empty (credentials from the AWS environment variables and config files)")
+    .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
+    .action(async (flags: { data: string; to: string; s3Endpoint?: string }) => {
+      try {
+        await runBackup(flags, { stdout: process.stdout });
+      } catch (cause) {
+        fail("backup", cause);
+      }
+    });
+}
+
+function restoreCommand(): Command {
+  return new Command("restore")
+    .description("copy a bucket database (its newest snapshot and the segments after it) into an empty directory, a disk database (docs/STORAGE.md)")
+    .requiredOption("--from <uri>", "s3://bucket/prefix (credentials from the AWS environment variables and config files)")
+    .requiredOption("--data <dir>", "the directory to create, or an empty one")
+    .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
+    .action(async (flags: { from: string; data: string; s3Endpoint?: string }) => {
+      try {
+        await runRestore(flags, { stdout: process.stdout });
+      } catch (cause) {
+        fail("restore", cause);
+      }
+    });
+}
+
 function codegenCommand(): Command {
   return new Command("codegen")
     .description("write a TypeScript module with one typed function per QUERY of a project, for the SDK's SilkClient (docs/SDK.md)")
@@ -285,6 +316,8 @@ const program = new Command("silk")
   .addCommand(adminCommand())
   .addCommand(indexCommand())
   .addCommand(statusCommand())
+  .addCommand(backupCommand())
+  .addCommand(restoreCommand())
   .addCommand(partitionCommand())
   .addCommand(clusterCommand(fail, positiveInteger))
   .addCommand(chaosCommand(fail, positiveInteger, nonNegativeInteger));

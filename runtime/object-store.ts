@@ -2,8 +2,8 @@
  * The object store under S3 storage (docs/STORAGE.md): the few operations the bucket log needs, over
  * `@aws-sdk/client-s3`, with S3's answers turned into the outcomes the callers branch on. A conditional PUT that the
  * store refuses (412) is an answer (`"precondition_failed"`), not an error: it is how the single-writer fence speaks.
- * Everything else that fails after the SDK's retries is `storage_unavailable`, except a missing bucket, which is the
- * caller's `invalid_option`.
+ * Everything else that fails after the SDK's retries is `storage_unavailable`, except a missing bucket
+ * (`bucket_not_found`) and refused or missing credentials (`storage_denied`), which retrying does not mend.
  *
  * Why here: only runtime/ may reach the network client; node/ and cluster/ see the bucket through the WriteLog and
  * DecisionStore interfaces (node/actor/partition-actor.ts, cluster/decision-log.ts).
@@ -166,10 +166,13 @@ export class ObjectStore {
   private failure(cause: unknown, what: string): SilkError {
     if (cause instanceof SilkError) return cause;
     if (cause instanceof S3ServiceException && cause.name === "NoSuchBucket") {
-      return new SilkError("invalid_option", `the bucket ${JSON.stringify(this.bucket)} does not exist (create it first: Silk never creates buckets)`);
+      return new SilkError("bucket_not_found", `the bucket ${JSON.stringify(this.bucket)} does not exist (create it first: Silk never creates buckets)`);
     }
     if (cause instanceof S3ServiceException && (cause.$metadata.httpStatusCode === 403 || cause.name === "InvalidAccessKeyId" || cause.name === "SignatureDoesNotMatch")) {
-      return new SilkError("invalid_option", `the object store refused ${what} in bucket ${JSON.stringify(this.bucket)}: ${cause.name} (check the credentials and their rights)`);
+      return new SilkError("storage_denied", `the object store refused ${what} in bucket ${JSON.stringify(this.bucket)}: ${cause.name} (check the credentials and their rights)`);
+    }
+    if (cause instanceof Error && cause.name === "CredentialsProviderError") {
+      return new SilkError("storage_denied", `no credentials for bucket ${JSON.stringify(this.bucket)}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials (${cause.message})`);
     }
     const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     return new SilkError("storage_unavailable", `the object store did not complete ${what} in bucket ${JSON.stringify(this.bucket)} within ${this.deadlineMs} ms and its retries (${detail})`);

@@ -124,10 +124,10 @@ describe("the manifest fence", () => {
 });
 
 describe("failures at the edges", () => {
-  it("a bucket that does not exist is invalid_option naming it", async () => {
+  it("a bucket that does not exist is bucket_not_found naming it", async () => {
     const missing = store("any", "silk-no-such-bucket");
-    await expect(readManifest(missing)).rejects.toMatchObject({ code: "invalid_option", message: expect.stringContaining("silk-no-such-bucket") });
-    await expect(missing.putIfAbsent("x", new Uint8Array([1]))).rejects.toMatchObject({ code: "invalid_option" });
+    await expect(readManifest(missing)).rejects.toMatchObject({ code: "bucket_not_found", message: expect.stringContaining("silk-no-such-bucket") });
+    await expect(missing.putIfAbsent("x", new Uint8Array([1]))).rejects.toMatchObject({ code: "bucket_not_found" });
   });
 
   it("a store that does not answer is storage_unavailable within the deadline", async () => {

@@ -105,9 +105,11 @@ describe("options", () => {
     expect(await refused({ disk: "/tmp/x", s3: { bucket: "good" } })).toMatch(/storage must be "memory", \{ disk/);
   });
 
-  it("refuses a bucket that does not exist, and a follower of a prefix that holds no database", async () => {
+  it("refuses a bucket that does not exist, credentials the store refuses, and a follower of a prefix that holds no database", async () => {
     const missing = await code(Database.open({ storage: { s3: { ...s3("any"), bucket: "silk-no-such-bucket" } } }));
-    expect(missing).toBe("invalid_option");
+    expect(missing).toBe("bucket_not_found");
+    const denied = await code(Database.open({ storage: { s3: { ...s3("any"), credentials: { accessKeyId: server.credentials.accessKeyId, secretAccessKey: "not-the-secret" } } } }));
+    expect(denied).toBe("storage_denied");
     await expect(Database.open({ storage: { s3: s3("nothing-here") }, mode: "readonly" })).rejects.toMatchObject({ code: "invalid_option", message: expect.stringContaining("holds no Silk database") });
   });
 });

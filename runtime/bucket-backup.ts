@@ -1,0 +1,172 @@
+/**
+ * `silk backup` and `silk restore` (docs/STORAGE.md, "Backup and restore"): a database directory on disk copied into
+ * a bucket prefix as a bucket database (a snapshot and a manifest that `open({ storage: { s3 } })` opens), and a bucket
+ * database copied into a fresh directory that `open({ storage: { disk } })` opens.
+ *
+ * Backup copies a directory that a server may be writing: each LMDB environment is copied from one read transaction
+ * of its own (lmdb-js `backup`, as the bucket writer's snapshots are), the vector graph files before their partition.
+ * The partitions are copied one after the other, so a transaction across partitions could be committed in one copy
+ * and only prepared in another; recovery completes such a transaction from the coordinator's decision log, copied
+ * after the partitions. A decision is forgotten once every partition applied it, so the copy is refused and taken
+ * again when a partition's copy holds a prepared intent that the decision log's copy does not decide (the decision
+ * may have come and gone between the copies). A database of one partition has no such transactions.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { open as openLmdb } from "lmdb";
+import { SilkError } from "../protocol/errors.js";
+import { PartitionStore } from "../node/store/partition-store.js";
+import { GRAPH_FOLDER, isGraphFileName } from "../node/indexes/vector-graph-files.js";
+import { LmdbDecisionLog } from "../cluster/decision-log.js";
+import { createManifest, MANIFEST_FORMAT, readManifest } from "./bucket-manifest.js";
+import { snapshotFiles, snapshotFolder } from "./bucket-snapshots.js";
+import { checkS3Storage, objectStoreOf, type S3Storage } from "./bucket-storage.js";
+import { Database } from "./embedded.js";
+import { segmentOf } from "./segment-log.js";
+import type { ObjectStore } from "./object-store.js";
+
+/** Copies of a running database taken before `silk backup` gives up on one without a prepared, undecided intent. */
+export const BACKUP_ATTEMPTS_MAX = 5;
+
+export interface BackupReport {
+  /** The segment the snapshot stands for: a writer that opens the prefix ships from the next one. */
+  readonly snapshot: number;
+  readonly files: number;
+  readonly bytes: number;
+  readonly partitions: number;
+}
+
+function where(storage: S3Storage): string {
+  return `s3://${storage.bucket}/${storage.prefix ?? ""}`;
+}
+
+/** Refuses a prefix that holds anything Silk would write (a manifest, segments, snapshots). */
+async function refuseNonEmptyPrefix(store: ObjectStore, storage: S3Storage): Promise<void> {
+  const taken = (await readManifest(store)) !== undefined || (await store.list("segments", undefined, 1)).length > 0 || (await store.list("snapshots", undefined, 1)).length > 0;
+  if (taken) throw new SilkError("target_not_empty", `${where(storage)} already holds a Silk database (or part of one): back up into a new prefix`);
+}
+
+/** Copies one LMDB environment (another process may be writing it) from one read transaction. */
+async function copyEnvironment(from: string, into: string): Promise<void> {
+  mkdirSync(into, { recursive: true });
+  const root = openLmdb({ path: from, readOnly: true, maxDbs: 16 });
+  try {
+    await root.backup(into, true);
+  } finally {
+    await root.close();
+  }
+}
+
+/** One copy of the database directory into `into`; answers the prepared intents no copied decision decides. */
+async function copyDatabase(data: string, partitions: number, into: string): Promise<string[]> {
+  copyFileSync(join(data, "silk.json"), join(into, "silk.json"));
+  for (let partition = 0; partition < partitions; partition += 1) {
+    const from = join(data, "partitions", `p${partition}`);
+    const to = join(into, "partitions", `p${partition}`);
+    const graphs = join(from, GRAPH_FOLDER);
+    if (existsSync(graphs)) {
+      mkdirSync(join(to, GRAPH_FOLDER), { recursive: true });
+      for (const name of readdirSync(graphs)) if (isGraphFileName(name)) copyFileSync(join(graphs, name), join(to, GRAPH_FOLDER, name));
+    }
+    await copyEnvironment(from, to);
+  }
+  const coordinator = join(into, "coordinator");
+  if (existsSync(join(data, "coordinator", "data.mdb"))) await copyEnvironment(join(data, "coordinator"), coordinator);
+  // A database that never ran a transaction across partitions may have no decision log yet: an empty one.
+  const decisions = new LmdbDecisionLog(coordinator, { readOnly: false, noSync: false });
+  const decided = new Set(await decisions.all());
+  await decisions.close();
+  const undecided: string[] = [];
+  for (let partition = 0; partition < partitions; partition += 1) {
+    for (const txid of PartitionStore.pendingIntentsAt(join(into, "partitions", `p${partition}`))) if (!decided.has(txid)) undecided.push(txid);
+  }
+  return undecided;
+}
+
+/**
+ * Copies the database in `data` (a server may be running on it) into the empty prefix `storage` names, as a bucket
+ * database whose snapshot is the copy: its manifest is created last, with `If-None-Match`.
+ */
+export async function backupToBucket(data: string, s3: S3Storage, now: Date): Promise<BackupReport> {
+  const storage = checkS3Storage(s3, "writer");
+  const manifestPath = join(data, "silk.json");
+  if (!existsSync(manifestPath)) throw new SilkError("invalid_option", `${data} holds no Silk database (no silk.json)`);
+  const { partitions } = JSON.parse(readFileSync(manifestPath, "utf8")) as { partitions: number };
+  const store = objectStoreOf(storage);
+  const scratch = mkdtempSync(join(tmpdir(), "silk-backup-"));
+  try {
+    await refuseNonEmptyPrefix(store, storage);
+    let copy: string | undefined;
+    for (let attempt = 1; copy === undefined; attempt += 1) {
+      const into = join(scratch, `copy-${attempt}`);
+      mkdirSync(into);
+      const undecided = await copyDatabase(data, partitions, into);
+      if (undecided.length === 0) copy = into;
+      else if (attempt === BACKUP_ATTEMPTS_MAX) {
+        throw new SilkError("storage_unavailable", `${BACKUP_ATTEMPTS_MAX} copies of ${data} each caught a transaction across partitions half-way (${undecided[0]}): run the backup again when fewer such transactions are in flight`);
+      } else rmSync(into, { recursive: true, force: true });
+    }
+    // A directory that was itself a bucket database's cache holds log positions: the new log starts after them.
+    let snapshot = 0;
+    for (let partition = 0; partition < partitions; partition += 1) {
+      snapshot = Math.max(snapshot, segmentOf(PartitionStore.appliedLogSequenceAt(join(copy, "partitions", `p${partition}`)) ?? 0));
+    }
+    const folder = snapshotFolder(snapshot, 0);
+    const files = snapshotFiles(copy);
+    let bytes = 0;
+    for (const file of files) {
+      const body = readFileSync(join(copy, file));
+      bytes += body.length;
+      const answer = await store.putIfAbsent(`${folder}/${file}`, body);
+      if (answer.outcome === "precondition_failed") throw new SilkError("target_not_empty", `another backup or writer is writing ${where(storage)}: back up into a new prefix`);
+    }
+    await store.putIfAbsent(`${folder}/files.json`, new TextEncoder().encode(JSON.stringify(files)));
+    const takenAt = now.toISOString();
+    try {
+      await createManifest(store, { format: MANIFEST_FORMAT, partitions, epoch: 0, snapshot, snapshotFolder: folder, snapshots: [{ seq: snapshot, folder, takenAt }], retainFrom: snapshot + 1, updatedAt: takenAt });
+    } catch (cause) {
+      if (cause instanceof SilkError && cause.code === "writer_fenced") throw new SilkError("target_not_empty", `a writer created a database in ${where(storage)} while the backup uploaded: back up into a new prefix`);
+      throw cause;
+    }
+    return { snapshot, files: files.length, bytes, partitions };
+  } finally {
+    store.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+export interface RestoreReport {
+  /** The last segment the restored directory holds. */
+  readonly position: number;
+  readonly partitions: number;
+}
+
+/**
+ * Copies the bucket database `storage` names (its newest snapshot and every segment after it, up to a point where no
+ * transaction is half-applied) into `data`, which must be empty or absent. The copy is made beside it by a read-only
+ * handle, then renamed into place: a failed restore leaves `data` as it was.
+ */
+export async function restoreFromBucket(s3: S3Storage, data: string): Promise<RestoreReport> {
+  if (existsSync(data) && (!statSync(data).isDirectory() || readdirSync(data).length > 0)) {
+    throw new SilkError("target_not_empty", `${data} is not an empty directory: restore into a new one (Silk never overwrites a database)`);
+  }
+  const staging = join(dirname(data), `.${basename(data)}.restore-${process.pid}`);
+  rmSync(staging, { recursive: true, force: true });
+  try {
+    const db = await Database.open({ storage: { s3: { ...s3, cacheDir: staging } }, mode: "readonly" });
+    const status = db.status();
+    await db.close();
+    const position = status.storage === "s3" && status.mode === "readonly" ? status.s3.position : 0;
+    // What makes it a bucket cache; the rest is an ordinary database directory.
+    rmSync(join(staging, "cache.json"), { force: true });
+    rmSync(join(staging, "writer.lock"), { force: true });
+    const { partitions } = JSON.parse(readFileSync(join(staging, "silk.json"), "utf8")) as { partitions: number };
+    if (existsSync(data)) rmSync(data, { recursive: true });
+    renameSync(staging, data);
+    return { position, partitions };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
