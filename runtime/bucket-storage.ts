@@ -31,6 +31,7 @@ export interface S3Storage {
   readonly prefix?: string;
   /** An S3-compatible endpoint (path-style), e.g. http://127.0.0.1:7480; absent: AWS S3 in `region`. */
   readonly endpoint?: string;
+  /** Absent: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1. */
   readonly region?: string;
   /** Absent: the AWS SDK's default chain (environment variables, ~/.aws/config and ~/.aws/credentials). */
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string };

@@ -25,6 +25,7 @@ export interface ObjectStoreOptions {
   readonly prefix: string;
   /** An S3-compatible endpoint (path-style addressing); absent: AWS S3 in `region`. */
   readonly endpoint?: string;
+  /** Absent: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1. */
   readonly region?: string;
   /** Absent: the SDK's default chain (AWS environment variables, ~/.aws/config and ~/.aws/credentials). */
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string };
@@ -57,6 +58,15 @@ function unquote(etag: string | undefined): string {
   return etag.replace(/^W\//, "").replace(/^"|"$/g, "");
 }
 
+/** AWS_REGION, else AWS_DEFAULT_REGION (the variables the AWS CLI and SDKs read); undefined when neither is set. */
+function regionFromEnvironment(): string | undefined {
+  for (const name of ["AWS_REGION", "AWS_DEFAULT_REGION"]) {
+    const value = process.env[name];
+    if (value !== undefined && value !== "") return value;
+  }
+  return undefined;
+}
+
 export class ObjectStore {
   private readonly client: S3Client;
   readonly bucket: string;
@@ -71,7 +81,9 @@ export class ObjectStore {
     this.deadlineMs = options.requestDeadlineMs ?? OBJECT_REQUEST_DEADLINE_MS;
     this.client = new S3Client({
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
-      region: options.region ?? "us-east-1",
+      // The SDK reads AWS_REGION itself only when no region is given, and then fails without one; an S3-compatible
+      // endpoint usually accepts any region, so us-east-1 is the last resort.
+      region: options.region ?? regionFromEnvironment() ?? "us-east-1",
       ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
       maxAttempts: options.maxAttempts ?? 5,
     });

@@ -1,0 +1,188 @@
+/**
+ * Object-store faults (docs/STORAGE.md, "Faults and errors") against the real S3-compatible server (Ceph's RADOS
+ * Gateway, test/helpers/s3-server.ts) behind a fault-injecting proxy (test/helpers/s3-fault-proxy.ts): 500 and 503
+ * answers and slow answers are waited out and retried, and a PUT that landed but was answered 500 counts once; a store
+ * that keeps failing past the retries is storage_unavailable and nothing acknowledged is lost; a writer SIGKILLed
+ * after a segment is stored and before its reply, while its snapshot waits for the manifest update, loses nothing
+ * acknowledged; an embedded open without a region signs with AWS_REGION.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SilkError } from "../../protocol/errors.js";
+import { readManifest } from "../../runtime/bucket-manifest.js";
+import { Database } from "../../runtime/embedded.js";
+import { ObjectStore } from "../../runtime/object-store.js";
+import type { S3Storage } from "../../runtime/bucket-storage.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/s3-fault-proxy.js";
+import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
+
+const REPO = fileURLToPath(new URL("../../", import.meta.url));
+const WRITER = fileURLToPath(new URL("./fixtures/s3-writer.ts", import.meta.url));
+const BUCKET = "silk-faults";
+let server: S3TestServer;
+let proxy: FaultProxy;
+const scratch = mkdtempSync(join(tmpdir(), "silk-s3-faults-"));
+let caches = 0;
+const handles: Database[] = [];
+
+/** Storage through the proxy (`direct`: straight to the server). */
+function s3(prefix: string, extra: Partial<S3Storage> = {}, direct = false): S3Storage {
+  caches += 1;
+  return { bucket: BUCKET, prefix, endpoint: direct ? server.endpoint : proxy.endpoint, region: server.region, credentials: server.credentials, cacheDir: join(scratch, `cache-${caches}`), ...extra };
+}
+
+async function open(storage: S3Storage): Promise<Database> {
+  const db = await Database.open({ storage: { s3: storage } });
+  handles.push(db);
+  return db;
+}
+
+async function docs(db: Database): Promise<number[]> {
+  const answer = (await db.run(readOne(values(nodesOf("Doc"), "i")))) as { r: { i: number }[] };
+  return answer.r.map((row) => row.i).sort((a, b) => a - b);
+}
+
+async function code(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return "ok";
+  } catch (cause) {
+    if (cause instanceof SilkError) return cause.code;
+    throw cause;
+  }
+}
+
+async function until(what: string, deadlineMs: number, check: () => boolean): Promise<void> {
+  const end = performance.now() + deadlineMs;
+  while (!check()) {
+    if (performance.now() > end) throw new Error(`${what} within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const segmentPut = (method: string, path: string): boolean => method === "PUT" && path.includes("/segments/");
+const manifestPut = (method: string, path: string): boolean => method === "PUT" && path.includes("/manifest.json");
+
+beforeAll(async () => {
+  server = await startS3Server();
+  proxy = await startFaultProxy(server.endpoint);
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
+  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  client.destroy();
+}, 120_000);
+
+afterEach(() => {
+  proxy.rules.splice(0);
+});
+
+afterAll(async () => {
+  for (const db of handles.splice(0)) await db.close().catch(() => undefined);
+  await proxy?.stop();
+  await server?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("a store that fails for a while", () => {
+  it("503, 500 and slow answers are waited out: every write is acknowledged and in the bucket once", async () => {
+    const db = await open(s3("flaky"));
+    // Every other request fails: before the store (503, 500) or after it applied it (500: the retry finds its segment).
+    let request = 0;
+    const actions = ["503", "500", "500-after"] as const;
+    proxy.rules.push({ match: () => ((request += 1), false), action: "503" });
+    for (const [index, action] of actions.entries()) proxy.rules.push({ match: () => request % (2 * actions.length) === 2 * index, action });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => db.run(writeOne(addN("Doc", { i })))));
+    for (let i = 20; i < 30; i += 1) await db.run(writeOne(addN("Doc", { i })));
+    const injected = proxy.seen.filter((seen) => seen.outcome !== "pass").map((seen) => seen.outcome);
+    for (const action of actions) expect(injected).toContain(action);
+    proxy.rules.splice(0);
+    proxy.rules.push({ action: { delayMs: 300 } });
+    await Promise.all(Array.from({ length: 5 }, (_, i) => db.run(writeOne(addN("Doc", { i: 30 + i })))));
+    proxy.rules.splice(0);
+    await db.close();
+    const fresh = await open(s3("flaky", {}, true));
+    expect(await docs(fresh)).toEqual(Array.from({ length: 35 }, (_, i) => i));
+    await fresh.close();
+  }, 60_000);
+
+  it("a store that keeps failing past the retries: storage_unavailable, the writer takes no more writes, nothing acknowledged is lost", async () => {
+    const db = await open(s3("down"));
+    for (let i = 0; i < 5; i += 1) await db.run(writeOne(addN("Doc", { i })));
+    proxy.rules.push({ match: segmentPut, action: "503" });
+    expect(await code(db.run(writeOne(addN("Doc", { i: 5 }))))).toBe("storage_unavailable");
+    expect(await code(db.run(writeOne(addN("Doc", { i: 6 }))))).toBe("storage_unavailable");
+    await db.close();
+    proxy.rules.splice(0);
+    // The unacknowledged writes are nowhere: their segment never reached the store.
+    const fresh = await open(s3("down", {}, true));
+    expect(await docs(fresh)).toEqual([0, 1, 2, 3, 4]);
+    await fresh.close();
+    // The same cache (its writer failed: not trusted) restores from the bucket too, and takes writes again.
+    const again = await open(s3("down", { cacheDir: join(scratch, `cache-${caches - 1}`) }));
+    expect(await docs(again)).toEqual([0, 1, 2, 3, 4]);
+    await again.run(writeOne(addN("Doc", { i: 7 })));
+    await again.close();
+  }, 60_000);
+});
+
+describe("a writer SIGKILLed at the worst moments", () => {
+  it("after a segment is stored and before its reply, with a snapshot waiting for its manifest update: nothing acknowledged is lost, nothing doubled", async () => {
+    const prefix = "killed";
+    const storage = s3(prefix);
+    const child = spawn(process.execPath, ["--import", "tsx", WRITER, proxy.endpoint, BUCKET, prefix, storage.cacheDir!, "object", "5"], { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+    const acknowledged: number[] = [];
+    let early: Error | undefined;
+    child.once("exit", (status) => (early = new Error(`the writer exited early with code ${status}`)));
+    createInterface({ input: child.stdout }).on("line", (line) => acknowledged.push(Number(line)));
+    await until("the first acknowledged writes", 30_000, () => acknowledged.length >= 20 || early !== undefined);
+    // The next manifest update (a snapshot's) is held, then the next segment PUT is stored and its answer held.
+    proxy.rules.push({ match: manifestPut, action: "hold" });
+    await until("a snapshot waiting for its manifest update", 30_000, () => proxy.seen.some((seen) => seen.outcome === "hold") || early !== undefined);
+    proxy.rules.push({ match: segmentPut, action: "hold-after", times: 1 });
+    await until("a stored segment whose answer is held", 30_000, () => proxy.held() >= 2 || early !== undefined);
+    child.kill("SIGKILL");
+    expect(early).toBeUndefined();
+    expect(await exited).toBe("SIGKILL");
+    proxy.rules.splice(0);
+    const store = new ObjectStore({ bucket: BUCKET, prefix, endpoint: server.endpoint, region: server.region, credentials: server.credentials });
+    const manifest = (await readManifest(store))!.manifest;
+    const snapshotObjects = await store.list("snapshots");
+    store.close();
+    // The snapshot's files are in the bucket; the manifest does not name them.
+    expect(snapshotObjects.length).toBeGreaterThan(0);
+    expect(snapshotObjects.every((name) => !name.startsWith(`${manifest.snapshotFolder ?? "-"}/`))).toBe(true);
+    for (const cacheDir of [storage.cacheDir!, s3(prefix).cacheDir!]) {
+      const db = await open({ ...s3(prefix, {}, true), cacheDir });
+      const held = await docs(db);
+      expect(new Set(held).size).toBe(held.length);
+      for (const i of acknowledged) expect(held).toContain(i);
+      await db.close();
+    }
+  }, 120_000);
+});
+
+describe("the region", () => {
+  it("an embedded open without a region signs with AWS_REGION", async () => {
+    const before = process.env.AWS_REGION;
+    process.env.AWS_REGION = "eu-central-1";
+    try {
+      const { region: _region, ...storage } = s3("region");
+      const db = await open(storage);
+      await db.run(writeOne(addN("Doc", { i: 0 })));
+      await db.close();
+    } finally {
+      if (before === undefined) delete process.env.AWS_REGION;
+      else process.env.AWS_REGION = before;
+    }
+    const signed = proxy.seen.filter((seen) => seen.path.includes("/region/"));
+    expect(signed.length).toBeGreaterThan(0);
+    for (const seen of signed) expect(seen.authorization).toContain("/eu-central-1/s3/aws4_request");
+  }, 60_000);
+});
