@@ -2,9 +2,9 @@
  * Snapshots taken while a bucket writer serves, and retention (docs/STORAGE.md, "Snapshots, compaction, retention"),
  * against a real S3-compatible server (Ceph's RADOS Gateway, test/helpers/s3-server.ts): after many writes the bucket
  * holds a bounded number of objects; a fresh follower, and a fresh writer, restored from the compacted bucket answer
- * the same; a follower that fell further behind than the retention restores at its reopen, and a running one says so.
+ * the same; a snapshot carries the persisted vector graphs; a follower that fell further behind than the retention restores at its reopen, and a running one says so.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
@@ -16,6 +16,7 @@ import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
+import { seededRandom } from "../../protocol/random.js";
 
 const BUCKET = "silk-snapshots";
 let server: S3TestServer;
@@ -61,6 +62,10 @@ async function until(what: string, deadlineMs: number, check: () => boolean | Pr
     if (performance.now() > end) throw new Error(`${what} within ${deadlineMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+function readdirSafe(folder: string): string[] {
+  return existsSync(folder) ? readdirSync(folder) : [];
 }
 
 /** Every object under the prefix, by folder. */
@@ -128,6 +133,46 @@ describe("snapshots while a writer serves, and retention", () => {
     await next.run(writeOne(addN("Doc", { i: 61 })));
     await next.close();
   });
+
+  it("a snapshot taken while serving holds the persisted vector graphs, and a follower restored from it answers searches the same", async () => {
+    const schema = `
+N::Doc {
+    VECTOR INDEX(dimension: 4, metric: cosine) embedding: [F32],
+    title: String,
+}
+QUERY AddDocs(docs: [{title: String, embedding: [F32]}]) =>
+    FOR {title, embedding} IN docs {
+        AddN<Doc>({title: title, embedding: embedding})
+    }
+    RETURN "ok"
+QUERY Near(v: [F32], k: I64) =>
+    docs <- SearchV<Doc>(v, k)
+    RETURN docs::{title}
+`;
+    const random = seededRandom(17);
+    const vector = (): number[] => Array.from({ length: 4 }, () => random() * 2 - 1);
+    const storage = s3("graphs", { snapshotEverySegments: 3 });
+    const writer = await Database.open({ storage: { s3: storage }, schema });
+    handles.push(writer);
+    // Over a thousand changes: the writer persists the graph file at once (node/indexes/vector-index.ts).
+    await writer.query("AddDocs", { docs: Array.from({ length: 1_200 }, (_, i) => ({ title: `d${i}`, embedding: vector() })) });
+    await until("the graph file persisted", 20_000, () => readdirSafe(join(storage.cacheDir!, "partitions", "p0", "vector-graphs")).some((name) => name.endsWith(".graph")));
+    for (let i = 0; i < 3; i += 1) await writer.query("AddDocs", { docs: [{ title: `e${i}`, embedding: vector() }] });
+    await until("a snapshot taken while the writer serves", 20_000, () => writerStatus(writer).snapshot > 0 && !writerStatus(writer).snapshotting);
+    const store = objectStore("graphs");
+    const manifest = (await readManifest(store))!.manifest;
+    const files = JSON.parse(new TextDecoder().decode((await store.get(`${manifest.snapshotFolder!}/files.json`))!.body)) as string[];
+    store.close();
+    expect(files.filter((file) => /^partitions\/p0\/vector-graphs\/.+\.graph$/.test(file))).toHaveLength(1);
+    const follower = await Database.open({ storage: { s3: s3("graphs") }, mode: "readonly", schema });
+    handles.push(follower);
+    for (let probe = 0; probe < 5; probe += 1) {
+      const v = vector();
+      expect(await follower.query("Near", { v, k: 10 })).toEqual(await writer.query("Near", { v, k: 10 }));
+    }
+    await follower.close();
+    await writer.close();
+  }, 60_000);
 
   it("a retention period keeps the segments a lagging follower needs until a newer snapshot is that old", async () => {
     let clock = Date.parse("2026-01-01T00:00:00Z");
