@@ -92,7 +92,9 @@ async function runWith(dir: string, attach: boolean, network: ProxiedNetwork | u
         replicas: flags.replicas,
         port: 0,
         name: "chaos",
-        ...(network === undefined ? {} : { natsServersFor: (process: string, servers: readonly string[]) => network.serversFor(process, servers) }),
+        // Behind proxies the cluster runs unsupervised: the supervisor would start a process again without its proxies
+        // (the harness starts what it killed itself, behind the same ones).
+        ...(network === undefined ? {} : { natsServersFor: (process: string, servers: readonly string[]) => network.serversFor(process, servers), supervise: false }),
       },
       out,
       CHAOS_CLUSTER_UP_TIMEOUT_MS,

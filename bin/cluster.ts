@@ -4,10 +4,15 @@
  * - up: writes DIR/cluster.json (cluster/nats/manifest.ts), starts a three-server NATS JetStream cluster
  *   (cluster/nats/servers.ts, under DIR/nats), one `silk partition` process per replica of every partition, waits
  *   until every partition has a leader, then starts one `silk serve --cluster DIR` and waits until it answers
- *   /health. Every process is detached and outlives the command; their IDs go to DIR/processes.json at once, so
- *   `down` stops what `up` started even when `up` failed half-way (up then stops them itself).
- * - down: SIGTERM to the serve and replica processes, SIGKILL after a grace period, NATS servers last.
- * - status: each partition's leader (from its lease), the log's last sequence and each replica's applied sequence
+ *   /health, then starts its supervisor (`silk cluster supervise --dir DIR`, cluster/nats/supervisor.ts), which
+ *   restarts any of them that dies. Every process is detached and outlives the command; their IDs go to
+ *   DIR/processes.json at once, so `down` stops what `up` started even when `up` failed half-way (up then stops
+ *   them itself).
+ * - down: stops the supervisor first (so nothing is restarted under it), then SIGTERM to the serve and replica
+ *   processes, SIGKILL after a grace period, NATS servers last: those processes.json records now (restarted ones
+ *   included) and any other process of this cluster directory found on the machine (started by hand).
+ * - status: every recorded process (pid, alive or dead, restarts), each partition's leader (from its lease), the
+ *   log's last sequence and each replica's applied sequence
  *   (read from its LMDB, read-only, as a second reader does), the partition map's version and ranges, the entries
  *   the log holds (first..last, count, bytes: truncation moves the first) and its latest snapshot's sequence and size.
  * - add-partition: asks the coordinator (admin subject, cluster/nats/rebalance.ts) to carve partition N's allocation
@@ -15,28 +20,39 @@
  *   to make N serve. Run again after a failure, it reuses the partition already carved.
  * - move --from P --to Q [--ids N]: asks the coordinator to move the upper N (default half) of P's used IDs to Q,
  *   chunk by chunk, and waits for it to finish.
+ * - replace-replica --partition P --replica R --store NEW: stops replica R of P if it still runs, records NEW as its
+ *   store in cluster.json, starts it there (it bootstraps from the latest snapshot and the log's tail) and waits
+ *   until it has applied the log as far as it reached when the command began.
+ * - supervise: the supervisor `up` starts (not for operators to run).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, rmSync } from "node:fs";
-import { resolve } from "node:path";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { pino } from "pino";
 import {
   CLUSTER_FORMAT,
   checkClusterManifest,
   clusterPaths,
   NATS_SERVERS_ENV,
+  clusterProcessEntries,
   readClusterManifest,
+  replicaDirectories,
+  replicaName,
   streamReplicas,
   readClusterProcesses,
+  updateClusterProcesses,
+  withProcess,
   writeClusterManifest,
   writeClusterProcesses,
   type ClusterManifest,
   type ClusterProcesses,
 } from "../cluster/nats/manifest.js";
+import { ClusterSupervisor, isClusterProcess, startClusterProcess, SUPERVISOR_POLL_MS, unrecordedClusterProcesses, withHold } from "../cluster/nats/supervisor.js";
 import { freePort, LocalNatsCluster } from "../cluster/nats/servers.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionMap } from "../cluster/partition-map.js";
@@ -45,7 +61,7 @@ import { latestSnapshot } from "../cluster/nats/snapshots.js";
 import { PartitionStore } from "../node/store/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./serve.js";
-import { processAlive } from "../platform/processes.js";
+import { processAlive, processCommand } from "../platform/processes.js";
 
 /** How long `up` waits for leaders and for the server's /health. */
 export const CLUSTER_UP_TIMEOUT_MS = 60_000;
@@ -64,6 +80,8 @@ export interface ClusterUpOptions {
    * SILK_NATS_SERVERS (the chaos harness's proxies); default: the servers' URLs from cluster.json.
    */
   readonly natsServersFor?: (process: string, servers: readonly string[]) => Promise<readonly string[]>;
+  /** false: start no supervisor (a test or an operator that restarts processes itself); default true. */
+  readonly supervise?: boolean;
 }
 
 export interface CommandOutput {
@@ -115,7 +133,7 @@ async function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<(
 export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput, timeoutMs = CLUSTER_UP_TIMEOUT_MS): Promise<void> {
   const dir = resolve(options.dir);
   const previous = readClusterProcesses(dir);
-  if (previous !== undefined && everyPid(previous).some(processAlive)) {
+  if (previous !== undefined && everyPid(previous).some((pid) => isClusterProcess(dir, pid))) {
     throw new SilkError("invalid_option", `a cluster is already running in ${dir} (silk cluster down --dir ${options.dir} stops it)`);
   }
   const port = options.port === 0 ? await freePort() : options.port;
@@ -125,7 +143,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
   mkdirSync(clusterPaths.logs(dir), { recursive: true });
   rmSync(clusterPaths.nats(dir), { recursive: true, force: true }); // a fresh NATS cluster: its ports are new
   const nats = await LocalNatsCluster.start(clusterPaths.nats(dir));
-  const processes: { nats: Record<string, number>; replicas: Record<string, number>; serve?: number } = { nats: nats.pids(), replicas: {} };
+  const processes: { nats: Record<string, number>; replicas: Record<string, number>; serve?: number; supervisor?: number } = { nats: nats.pids(), replicas: {} };
   writeClusterProcesses(dir, processes);
   const manifest: ClusterManifest = { format: CLUSTER_FORMAT, name: options.name, nats: nats.urls, partitions: options.partitions, replicas: options.replicas, project: resolve(options.project), port };
   try {
@@ -164,8 +182,13 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
       const response = await fetch(`http://127.0.0.1:${port}/health`);
       return response.ok ? true : undefined;
     });
+    if (options.supervise !== false) {
+      // Last: a supervisor started earlier would restart a process that failed to start, and `up` would not fail.
+      processes.supervisor = spawnSilk(["cluster", "supervise", "--dir", dir], `${clusterPaths.supervisorLog(dir)}.out`);
+      writeClusterProcesses(dir, processes);
+    }
   } catch (cause) {
-    await stopProcesses(processes);
+    await stopProcesses(dir, processes);
     rmSync(clusterPaths.processes(dir), { force: true });
     throw cause;
   }
@@ -175,6 +198,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
       `  nats: ${manifest.nats.join(" ")} (pids ${Object.values(processes.nats).join(" ")})`,
       `  partitions: ${manifest.partitions} x ${manifest.replicas} replicas (pids ${Object.values(processes.replicas).join(" ")})`,
       `  serving ${manifest.project} on http://127.0.0.1:${port} (pid ${processes.serve})`,
+      processes.supervisor === undefined ? "  not supervised (--no-supervise): a process that dies stays down" : `  supervised (a process that dies is started again) by pid ${processes.supervisor}`,
       `  logs: ${clusterPaths.logs(dir)}; stop it with: silk cluster down --dir ${options.dir}`,
       "",
     ].join("\n"),
@@ -182,41 +206,93 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
 }
 
 function everyPid(processes: ClusterProcesses): number[] {
-  return [...Object.values(processes.replicas), ...(processes.serve === undefined ? [] : [processes.serve]), ...Object.values(processes.nats)];
+  return [...clusterProcessEntries(processes).map(([, pid]) => pid), ...(processes.supervisor === undefined ? [] : [processes.supervisor])];
 }
 
 /** SIGTERM, then SIGKILL after the grace period; resolves when none is alive. */
 async function stopAll(pids: readonly number[]): Promise<void> {
   const running = pids.filter(processAlive);
-  for (const pid of running) process.kill(pid, "SIGTERM");
+  for (const pid of running) signal(pid, "SIGTERM");
   const deadline = Date.now() + CLUSTER_STOP_GRACE_MS;
   while (running.some(processAlive) && Date.now() < deadline) await sleep(100);
-  for (const pid of running.filter(processAlive)) process.kill(pid, "SIGKILL");
+  for (const pid of running.filter(processAlive)) signal(pid, "SIGKILL");
   while (running.some(processAlive)) await sleep(50);
 }
 
-/** The serve process first, then the replicas (a leader gives its lease up), NATS servers last. */
-async function stopProcesses(processes: ClusterProcesses): Promise<number> {
-  const serve = processes.serve === undefined ? [] : [processes.serve];
-  await stopAll(serve);
-  await stopAll(Object.values(processes.replicas));
-  await stopAll(Object.values(processes.nats));
-  return everyPid(processes).length;
+/** A signal to a process that may have exited since it was found alive. */
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== "ESRCH") throw cause;
+  }
+}
+
+/**
+ * Stops the cluster's processes: its supervisor first (nothing is restarted after that), then, as processes.json
+ * records them once the supervisor is gone, the serve process, the replicas (a leader gives its lease up) and the
+ * NATS servers last, each group with the processes of this directory that nothing recorded (started by hand). Only
+ * live processes of this cluster are signalled (a recorded pid may name another program by now). Resolves to how
+ * many were stopped and how many recorded ones were not running.
+ */
+async function stopProcesses(dir: string, processes: ClusterProcesses): Promise<{ stopped: number; notRunning: number }> {
+  const ours = (pid: number): boolean => isClusterProcess(dir, pid);
+  const supervisor = processes.supervisor === undefined ? [] : [processes.supervisor].filter(ours);
+  await stopAll(supervisor);
+  const current = readClusterProcesses(dir) ?? processes;
+  const recorded = clusterProcessEntries(current);
+  const strays = unrecordedClusterProcesses(dir, [...everyPid(current), ...everyPid(processes)]);
+  const live = recorded.filter(([, pid]) => ours(pid));
+  const isNats = (pid: number): boolean => Object.values(current.nats).includes(pid) || /nats-server/.test(processCommandText(pid));
+  const groups = [
+    current.serve === undefined ? [] : [current.serve].filter(ours),
+    live.filter(([name]) => /^p\d+-r\d+$/.test(name)).map(([, pid]) => pid),
+    strays.filter((pid) => !isNats(pid)),
+    live.filter(([name]) => name in current.nats).map(([, pid]) => pid),
+    strays.filter(isNats),
+  ];
+  for (const group of groups) await stopAll(group);
+  return { stopped: supervisor.length + live.length + strays.length, notRunning: recorded.length - live.length };
+}
+
+function processCommandText(pid: number): string {
+  return processCommand(pid)?.argv.join(" ") ?? "";
 }
 
 export async function runClusterDown(dir: string, out: CommandOutput): Promise<void> {
-  const processes = readClusterProcesses(resolve(dir));
+  const directory = resolve(dir);
+  const processes = readClusterProcesses(directory);
   if (processes === undefined) {
     out.write(`silk: no cluster processes recorded in ${dir}\n`);
     return;
   }
-  const count = await stopProcesses(processes);
-  rmSync(clusterPaths.processes(resolve(dir)), { force: true });
-  out.write(`silk: stopped ${count} processes of the cluster in ${dir}\n`);
+  const { stopped, notRunning } = await stopProcesses(directory, processes);
+  rmSync(clusterPaths.processes(directory), { force: true });
+  out.write(`silk: stopped ${stopped} processes of the cluster in ${dir}${notRunning === 0 ? "" : ` (${notRunning} recorded were not running)`}\n`);
+}
+
+/** One line per recorded process: its name, pid, whether it runs, and how often the supervisor restarted it. */
+function processLines(dir: string, processes: ClusterProcesses): string[] {
+  const restarts = processes.restarts ?? {};
+  const held = new Set(processes.held ?? []);
+  const line = (name: string, pid: number): string => {
+    const count = restarts[name] ?? 0;
+    const notes = [count === 0 ? "" : `${count} restart${count === 1 ? "" : "s"}`, held.has(name) ? "held down" : ""].filter((note) => note !== "");
+    return `  ${name}: pid ${pid} ${isClusterProcess(dir, pid) ? "alive" : "dead"}${notes.length === 0 ? "" : `, ${notes.join(", ")}`}`;
+  };
+  return [
+    processes.supervisor === undefined ? "supervisor: none" : `supervisor: pid ${processes.supervisor} ${isClusterProcess(dir, processes.supervisor) ? "alive" : "dead"}`,
+    ...clusterProcessEntries(processes).map(([name, pid]) => line(name, pid)),
+  ];
 }
 
 export async function runClusterStatus(dir: string, out: CommandOutput): Promise<void> {
-  const manifest = readClusterManifest(resolve(dir));
+  const directory = resolve(dir);
+  const manifest = readClusterManifest(directory);
+  out.write(`cluster ${manifest.name}: ${manifest.partitions} partitions x ${manifest.replicas} replicas, nats ${manifest.nats.join(" ")}\n`);
+  // The processes first: they need no NATS, and tell why NATS might not answer.
+  const processes = readClusterProcesses(directory);
+  out.write(`${(processes === undefined ? ["processes: none recorded"] : processLines(directory, processes)).join("\n")}\n`);
   const nc = await connect({ servers: [...manifest.nats], timeout: 2_000 }).catch((cause: unknown) => {
     throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
   });
@@ -225,13 +301,12 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
     const holders = await leaders(nc, manifest);
     const stored = await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest), deadlineMs: 3_000 }).then((maps) => maps.read()).catch(() => undefined);
     const map = stored?.value ?? new PartitionMap(manifest.partitions);
-    out.write(`cluster ${manifest.name}: ${manifest.partitions} partitions x ${manifest.replicas} replicas, nats ${manifest.nats.join(" ")}\n`);
     const owned = map.partitions.map((partition) => map.rangesOf(partition).map((range) => `${range.first}..${range.last}`).join(" "));
     out.write(`map version ${map.version}${map.pending === undefined ? "" : `, partition ${map.pending} being added`}\n`);
     for (const range of map.ranges) {
       const log = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state, () => undefined);
       const last = log?.last_seq;
-      const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(dir, range, replica)}`);
+      const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(directory, manifest, range, replica)}`);
       const holder = holders[range.index];
       const leader = holder === undefined ? "none" : `${holder.replica} (term ${holder.term})`;
       out.write(`p${range.index}: leader ${leader}, log last sequence ${last ?? "none"}, applied ${applied.join(" ")}\n`);
@@ -245,15 +320,105 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
   }
 }
 
-function appliedSequence(dir: string, range: { index: number; first: bigint; last: bigint }, replica: number): string {
-  const path = clusterPaths.replicaStore(resolve(dir), range.index, replica);
-  if (!existsSync(path)) return "none";
+function appliedSequence(dir: string, manifest: ClusterManifest, range: { index: number; first: bigint; last: bigint }, replica: number): string {
+  const path = replicaDirectories(dir, manifest, range.index, replica).store;
+  if (!existsSync(join(path, "data.mdb"))) return "none";
   const store = PartitionStore.open({ path, readOnly: true, noSync: false, idFirst: range.first, idLast: range.last });
   try {
     return String(store.appliedLogSequence());
   } finally {
     void store.close();
   }
+}
+
+/** How long `replace-replica` waits for the new replica to apply the log (a bootstrap downloads a whole store). */
+export const CLUSTER_REPLACE_TIMEOUT_MS = 600_000;
+
+export interface ReplaceReplicaOptions {
+  readonly dir: string;
+  readonly partition: number;
+  readonly replica: number;
+  readonly store: string;
+}
+
+/**
+ * Replaces replica R of partition P by a new one whose store is NEW: holds R down (the supervisor leaves it alone),
+ * stops it if it still runs, records NEW in cluster.json's `stores`, starts `silk partition` for R (an empty store
+ * bootstraps from the partition's latest snapshot and the log's tail, or replays the log), lets the supervisor watch
+ * it again, and waits until it has applied the log as far as the log reached when the command began.
+ */
+export async function runClusterReplaceReplica(options: ReplaceReplicaOptions, out: CommandOutput): Promise<void> {
+  const directory = resolve(options.dir);
+  const manifest = readClusterManifest(directory);
+  if (options.partition >= manifest.partitions) throw new SilkError("invalid_option", `--partition must be from 0 to ${manifest.partitions - 1}, not ${options.partition}`);
+  if (options.replica >= manifest.replicas) throw new SilkError("invalid_option", `--replica must be from 0 to ${manifest.replicas - 1}, not ${options.replica}`);
+  const name = replicaName(options.partition, options.replica);
+  const store = resolve(options.store);
+  if (store === replicaDirectories(directory, manifest, options.partition, options.replica).store) throw new SilkError("invalid_option", `${store} is already the store of replica ${name}`);
+  // A store found there would be taken for this replica's: only a new or empty directory.
+  if (existsSync(store) && readdirSync(store).length > 0) throw new SilkError("invalid_option", `${store} is not empty: name a new or empty directory for replica ${name}'s store`);
+  const processes = readClusterProcesses(directory);
+  if (processes === undefined) throw new SilkError("invalid_option", `no cluster is running in ${directory} (silk cluster up --dir ${options.dir})`);
+  await withNats(manifest, async (nc) => {
+    const target = (await (await jetstreamManager(nc)).streams.info(subjects.logStream(manifest.name, options.partition))).state.last_seq;
+    const held = updateClusterProcesses(directory, (current) => withHold(current, name, true));
+    const old = held.replicas[name];
+    const stopped = old !== undefined && isClusterProcess(directory, old);
+    if (stopped) await stopAll([old]);
+    const current = readClusterManifest(directory);
+    writeClusterManifest(directory, { ...current, stores: { ...current.stores, [name]: store } });
+    let pid = 0;
+    updateClusterProcesses(directory, (recorded) => {
+      pid = startClusterProcess(directory, current, name, spawnSilk);
+      const { [name]: _restarts, ...restarts } = recorded.restarts ?? {};
+      return { ...withHold(withProcess(recorded, name, pid), name, false), restarts };
+    });
+    const deadline = Date.now() + CLUSTER_REPLACE_TIMEOUT_MS;
+    for (;;) {
+      const applied = appliedSequenceAt(store);
+      if (applied !== undefined && applied >= target) {
+        out.write(
+          `silk: replica ${name} of partition ${options.partition} runs on ${store} (pid ${pid})${stopped ? `, the old one (pid ${old}) stopped` : ""}; ` +
+            `it applied the log through sequence ${applied} (the log's last was ${target})\n`,
+        );
+        return;
+      }
+      if (Date.now() > deadline) throw new SilkError("partition_unavailable", `replica ${name} did not apply the log up to ${target} within ${CLUSTER_REPLACE_TIMEOUT_MS} ms (see ${clusterPaths.replicaLog(directory, options.partition, options.replica)})`);
+      await sleep(200);
+    }
+  });
+}
+
+/** A store's applied log sequence, undefined while it has none (or is being moved in by a bootstrap). */
+function appliedSequenceAt(path: string): number | undefined {
+  try {
+    return PartitionStore.appliedLogSequenceAt(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the supervisor until SIGTERM, or until processes.json is removed or names another supervisor. */
+export async function runClusterSupervise(dir: string): Promise<void> {
+  const directory = resolve(dir);
+  readClusterManifest(directory); // a cluster directory, or a refusal now
+  const logger = pino({ name: "silk-supervisor", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ dest: clusterPaths.supervisorLog(directory), mkdir: true, sync: true }));
+  const supervisor = new ClusterSupervisor({
+    dir: directory,
+    // The manifest read again at each start: add-partition and replace-replica change it.
+    start: (name) => startClusterProcess(directory, readClusterManifest(directory), name, spawnSilk),
+    alive: (pid) => isClusterProcess(directory, pid),
+    now: () => Date.now(),
+    log: (event) => logger.info(event, event.event),
+  });
+  let stopping = false;
+  const stop = (): void => {
+    stopping = true;
+  };
+  process.once("SIGTERM", stop).once("SIGINT", stop);
+  logger.info({ pid: process.pid }, "supervisor started");
+  while (!stopping && supervisor.tick(process.pid)) await sleep(SUPERVISOR_POLL_MS);
+  logger.info("supervisor stopped");
 }
 
 /** Sends one admin request to the cluster's coordinator and returns its answer; its refusal is thrown as it was. */
@@ -291,13 +456,13 @@ export async function runClusterAddPartition(dir: string, out: CommandOutput): P
     const partition = carved.partition as number;
     const grown: ClusterManifest = { ...manifest, partitions: Math.max(manifest.partitions, partition + 1) };
     writeClusterManifest(directory, grown);
-    const processes = readClusterProcesses(directory) ?? { nats: {}, replicas: {} };
-    const replicas: Record<string, number> = { ...processes.replicas };
     for (let replica = 0; replica < manifest.replicas; replica++) {
-      const key = `p${partition}-r${replica}`;
-      if (replicas[key] !== undefined && processAlive(replicas[key])) continue;
-      replicas[key] = spawnSilk(["partition", "--dir", directory, "--partition", String(partition), "--replica", String(replica)], `${clusterPaths.replicaLog(directory, partition, replica)}.out`);
-      writeClusterProcesses(directory, { ...processes, replicas });
+      const name = replicaName(partition, replica);
+      updateClusterProcesses(directory, (processes) => {
+        const running = processes.replicas[name];
+        if (running !== undefined && isClusterProcess(directory, running)) return processes;
+        return withProcess(processes, name, startClusterProcess(directory, grown, name, spawnSilk));
+      });
     }
     const deadline = Date.now() + CLUSTER_UP_TIMEOUT_MS;
     await waitFor(`a leader of partition ${partition}`, deadline, async () => ((await leaders(nc, grown))[partition] !== undefined ? true : undefined));
@@ -349,6 +514,7 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
         .option("--replicas <n>", "replicas per partition", positiveInteger, 3)
         .option("--port <n>", "the server's HTTP port (0 picks a free one)", portOption, SERVE_PORT_DEFAULT)
         .option("--name <name>", "the cluster's name in NATS", clusterName, "dev")
+        .option("--no-supervise", "start no supervisor: a process that dies stays down")
         .action((flags: ClusterUpOptions) => run(() => runClusterUp(flags, process.stdout))()),
     )
     .addCommand(
@@ -371,6 +537,22 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
         .requiredOption("--to <q>", "the partition taking them", partitionNumber)
         .option("--ids <n>", "how many IDs (default: half of the used ones)", positiveInteger)
         .action((flags: { dir: string; from: number; to: number; ids?: number }) => run(() => runClusterMove(flags, process.stdout))()),
+    )
+    .addCommand(
+      new Command("replace-replica")
+        .description("replace a replica by a new one on another store directory (it bootstraps from the latest snapshot and the log)")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .requiredOption("--partition <p>", "the partition", partitionNumber)
+        .requiredOption("--replica <r>", "the replica (0, 1, ...)", partitionNumber)
+        .requiredOption("--store <dir>", "the new replica's store directory: new or empty")
+        .action((flags: ReplaceReplicaOptions) => run(() => runClusterReplaceReplica(flags, process.stdout))()),
+    )
+    .addCommand(
+      new Command("supervise")
+        .description("restart the cluster's processes that die (started by `cluster up`)")
+        .requiredOption("--dir <dir>", "the cluster directory")
+        .action((flags: { dir: string }) => run(() => runClusterSupervise(flags.dir))()),
+      { hidden: true },
     )
     .addCommand(
       new Command("status")

@@ -26,7 +26,7 @@ import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
-import { clusterPaths, natsServersOf, readClusterManifest, streamReplicas } from "../cluster/nats/manifest.js";
+import { clusterPaths, natsServersOf, readClusterManifest, replicaDirectories, streamReplicas } from "../cluster/nats/manifest.js";
 import { embedderFromEnvironment } from "../embedders/index.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { PartitionReplica } from "../cluster/nats/replica.js";
@@ -144,7 +144,8 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     throw new SilkError("invalid_option", `--replica must be from 0 to ${manifest.replicas - 1}, not ${options.replica}`);
   }
   // One process per replica directory: a second would write the same LMDB environment as a second replica of the log.
-  const storePath = clusterPaths.replicaStore(options.dir, options.partition, options.replica);
+  // Its own directory under DIR, or the one `silk cluster replace-replica` gave it (cluster.json's `stores`).
+  const { store: storePath, scratch: scratchDirectory } = replicaDirectories(options.dir, manifest, options.partition, options.replica);
   mkdirSync(storePath, { recursive: true });
   const lock = acquireWriterLock(storePath);
   const sources = loadSchemaSources(manifest.project);
@@ -187,7 +188,6 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
     uniqueAcrossPartitions: true,
     uniqueEdgeLabels: uniqueEdgeLabels(schema),
   });
-  const scratchDirectory = clusterPaths.replicaScratch(options.dir, options.partition, options.replica);
   mkdirSync(scratchDirectory, { recursive: true });
   let stopping = false;
   let health: Server | undefined;

@@ -8,17 +8,18 @@
  *
  * Invariants:
  * - Every process it starts is written to DIR/processes.json at once, so `silk cluster down` stops it.
- * - `heal()` continues every process it stopped, starts every one it killed and has not started again, and ends
- *   every partition; a run calls it before its final reads, and also when it is aborted.
+ * - A process it kills is held down in processes.json until it starts it again, so the cluster's supervisor
+ *   (cluster/nats/supervisor.ts) leaves it dead for the fault's length; it reads processes.json again before each
+ *   fault, so it hits the processes the supervisor restarted.
+ * - `heal()` continues every process it stopped and starts every one it killed and has not started again; a run
+ *   calls it before its final reads, and also when it is aborted. It also ends every partition.
  * - Every fault is logged as a `FaultEvent` (what it hit, when it began and ended, or why it was skipped).
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { clusterPaths, readClusterManifest, readClusterProcesses, writeClusterProcesses, type ClusterManifest } from "../cluster/nats/manifest.js";
-import { NATS_SERVER_BINARY } from "../cluster/nats/servers.js";
+import { readClusterManifest, readClusterProcesses, updateClusterProcesses, withProcess, type ClusterManifest, type ClusterProcesses } from "../cluster/nats/manifest.js";
+import { startClusterProcess, withHold, type SpawnSilk } from "../cluster/nats/supervisor.js";
 import { subjects } from "../cluster/nats/subjects.js";
 import { decodeReply, encodeRequest } from "../cluster/nats/wire.js";
 import { SilkError } from "../protocol/errors.js";
@@ -26,11 +27,7 @@ import type { PlannedFault } from "./schedule.js";
 import type { ProxiedNetwork } from "./network.js";
 import { processAlive } from "../platform/processes.js";
 
-/**
- * Starts `silk <args>` detached with its output appended to `outFile`, given `natsServers` in place of cluster.json's
- * when defined; returns its pid (bin/cluster.ts's).
- */
-export type SpawnSilk = (args: readonly string[], outFile: string, natsServers?: readonly string[]) => number;
+export type { SpawnSilk };
 
 export interface FaultEvent {
   readonly kind: string;
@@ -44,10 +41,9 @@ export interface FaultEvent {
   readonly skipped?: string;
 }
 
-interface Processes {
-  nats: Record<string, number>;
-  replicas: Record<string, number>;
-  serve?: number;
+/** A fault's target as processes.json names it: the coordinator is the `serve` process. */
+function processName(target: string): string {
+  return target === "coordinator" ? "serve" : target;
 }
 
 /** The processes of a local cluster, with the means to find its leaders and to kill, stop and start its members. */
@@ -59,7 +55,7 @@ export class LocalCluster {
   private constructor(
     readonly dir: string,
     readonly manifest: ClusterManifest,
-    private readonly processes: Processes,
+    private processes: ClusterProcesses,
     readonly nc: NatsConnection,
     private readonly spawnSilk: SpawnSilk,
     private readonly network: ProxiedNetwork | undefined,
@@ -75,8 +71,7 @@ export class LocalCluster {
     const nc = await connect({ servers: [...manifest.nats], maxReconnectAttempts: -1, reconnectTimeWait: 100, name: "silk-chaos" }).catch((cause: unknown) => {
       throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
     });
-    const processes: Processes = { nats: { ...recorded.nats }, replicas: { ...recorded.replicas }, serve: recorded.serve };
-    return new LocalCluster(dir, manifest, processes, nc, spawnSilk, network);
+    return new LocalCluster(dir, manifest, recorded, nc, spawnSilk, network);
   }
 
   get baseUrl(): string {
@@ -92,6 +87,7 @@ export class LocalCluster {
 
   /** Resolves a planned fault to the process it hits now: its name in processes.json terms and its pid. */
   async resolve(fault: PlannedFault): Promise<{ target: string; pid: number } | string> {
+    this.processes = readClusterProcesses(this.dir) ?? this.processes;
     const replica = async (role: "leader" | "follower"): Promise<{ target: string; pid: number } | string> => {
       const leader = await this.leaderOf(fault.partition).catch(() => undefined);
       if (leader === undefined) return `partition ${fault.partition} has no leader`;
@@ -126,6 +122,7 @@ export class LocalCluster {
 
   /** SIGKILL; the process is remembered as down until `restart(target)`. */
   async kill(target: string, pid: number): Promise<void> {
+    this.processes = updateClusterProcesses(this.dir, (current) => withHold(current, processName(target), true));
     process.kill(pid, "SIGKILL");
     const deadline = Date.now() + 10_000;
     while (processAlive(pid) && Date.now() < deadline) await sleep(20);
@@ -141,24 +138,9 @@ export class LocalCluster {
   }
 
   private start(target: string): void {
-    if (target === "coordinator") {
-      this.processes.serve = this.spawnSilk(["serve", "--cluster", this.dir, "--port", String(this.manifest.port)], clusterPaths.serveLog(this.dir), this.network?.urlsOf("serve"));
-    } else if (target in this.processes.nats) {
-      const child = spawn(NATS_SERVER_BINARY, ["-c", join(clusterPaths.nats(this.dir), target, "nats.conf")], { stdio: "ignore", detached: true });
-      child.unref();
-      if (child.pid === undefined) throw new SilkError("internal", `could not start nats-server ${target}`);
-      this.processes.nats[target] = child.pid;
-    } else {
-      const match = /^p(\d+)-r(\d+)$/.exec(target);
-      if (match === null) throw new Error(`no process ${target}`);
-      const [partition, replica] = [Number(match[1]), Number(match[2])];
-      this.processes.replicas[target] = this.spawnSilk(
-        ["partition", "--dir", this.dir, "--partition", String(partition), "--replica", String(replica)],
-        `${clusterPaths.replicaLog(this.dir, partition, replica)}.out`,
-        this.network?.urlsOf(target),
-      );
-    }
-    writeClusterProcesses(this.dir, this.processes);
+    const name = processName(target);
+    const natsServers = this.network?.urlsOf(name);
+    this.processes = updateClusterProcesses(this.dir, (current) => withHold(withProcess(current, name, startClusterProcess(this.dir, this.manifest, name, this.spawnSilk, natsServers)), name, false));
   }
 
   pause(pid: number): void {

@@ -4,24 +4,32 @@
  *
  * - DIR/cluster.json: the cluster's name, its NATS client URLs, the partition count, replicas per partition, the
  *   project directory (its .hx files are the schema and queries), the HTTP port of the serve process, and optionally
- *   `snapshots` (everyEntries, everyBytes, keep: when partition leaders snapshot and truncate their logs).
- * - DIR/partitions/p<i>/r<r>/: replica r of partition i's LMDB environment (each replica its own copy);
- *   DIR/partitions/p<i>/r<r>-scratch/: where that replica copies its store while it takes a snapshot.
+ *   `snapshots` (everyEntries, everyBytes, keep: when partition leaders snapshot and truncate their logs), and
+ *   optionally `stores` (replicas moved to another directory by `silk cluster replace-replica`).
+ * - DIR/partitions/p<i>/r<r>/: replica r of partition i's LMDB environment (each replica its own copy), unless
+ *   `stores` names another directory for it; <store>-scratch/ beside it: where that replica copies its store while
+ *   it takes a snapshot.
  * - DIR/logs/<process>.log: pino logs (p<i>-r<r>.log, serve.log); DIR/nats/: the NATS servers' stores and logs.
- * - DIR/processes.json: the process IDs `silk cluster up` started (what `silk cluster down` stops).
+ * - DIR/processes.json: the process IDs `silk cluster up` started and its supervisor restarted (what `silk cluster
+ *   down` stops), the restarts counted, and the processes held down (left dead by the supervisor); every change to
+ *   it is a read-modify-write under DIR/processes.lock (the supervisor, `down`, `add-partition`, `replace-replica`
+ *   and the chaos harness all change it).
  *
  * Invariant: a manifest read back is checked field by field; the partition count and ranges come from the same
  * PartitionMap class as the embedded runtime, so every process agrees on which partition owns an ID.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { SilkError } from "../../protocol/errors.js";
+import { withFileLock, writeFileAtomic } from "../../platform/durable-files.js";
 import { PartitionMap } from "../partition-map.js";
 import { checkClusterName } from "./subjects.js";
 import { checkSnapshotPolicy, type SnapshotPolicy } from "./snapshots.js";
 
 export const CLUSTER_MANIFEST_FILE = "cluster.json";
 export const CLUSTER_PROCESSES_FILE = "processes.json";
+/** How long a change to processes.json waits for another process's change (each is a few milliseconds). */
+export const CLUSTER_PROCESSES_LOCK_WAIT_MS = 10_000;
 export const CLUSTER_FORMAT = 1;
 export const REPLICAS_MAX = 7;
 
@@ -36,13 +44,21 @@ export interface ClusterManifest {
   readonly port: number;
   /** When leaders snapshot and truncate their logs (cluster/nats/snapshots.ts); absent: DEFAULT_SNAPSHOT_POLICY. */
   readonly snapshots?: SnapshotPolicy;
+  /** Replicas whose store is not DIR/partitions/p<i>/r<r>: `p<i>-r<r>` → an absolute directory. */
+  readonly stores?: Readonly<Record<string, string>>;
 }
 
-/** The processes of a running development cluster, by role. */
+/** The processes of a running development cluster, by role (names: `n1`.., `p0-r1`.., `serve`). */
 export interface ClusterProcesses {
   readonly nats: Readonly<Record<string, number>>;
   readonly replicas: Readonly<Record<string, number>>;
   readonly serve?: number;
+  /** The `silk cluster supervise` process that restarts the others (absent before `up` finished). */
+  readonly supervisor?: number;
+  /** How many times the supervisor restarted each process, by name (absent: never). */
+  readonly restarts?: Readonly<Record<string, number>>;
+  /** Processes the supervisor leaves alone while named here (a chaos fault holding one down, a replacement). */
+  readonly held?: readonly string[];
 }
 
 /** Checks a manifest's fields (also one just built), so a bad one is refused before any process starts. */
@@ -63,6 +79,14 @@ export function checkClusterManifest(value: unknown, source: string): ClusterMan
   if (!Number.isInteger(manifest.replicas) || manifest.replicas! < 1 || manifest.replicas! > REPLICAS_MAX) bad(`replicas must be an integer from 1 to ${REPLICAS_MAX}`);
   if (typeof manifest.project !== "string" || !isAbsolute(manifest.project)) bad("project must be an absolute path");
   if (!Number.isInteger(manifest.port) || manifest.port! < 0 || manifest.port! > 65_535) bad("port must be an integer from 0 to 65535");
+  if (manifest.stores !== undefined) {
+    if (typeof manifest.stores !== "object" || manifest.stores === null || Array.isArray(manifest.stores)) bad("stores must be an object");
+    for (const [name, path] of Object.entries(manifest.stores!)) {
+      const match = /^p(\d+)-r(\d+)$/.exec(name);
+      if (match === null || Number(match[2]) >= manifest.replicas!) bad(`stores: ${name} names no replica (p<partition>-r<replica>)`);
+      if (typeof path !== "string" || !isAbsolute(path)) bad(`stores: ${name} must be an absolute path`);
+    }
+  }
   if (manifest.snapshots !== undefined) return { ...(manifest as ClusterManifest), snapshots: checkSnapshotPolicy(manifest.snapshots, source) };
   return manifest as ClusterManifest;
 }
@@ -81,7 +105,7 @@ export function readClusterManifest(directory: string): ClusterManifest {
 
 export function writeClusterManifest(directory: string, manifest: ClusterManifest): void {
   checkClusterManifest(manifest, "the cluster manifest");
-  writeFileSync(join(directory, CLUSTER_MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
+  writeFileAtomic(join(directory, CLUSTER_MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
 }
 
 /**
@@ -113,7 +137,21 @@ export const clusterPaths = {
   serveLog: (directory: string): string => join(directory, "logs", "serve.log"),
   nats: (directory: string): string => join(directory, "nats"),
   processes: (directory: string): string => join(directory, CLUSTER_PROCESSES_FILE),
+  processesLock: (directory: string): string => join(directory, "processes.lock"),
+  supervisorLog: (directory: string): string => join(directory, "logs", "supervisor.log"),
 } as const;
+
+/** The name of a replica's process and store entry: `p<partition>-r<replica>`. */
+export function replicaName(partition: number, replica: number): string {
+  return `p${partition}-r${replica}`;
+}
+
+/** Where a replica keeps its LMDB store and its snapshot scratch directory (moved ones: the manifest's `stores`). */
+export function replicaDirectories(directory: string, manifest: ClusterManifest, partition: number, replica: number): { store: string; scratch: string } {
+  const moved = manifest.stores?.[replicaName(partition, replica)];
+  if (moved !== undefined) return { store: moved, scratch: `${moved}-scratch` };
+  return { store: clusterPaths.replicaStore(directory, partition, replica), scratch: clusterPaths.replicaScratch(directory, partition, replica) };
+}
 
 export function readClusterProcesses(directory: string): ClusterProcesses | undefined {
   const path = clusterPaths.processes(directory);
@@ -121,5 +159,30 @@ export function readClusterProcesses(directory: string): ClusterProcesses | unde
 }
 
 export function writeClusterProcesses(directory: string, processes: ClusterProcesses): void {
-  writeFileSync(clusterPaths.processes(directory), JSON.stringify(processes, null, 2) + "\n");
+  updateClusterProcesses(directory, () => processes);
+}
+
+/**
+ * Reads processes.json (an empty record when absent), applies `change` and writes the result, all under
+ * DIR/processes.lock, so two processes changing it (the supervisor restarting one process, the chaos harness
+ * another) never lose each other's change. Returns what was written.
+ */
+export function updateClusterProcesses(directory: string, change: (processes: ClusterProcesses) => ClusterProcesses): ClusterProcesses {
+  return withFileLock(clusterPaths.processesLock(directory), CLUSTER_PROCESSES_LOCK_WAIT_MS, () => {
+    const changed = change(readClusterProcesses(directory) ?? { nats: {}, replicas: {} });
+    writeFileAtomic(clusterPaths.processes(directory), JSON.stringify(changed, null, 2) + "\n");
+    return changed;
+  });
+}
+
+/** Every process recorded, by name: NATS servers (`n1`..), replicas (`p0-r0`..), `serve` (not the supervisor). */
+export function clusterProcessEntries(processes: ClusterProcesses): [string, number][] {
+  return [...Object.entries(processes.nats), ...Object.entries(processes.replicas), ...(processes.serve === undefined ? [] : [["serve", processes.serve] as [string, number]])];
+}
+
+/** `processes` with process `name` recorded as `pid`. */
+export function withProcess(processes: ClusterProcesses, name: string, pid: number): ClusterProcesses {
+  if (name === "serve") return { ...processes, serve: pid };
+  if (name in processes.nats) return { ...processes, nats: { ...processes.nats, [name]: pid } };
+  return { ...processes, replicas: { ...processes.replicas, [name]: pid } };
 }

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, writeClusterManifest, type ClusterProcesses } from "../../cluster/nats/manifest.js";
+import { CLUSTER_FORMAT, clusterPaths, readClusterManifest, readClusterProcesses, writeClusterManifest, type ClusterProcesses } from "../../cluster/nats/manifest.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { acquireWriterLock } from "../../runtime/writer-lock.js";
 import { connectClusterDirectory } from "../../runtime/remote.js";
@@ -71,6 +71,11 @@ describe("silk cluster", () => {
       expect(status.code).toBe(0);
       const lines = status.stdout.trim().split("\n");
       expect(lines[0]).toMatch(/^cluster cli-test: 2 partitions x 3 replicas/);
+      // Then every process, alive, none restarted yet.
+      expect(lines[1]).toBe(`supervisor: pid ${processes.supervisor} alive`);
+      expect(lines.slice(2, 12)).toEqual(
+        [...Object.entries(processes.nats), ...Object.entries(processes.replicas), ["serve", processes.serve]].map(([name, pid]) => `  ${name}: pid ${pid} alive`),
+      );
       for (const partition of [0, 1]) {
         const line = lines.find((candidate) => candidate.startsWith(`p${partition}:`));
         const match = /^p\d: leader r\d \(term \d+\), log last sequence (\d+), applied r0=(\d+) r1=(\d+) r2=(\d+)$/.exec(line ?? "");
@@ -107,6 +112,13 @@ describe("silk cluster", () => {
       const newStatus = await runSilk(["cluster", "status", "--dir", dir]);
       expect(newStatus.stdout).toMatch(/^p0: leader r\d \(term \d+\)/m);
       expect(/^p0: leader (r\d)/m.exec(newStatus.stdout)![1]).not.toBe(leaderOf0);
+      // The supervisor starts the killed replica again (test/cluster-nats/supervision-cli.test.ts covers it).
+      const killed = processes.replicas[`p0-${leaderOf0}`];
+      for (let restarted = readClusterProcesses(dir)!; restarted.replicas[`p0-${leaderOf0}`] === killed || restarted.restarts === undefined; restarted = readClusterProcesses(dir)!) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      processes = readClusterProcesses(dir)!;
+      expect(processes.restarts).toEqual({ [`p0-${leaderOf0}`]: 1 });
 
       // A second `up` on a running cluster is refused and starts nothing.
       const again = await runSilk(["cluster", "up", "--dir", dir, "--port", "0"]);
@@ -115,9 +127,9 @@ describe("silk cluster", () => {
     } finally {
       const down = await runSilk(["cluster", "down", "--dir", dir]);
       expect(down.code).toBe(0);
-      expect(down.stdout).toMatch(/stopped 10 processes/); // the killed leader counts: it was started
+      expect(down.stdout).toMatch(/stopped 11 processes of the cluster in [^ ]+\n$/); // with the supervisor; none was dead
     }
-    const pids = [...Object.values(processes!.nats), ...Object.values(processes!.replicas), processes!.serve!];
+    const pids = [...Object.values(processes!.nats), ...Object.values(processes!.replicas), processes!.serve!, processes!.supervisor!];
     expect(pids.filter(processAlive)).toEqual([]);
     expect(existsSync(clusterPaths.processes(dir))).toBe(false);
   }, 90_000);
