@@ -122,6 +122,19 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
       }
       await coordinator.loadIndexCatalog();
       const admin = rebalancer?.serveAdmin(nc, cluster);
+      // A read-only coordinator follows the writer's map changes (a partition added, a range moved); the writer makes
+      // them itself. Each map is set with no invocation in flight, as the writer's rebalancer sets it.
+      let followed = revision;
+      const mapWatch =
+        mode === "readonly"
+          ? maps.watch(revision, (changed) =>
+              coordinator.exclusive(async ({ setMap }) => {
+                if (changed.revision <= followed) return;
+                followed = changed.revision;
+                setMap(changed.value);
+              }),
+            )
+          : undefined;
       const engine: DatabaseEngine = {
         coordinator,
         indexes: () => {
@@ -135,6 +148,7 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         status: () => ({ storage: "cluster", mode }),
         close: async () => {
           admin?.unsubscribe();
+          await mapWatch?.stop();
           await coordinator.settle();
           await writerLease?.release();
           await decisions.close();

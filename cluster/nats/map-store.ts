@@ -7,12 +7,17 @@
  *   afterwards changed only by compare-and-set on its revision (`replace`), so two writers cannot both move it.
  * - key `move`: the progress of a range move in flight (cluster/nats/rebalance.ts): absent when none runs.
  *
+ * Read-only coordinators follow the map with `watch` (a KV watch of key `map`), so a partition added or a range
+ * moved reaches them without a restart.
+ *
  * Invariant: a write whose acknowledgement was lost is recognised by reading the key back: if it holds what was
  * written, the write happened; if another value, it is a conflict (`transaction_conflict`); otherwise it is tried
  * again until the deadline (`partition_unavailable`).
  */
-import type { KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { KV, KvWatchEntry } from "@nats-io/kv";
+import { backoffMs, type Backoff } from "../../platform/backoff.js";
+import type { NatsConnection, QueuedIterator } from "@nats-io/transport-node";
 import { SilkError } from "../../protocol/errors.js";
 import type { IdRange } from "../../protocol/records.js";
 import { PartitionMap } from "../partition-map.js";
@@ -22,6 +27,8 @@ import { openBucket, retrying } from "./kv-buckets.js";
 export const MAP_KEY = "map";
 export const MOVE_KEY = "move";
 const DEADLINE_MS_DEFAULT = 20_000;
+/** The wait before a map watch that ended or failed (NATS unreachable, the bucket's stream leader moving) is opened again. */
+const WATCH_RETRY: Backoff = { firstMs: 100, maxMs: 5_000, jitter: "equal" };
 
 /** A range move in flight: the chunks still to move from `from` to `to`, in order (the first is under way). */
 export interface MoveProgress {
@@ -93,6 +100,48 @@ export class MapStore {
       throw new SilkError("internal", "the stored partition map is not JSON");
     }
     return { value: PartitionMap.fromJSON(parsed), revision: entry.revision };
+  }
+
+  /**
+   * Calls `onChange` with each stored map of a revision above `revision`, in revision order, until `stop()`. A watch
+   * that ends or fails is opened again (with backoff) from the stored value, so a change may be seen late, never
+   * missed, and the newest map is always the last one passed. `onChange` is awaited before the next change.
+   */
+  watch(revision: number, onChange: (map: Versioned<PartitionMap>) => Promise<void> | void): { stop(): Promise<void> } {
+    let stopped = false;
+    let seen = revision;
+    let iterator: QueuedIterator<KvWatchEntry> | undefined;
+    const stopping = new AbortController();
+    const follow = async (): Promise<void> => {
+      for (let attempt = 0; !stopped; attempt++) {
+        try {
+          // Delivers the stored value first, then every later one.
+          iterator = await this.kv.watch({ key: MAP_KEY });
+          if (stopped) {
+            iterator.stop();
+            break;
+          }
+          for await (const entry of iterator) {
+            attempt = 0;
+            if (entry.operation !== "PUT" || entry.revision <= seen) continue;
+            seen = entry.revision;
+            await onChange({ value: PartitionMap.fromJSON(JSON.parse(decoder.decode(entry.value))), revision: entry.revision });
+          }
+        } catch {
+          // Opened again below: NATS unreachable, or the watch's consumer lost.
+        }
+        if (!stopped) await sleep(backoffMs(WATCH_RETRY, attempt), undefined, { signal: stopping.signal }).catch(() => undefined);
+      }
+    };
+    const following = follow();
+    return {
+      stop: async () => {
+        stopped = true;
+        stopping.abort();
+        iterator?.stop();
+        await following;
+      },
+    };
   }
 
   /** Replaces the map held at `revision` with `map`; transaction_conflict when another write came first. */

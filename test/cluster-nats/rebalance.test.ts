@@ -4,7 +4,8 @@
  * (carved from the one with the most free IDs) and half of partition 0's IDs move to it while a writer loop and a
  * reader loop run. Afterwards every acknowledged record is readable exactly once (by ID, label scan, index lookup),
  * traversals both ways match an oracle, IDs are unique, the loops saw no error, the map in KV is the coordinator's.
- * Then moves interrupted at each step (after the copy, after the map flip) by a coordinator "crash" (the move stops
+ * A read-only coordinator opened before the partition was added follows every map change (a KV watch) and reads the
+ * same. Then moves interrupted at each step (after the copy, after the map flip) by a coordinator "crash" (the move stops
  * there; the database is closed and reopened) resume when the coordinator starts again.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -139,21 +140,35 @@ async function link(a: string, b: string): Promise<void> {
 const pick = (): string => [...people.keys()][Math.floor(Math.random() * people.size)];
 
 /** Every acknowledged record readable exactly once, by every path, as the oracle says. */
-async function checkEverything(): Promise<void> {
-  const { people: all } = (await db().query("People")) as { people: Person[] };
+async function checkEverything(database: Database = db()): Promise<void> {
+  const { people: all } = (await database.query("People")) as { people: Person[] };
   expect(sortedIds(all)).toEqual([...people.keys()].sort());
   expect(new Set(all.map((p) => p.id)).size).toBe(all.length);
   for (const tag of TAGS) {
-    const { people: tagged } = (await db().query("Tagged", { tag })) as { people: Person[] };
+    const { people: tagged } = (await database.query("Tagged", { tag })) as { people: Person[] };
     expect(sortedIds(tagged)).toEqual([...people.values()].filter((p) => p.tag === tag).map((p) => p.id).sort());
   }
   for (const person of people.values()) {
-    expect(((await db().query("Get", { id: person.id })) as { p: Person }).p).toMatchObject(person);
-    const friends = ((await db().query("Friends", { id: person.id })) as { f: Person[] }).f;
-    const fans = ((await db().query("Fans", { id: person.id })) as { f: Person[] }).f;
+    expect(((await database.query("Get", { id: person.id })) as { p: Person }).p).toMatchObject(person);
+    const friends = ((await database.query("Friends", { id: person.id })) as { f: Person[] }).f;
+    const fans = ((await database.query("Fans", { id: person.id })) as { f: Person[] }).f;
     expect(sortedIds(friends)).toEqual(links.filter(([a]) => a === person.id).map(([, b]) => b).sort());
     expect(sortedIds(fans)).toEqual(links.filter(([, b]) => b === person.id).map(([a]) => a).sort());
   }
+}
+
+/** A read-only coordinator, opened before the first move: it must follow the map to read what checkEverything reads. */
+let follower: Database | undefined;
+
+/**
+ * Waits until the read-only coordinator reads everything the writer does (the map change reaches it through its KV
+ * watch a moment after the writer stored it), then checks once more, failing with what differs. Without following the
+ * map it never would: the added partition's records are missing from its scans and moved IDs from its lookups.
+ */
+async function checkFollower(): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline && !(await checkEverything(follower).then(() => true, () => false))) await new Promise((resolve) => setTimeout(resolve, 100));
+  await checkEverything(follower);
 }
 
 /** Every replica holds only records its partition's map entries give it, and each record lives on one partition. */
@@ -175,6 +190,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await follower?.close();
   await opened?.database.close();
   for (const r of replicas) {
     await r.replica.stop();
@@ -228,6 +244,7 @@ describe("rebalancing a cluster online", () => {
       }
     })();
 
+    follower = (await openCluster({ cluster, servers: nats!.urls, partitions: 2, decisionReplicas: nats!.streamReplicas, schema: schemaSource, mode: "readonly" })).database;
     const rebalancer = opened!.rebalancer!;
     const { partition, range } = await rebalancer.carvePartition();
     expect(partition).toBe(2);
@@ -259,6 +276,7 @@ describe("rebalancing a cluster online", () => {
     // New writes after the move: IDs stay unique and everything stays readable.
     for (let n = 2_000; n < 2_020; n++) await link(pick(), (await addPerson(n)).id);
     await checkEverything();
+    await checkFollower();
   }, 120_000);
 
   it("refuses bad moves with invalid_option and changes nothing", async () => {
@@ -303,6 +321,7 @@ describe("rebalancing a cluster online", () => {
     for (let n = 3_000; n < 3_020; n++) await link(pick(), (await addPerson(n)).id);
     const map = (await maps.read())!.value;
     await checkEverything();
+    await checkFollower();
     await new Promise((resolve) => setTimeout(resolve, 500));
     await checkPlacement(map);
   }, 60_000);
