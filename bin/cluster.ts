@@ -184,8 +184,10 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     });
     if (options.supervise !== false) {
       // Last: a supervisor started earlier would restart a process that failed to start, and `up` would not fail.
-      processes.supervisor = spawnSilk(["cluster", "supervise", "--dir", dir], `${clusterPaths.supervisorLog(dir)}.out`);
-      writeClusterProcesses(dir, processes);
+      const supervisor = spawnSilk(["cluster", "supervise", "--dir", dir], `${clusterPaths.supervisorLog(dir)}.out`);
+      processes.supervisor = supervisor;
+      // Only this field: the supervisor may have recorded a restart already.
+      updateClusterProcesses(dir, (current) => ({ ...current, supervisor }));
     }
   } catch (cause) {
     await stopProcesses(dir, processes);
@@ -297,7 +299,9 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
     throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
   });
   try {
-    const jsm = await jetstreamManager(nc);
+    // No API check: it is one more request that can time out while JetStream elects a leader (a NATS server just
+    // died), and status then failed as a whole; each read below says "none" for what does not answer.
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
     const holders = await leaders(nc, manifest);
     const stored = await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest), deadlineMs: 3_000 }).then((maps) => maps.read()).catch(() => undefined);
     const map = stored?.value ?? new PartitionMap(manifest.partitions);
@@ -360,7 +364,12 @@ export async function runClusterReplaceReplica(options: ReplaceReplicaOptions, o
   const processes = readClusterProcesses(directory);
   if (processes === undefined) throw new SilkError("invalid_option", `no cluster is running in ${directory} (silk cluster up --dir ${options.dir})`);
   await withNats(manifest, async (nc) => {
-    const target = (await (await jetstreamManager(nc)).streams.info(subjects.logStream(manifest.name, options.partition))).state.last_seq;
+    const target = await (await jetstreamManager(nc, { checkAPI: false })).streams.info(subjects.logStream(manifest.name, options.partition)).then(
+      (info) => info.state.last_seq,
+      (cause: unknown) => {
+        throw new SilkError("partition_unavailable", `cannot read partition ${options.partition}'s log: ${(cause as Error).message}`);
+      },
+    );
     const held = updateClusterProcesses(directory, (current) => withHold(current, name, true));
     const old = held.replicas[name];
     const stopped = old !== undefined && isClusterProcess(directory, old);
@@ -398,10 +407,19 @@ function appliedSequenceAt(path: string): number | undefined {
   }
 }
 
-/** Runs the supervisor until SIGTERM, or until processes.json is removed or names another supervisor. */
+/**
+ * Runs the supervisor until SIGTERM, or until processes.json is removed or names another supervisor. It first records
+ * itself as the cluster's supervisor, unless a live one is recorded (refused: `invalid_option`), so one started by
+ * hand takes over from a supervisor that died.
+ */
 export async function runClusterSupervise(dir: string): Promise<void> {
   const directory = resolve(dir);
   readClusterManifest(directory); // a cluster directory, or a refusal now
+  if (readClusterProcesses(directory) === undefined) throw new SilkError("invalid_option", `no cluster processes recorded in ${directory} (silk cluster up --dir ${dir})`);
+  const claimed = updateClusterProcesses(directory, (current) =>
+    current.supervisor !== undefined && current.supervisor !== process.pid && isClusterProcess(directory, current.supervisor) ? current : { ...current, supervisor: process.pid },
+  );
+  if (claimed.supervisor !== process.pid) throw new SilkError("invalid_option", `the cluster in ${directory} is supervised already, by pid ${claimed.supervisor}`);
   const logger = pino({ name: "silk-supervisor", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ dest: clusterPaths.supervisorLog(directory), mkdir: true, sync: true }));
   const supervisor = new ClusterSupervisor({
     dir: directory,
@@ -499,6 +517,10 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
     if (!/^[0-9]{1,3}$/.test(text)) throw new InvalidArgumentError("expected a partition number");
     return Number(text);
   };
+  const replicaNumber = (text: string): number => {
+    if (!/^[0-9]$/.test(text)) throw new InvalidArgumentError("expected a replica number (0, 1, ...)");
+    return Number(text);
+  };
   const portOption = (text: string): number => {
     if (!/^[0-9]+$/.test(text) || Number(text) > 65_535) throw new InvalidArgumentError("expected a port from 0 to 65535");
     return Number(text);
@@ -543,7 +565,7 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
         .description("replace a replica by a new one on another store directory (it bootstraps from the latest snapshot and the log)")
         .requiredOption("--dir <dir>", "the cluster directory")
         .requiredOption("--partition <p>", "the partition", partitionNumber)
-        .requiredOption("--replica <r>", "the replica (0, 1, ...)", partitionNumber)
+        .requiredOption("--replica <r>", "the replica (0, 1, ...)", replicaNumber)
         .requiredOption("--store <dir>", "the new replica's store directory: new or empty")
         .action((flags: ReplaceReplicaOptions) => run(() => runClusterReplaceReplica(flags, process.stdout))()),
     )

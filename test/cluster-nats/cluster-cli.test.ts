@@ -152,6 +152,9 @@ describe("silk cluster", () => {
     expect(partition.stderr).toMatch(/silk partition: invalid_option: --partition must be from 0 to 1, not 2/);
     const replica = await runSilk(["partition", "--dir", dir, "--partition", "1", "--replica", "3"]);
     expect(replica.stderr).toMatch(/--replica must be from 0 to 2, not 3/);
+    const replace = await runSilk(["cluster", "replace-replica", "--dir", dir, "--partition", "1", "--replica", "3", "--store", join(dir, "new")]);
+    expect(replace.code).toBe(1);
+    expect(replace.stderr).toMatch(/silk cluster: invalid_option: --replica must be from 0 to 2, not 3/);
     // A replica's directory takes one process: a second one is refused before it reaches NATS or opens LMDB.
     const store = clusterPaths.replicaStore(dir, 1, 2);
     mkdirSync(store, { recursive: true });

@@ -1,6 +1,7 @@
 /**
  * `silk cluster up`'s supervisor and `silk cluster replace-replica` with real processes: `up` (examples/ project, one
- * partition x 3 replica processes, three nats-server, one `silk serve --cluster`, the supervisor). Every replica, the
+ * partition x 3 replica processes, three nats-server, one `silk serve --cluster`, the supervisor). A second
+ * supervisor is refused; one started by hand takes over from one SIGKILLed. Every replica, the
  * coordinator and a NATS server are SIGKILLed; each comes back under a new pid, the restarts show in `status`, and the
  * cluster answers writes and reads again. Then, with a snapshot policy small enough that the log is truncated, one
  * replica is replaced by a new one on another directory with one command: it bootstraps from the latest snapshot and
@@ -76,6 +77,17 @@ describe("silk cluster supervision", () => {
       for (const name of ["n1", "n2", "n3", "p0-r0", "p0-r1", "p0-r2"]) expect(status.stdout).toMatch(new RegExp(`^  ${name}: pid \\d+ alive$`, "m"));
       expect(status.stdout).toContain(`  serve: pid ${started.serve} alive\n`);
 
+      // A second supervisor is refused while the first runs; one started by hand takes over from one that died (and
+      // does every restart below).
+      const second = await runSilk(["cluster", "supervise", "--dir", dir]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(new RegExp(`silk cluster: invalid_option: the cluster in .* is supervised already, by pid ${started.supervisor}`));
+      await killPid(started.supervisor!, "SIGKILL");
+      const takeover = spawn(process.execPath, ["--import", TSX_LOADER, SILK, "cluster", "supervise", "--dir", dir], { cwd: REPO, detached: true, stdio: "ignore" });
+      takeover.unref();
+      everyPid.add(takeover.pid!);
+      await until("the new supervisor's claim", () => (readClusterProcesses(dir)!.supervisor === takeover.pid ? true : undefined));
+
       // A snapshot every 4 entries, keeping one: the log is truncated at each. Replicas read cluster.json when they
       // start, so kill all three at once: the supervisor starts them again, and they take the new policy.
       const manifest = JSON.parse(readFileSync(join(dir, "cluster.json"), "utf8")) as Record<string, unknown>;
@@ -95,7 +107,11 @@ describe("silk cluster supervision", () => {
       for (let write = 0; write < 12; write++) await createUser(port);
 
       const afterRestarts = await runSilk(["cluster", "status", "--dir", dir]);
-      for (const name of ["p0-r0", "p0-r1", "p0-r2", "serve", "n2"]) expect(afterRestarts.stdout).toMatch(new RegExp(`^  ${name}: pid \\d+ alive, 1 restart$`, "m"));
+      // A replica may restart more than once: one that falls behind the log truncated below the newest snapshot (keep
+      // 1, a snapshot every 4 entries; seen once, around n2's kill) stops with log_truncated and, started again,
+      // bootstraps from that snapshot (docs/CLUSTER.md, "What followers still need").
+      for (const name of ["p0-r0", "p0-r1", "p0-r2"]) expect(afterRestarts.stdout).toMatch(new RegExp(`^  ${name}: pid \\d+ alive, [1-9]\\d* restarts?$`, "m"));
+      for (const name of ["serve", "n2"]) expect(afterRestarts.stdout).toMatch(new RegExp(`^  ${name}: pid \\d+ alive, 1 restart$`, "m"));
       expect(afterRestarts.stdout).toMatch(/^  n1: pid \d+ alive$/m);
       remember(readClusterProcesses(dir)!);
 
@@ -112,7 +128,8 @@ describe("silk cluster supervision", () => {
       const replaced = await runSilk(["cluster", "replace-replica", "--dir", dir, "--partition", "0", "--replica", follower, "--store", store]);
       expect(replaced.stderr).toBe("");
       expect(replaced.code).toBe(0);
-      expect(replaced.stdout).toMatch(new RegExp(`replica ${name} of partition 0 runs on ${store} \\(pid \\d+\\), the old one \\(pid ${oldPid}\\) stopped; it applied the log through sequence \\d+`));
+      // The old one runs, unless it is between two restarts (see above).
+      expect(replaced.stdout).toMatch(new RegExp(`replica ${name} of partition 0 runs on ${store} \\(pid \\d+\\)(, the old one \\(pid ${oldPid}\\) stopped)?; it applied the log through sequence \\d+`));
       expect(readClusterManifest(dir).stores).toEqual({ [name]: store });
       expect(processAlive(oldPid)).toBe(false);
       expect(existsSync(join(store, "data.mdb"))).toBe(true);
@@ -147,13 +164,15 @@ describe("silk cluster supervision", () => {
       everyPid.add(byHand.pid!);
       await until("the replica started by hand to run", () => (existsSync(clusterPaths.replicaLog(dir, 0, Number(other))) && processAlive(byHand.pid!) ? true : undefined));
       const heldStatus = await runSilk(["cluster", "status", "--dir", dir]);
-      expect(heldStatus.stdout).toMatch(new RegExp(`^  ${byHandName}: pid \\d+ dead, 1 restart, held down$`, "m"));
-    } finally {
+      expect(heldStatus.stdout).toMatch(new RegExp(`^  ${byHandName}: pid \\d+ dead, [1-9]\\d* restarts?, held down$`, "m"));
+
       const down = await runSilk(["cluster", "down", "--dir", dir]);
       expect(down.code).toBe(0);
       // The supervisor, 3 NATS servers, 2 recorded replicas, the coordinator and the replica started by hand; the
       // held replica's recorded pid is dead.
       expect(down.stdout).toMatch(/stopped 8 processes of the cluster in .* \(1 recorded were not running\)/);
+    } finally {
+      if (existsSync(clusterPaths.processes(dir))) await runSilk(["cluster", "down", "--dir", dir]); // after a failure
     }
     expect([...everyPid].filter(processAlive)).toEqual([]);
     expect(existsSync(clusterPaths.processes(dir))).toBe(false);
