@@ -5,5 +5,5 @@ export type { Embedder } from "./protocol/embedding.js";
 export { embedderFromEnvironment, FeatureHashingEmbedder, LocalModelEmbedder, OpenAiCompatibleEmbedder } from "./embedders/index.js";
 export type { QueryResult } from "./protocol/messages.js";
 export type { ExplainStep } from "./node/exec/planner.js";
-export type { ImportBatch, ImportEdge, ImportEndpoint, ImportNode, ImportResult } from "./cluster/bulk-import.js";
+export type { ImportBatch, ImportEdge, ImportEndpoint, ImportNode, ImportResult, ImportVector } from "./cluster/bulk-import.js";
 export { ImportRowError } from "./cluster/bulk-import.js";

@@ -1,8 +1,7 @@
 /**
  * The end-to-end side of bench/vectors.ts: the MNIST base rows in a whole Silk database (`Database.open` on memory
  * storage, the embedded API of runtime/embedded.ts) under a `V::Digit` type of dimension 784 and the metric measured,
- * added by a HelixQL QUERY that runs AddV in a FOR over a batch of rows (import batches carry nodes and edges only),
- * then searched by a QUERY with SearchV. `db.query` prepares each QUERY's tree once, on its first call, and reuses it,
+ * loaded by `importBatch` in batches of rows (bulk import of `V::` records), then searched by a QUERY with SearchV. `db.query` prepares each QUERY's tree once, on its first call, and reuses it,
  * so a search pays what an application's call pays: parameter checks, the partition actor, the vector_search step at
  * the index's default ef (`Near`) or at the ef a query names (`SearchV<Digit>(v, k, ef: n)`, Silk's HelixQL
  * extension), the records' reads and the rendering of the result — not HTTP.
@@ -12,7 +11,7 @@ import type { VectorMetric } from "../protocol/indexes.js";
 import type { SilkModules } from "./silk-modules.js";
 import { MNIST_DIMENSION, type MnistSplit } from "./vectors-mnist.js";
 
-/** Rows per write transaction while the database is filled. */
+/** Rows per import batch (one write transaction) while the database is filled. */
 const ADD_BATCH_ROWS = 500;
 
 /** The digit type of a metric: MNIST rows as vectors, each with its base row. */
@@ -59,8 +58,8 @@ export async function buildEngine(silk: SilkModules, metric: VectorMetric, data:
   const db = await silk.index.open({ storage: "memory", schema: schema(metric, efs) });
   const started = performance.now();
   for (let first = 0; first < data.base.length; first += ADD_BATCH_ROWS) {
-    const rows = data.base.slice(first, first + ADD_BATCH_ROWS).map((pixels, i) => ({ v: Array.from(pixels), row: first + i }));
-    await db.query("AddDigits", { rows });
+    const vectors = data.base.slice(first, first + ADD_BATCH_ROWS).map((pixels, i) => ({ label: "Digit", vector: pixels, props: { row: first + i } }));
+    await db.importBatch({ nodes: [], edges: [], vectors });
   }
   const seconds = (performance.now() - started) / 1000;
   return {

@@ -9,7 +9,7 @@
  *   - the family (`VectorIndexes.search`, through its `ef` search option) at each ef of EF_SWEEP: same graph, same
  *     seed, so the same recall on both sides, and the ratio is queries/s at equal recall;
  *   - end to end (bench/vectors-engine.ts): the whole engine, a memory Database with a V:: type of dimension 784,
- *     filled by AddV batches and searched by prepared SearchV QUERYs through `db.query`: at the default ef (no `ef`
+ *     filled by importBatch batches of V:: records and searched by prepared SearchV QUERYs through `db.query`: at the default ef (no `ef`
  *     argument), and with `ef: n` (Silk's HelixQL extension) at the lowest ef of the sweep where raw hnswlib reaches
  *     recall 0.95 and 0.99 when that is not the default; raw hnswlib at the same ef beside each.
  * - the same family sweep on the unit tests' kind of set, 2,000 uniform random vectors × 32 and 1,000 queries (seeded,
@@ -247,7 +247,7 @@ async function main(): Promise<void> {
       }
       const named = [...wanted.keys()].filter((ef) => ef !== EF_SEARCH_MIN);
       const engine = await buildEngine(modules, metric, data, named);
-      console.log(`MNIST ${metric}: end to end, AddV of the base rows in ${engine.seconds.toFixed(1)} s`);
+      console.log(`MNIST ${metric}: end to end, importBatch of the base rows in ${engine.seconds.toFixed(1)} s`);
       try {
         for (const [ef, recall] of [...wanted].sort(([a], [b]) => a - b)) {
           raw.setEf(ef);

@@ -1,7 +1,11 @@
 /**
- * Bulk import: writes a batch of nodes and edges as one transaction without going through the operation tree, for
- * `silk import` and bulk loads. IDs are reserved in blocks, properties are checked against the schema exactly as a
- * query's writes are, and the batch commits all-or-nothing (two-phase when it spans partitions).
+ * Bulk import: writes a batch of nodes, vectors (`V::` records) and edges as one transaction without going through the
+ * operation tree, for `silk import` and bulk loads. IDs are reserved in blocks, properties and vectors are checked
+ * against the schema exactly as a query's writes are (AddN, AddV), and the batch commits all-or-nothing (two-phase
+ * when it spans partitions). The partitions index what they commit as they index a query's writes: a vector of
+ * another length than its vector index's dimension aborts the whole batch there (`vector_dimension_mismatch`); one
+ * that contradicts a declared dimension, or another vector of its label in the same batch, is refused before anything
+ * is written, naming its row.
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
@@ -10,7 +14,7 @@ import type { AdjacencyEntry, EndpointKind, RecordKind, StoredRecord } from "../
 import type { Schema } from "../protocol/schema.js";
 import type { Properties } from "../protocol/values.js";
 import { uniqueEdgeViolation } from "../node/unique-edge-violation.js";
-import { checkLabel, prepareCreate } from "../node/exec/validation.js";
+import { checkLabel, prepareCreate, toVector } from "../node/exec/validation.js";
 import type { PartitionMap } from "./partition-map.js";
 
 export interface ImportNode {
@@ -18,11 +22,19 @@ export interface ImportNode {
   readonly props: Record<string, unknown>;
 }
 
+/** A `V::` record: its vector (numbers, a Float32Array or a Float64Array, as AddV takes it) and its properties. */
+export interface ImportVector {
+  readonly label: string;
+  readonly vector: readonly number[] | Float32Array | Float64Array;
+  readonly props: Record<string, unknown>;
+}
+
 /**
- * An edge endpoint: a node of the same batch (by index) or an existing node or vector (by ID: a bigint, a safe
- * integer or a decimal string, as IDs are everywhere; anything else is `invalid_id` naming the row and field).
+ * An edge endpoint: a node of the same batch (`batch`, its index in `nodes`), a vector of the same batch (`vector`, its
+ * index in `vectors`), or an existing node or vector (by ID: a bigint, a safe integer or a decimal string, as IDs are
+ * everywhere; anything else is `invalid_id` naming the row and field).
  */
-export type ImportEndpoint = { readonly batch: number } | { readonly id: bigint | number | string };
+export type ImportEndpoint = { readonly batch: number } | { readonly vector: number } | { readonly id: bigint | number | string };
 
 export interface ImportEdge {
   readonly label: string;
@@ -34,6 +46,7 @@ export interface ImportEdge {
 export interface ImportBatch {
   readonly nodes: readonly ImportNode[];
   readonly edges: readonly ImportEdge[];
+  readonly vectors?: readonly ImportVector[];
 }
 
 /** A node or vector an edge of the batch names, with the partition that owns it (looked up once, not per edge). */
@@ -47,12 +60,16 @@ interface Endpoint {
 export interface ImportResult {
   readonly nodeIds: bigint[];
   readonly edgeIds: bigint[];
+  /** The IDs of the batch's vectors, in its order (empty when it had none). */
+  readonly vectorIds: bigint[];
 }
+
+type ImportSection = "nodes" | "vectors" | "edges";
 
 /** An import failure that names the offending row of the batch, so a loader can report file and line. */
 export class ImportRowError extends SilkError {
   constructor(
-    readonly section: "nodes" | "edges",
+    readonly section: ImportSection,
     readonly index: number,
     cause: SilkError,
   ) {
@@ -82,7 +99,7 @@ export interface ImportServices {
   };
 }
 
-function rowError(section: "nodes" | "edges", index: number, cause: unknown): never {
+function rowError(section: ImportSection, index: number, cause: unknown): never {
   if (cause instanceof SilkError) throw new ImportRowError(section, index, cause);
   throw cause;
 }
@@ -112,22 +129,51 @@ function preparer(schema: Schema | undefined, now: () => Date): (kind: RecordKin
 
 type Prepare = ReturnType<typeof preparer>;
 
-/** Reserves the batch's node IDs, spread over partitions in contiguous slices, one ID block per partition. */
-async function allocateNodes(batch: ParsedBatch, services: ImportServices): Promise<Endpoint[]> {
+/**
+ * Reserves IDs for the batch's new records of one kind (nodes and vectors share the ID space), spread over partitions
+ * in contiguous slices, one ID block per partition.
+ */
+async function allocateRecords(rows: readonly { readonly label: string }[], kind: EndpointKind, services: ImportServices): Promise<Endpoint[]> {
   const { map } = services;
-  const perPartition = Math.ceil(batch.nodes.length / map.count);
-  const endpoints: Endpoint[] = new Array(batch.nodes.length);
+  const perPartition = Math.ceil(rows.length / map.count);
+  const endpoints: Endpoint[] = new Array(rows.length);
   for (let partition = 0; partition < map.count; partition += 1) {
     const first = partition * perPartition;
-    const count = Math.max(0, Math.min(batch.nodes.length, first + perPartition) - first);
+    const count = Math.max(0, Math.min(rows.length, first + perPartition) - first);
     if (count === 0) continue;
     const block = await services.allocateBlock(partition, count);
     for (let i = 0; i < count; i += 1) {
       const id = block + BigInt(i);
-      endpoints[first + i] = { id, label: batch.nodes[first + i].label, kind: "node", partition: map.partitionOf(id) };
+      endpoints[first + i] = { id, label: rows[first + i].label, kind, partition: map.partitionOf(id) };
     }
   }
   return endpoints;
+}
+
+/**
+ * The batch's vector records, each vector checked as AddV checks it and, for a declared `V::` type, against its
+ * declared dimension or else the first vector of its label in the batch (its index would refuse the batch at commit,
+ * without the row).
+ */
+function vectorRecords(vectors: readonly ImportVector[], schema: Schema | undefined, prepare: Prepare, endpoints: readonly Endpoint[]): StoredRecord[] {
+  const lengths = new Map<string, number>();
+  return vectors.map((row, i) => {
+    try {
+      const props = prepare("vector", row.label, row.props);
+      const vector = toVector(row.vector, `vectors[${i}].vector`);
+      const declared = schema?.vectors.get(row.label);
+      if (declared !== undefined) {
+        const expected = declared.index.dimension ?? lengths.get(row.label);
+        if (expected !== undefined && vector.length !== expected) {
+          throw new SilkError("vector_dimension_mismatch", `vectors[${i}].vector has length ${vector.length}; V::${row.label} vectors have dimension ${expected}`);
+        }
+        lengths.set(row.label, vector.length);
+      }
+      return { kind: "vector", id: endpoints[i].id, label: row.label, vector, props };
+    } catch (cause) {
+      return rowError("vectors", i, cause);
+    }
+  });
 }
 
 /** The existing records the batch's edges name by ID, one shared endpoint object per record. */
@@ -148,11 +194,19 @@ async function existingEndpoints(batch: ParsedBatch, services: ImportServices): 
 }
 
 /** Both ends of every edge, checked against the schema, and each edge's prepared properties. */
-function resolveEdges(batch: ParsedBatch, schema: Schema | undefined, prepare: Prepare, nodes: readonly Endpoint[], existing: ReadonlyMap<bigint, Endpoint>): ResolvedEdges {
+function resolveEdges(
+  batch: ParsedBatch,
+  schema: Schema | undefined,
+  prepare: Prepare,
+  nodes: readonly Endpoint[],
+  vectors: readonly Endpoint[],
+  existing: ReadonlyMap<bigint, Endpoint>,
+): ResolvedEdges {
   const endpoint = (end: ParsedEndpoint, role: string): Endpoint => {
-    const found = "batch" in end ? nodes[end.batch] : existing.get(end.id);
+    const found = "batch" in end ? nodes[end.batch] : "vector" in end ? vectors[end.vector] : existing.get(end.id);
     if (found !== undefined) return found;
     if ("batch" in end) throw new SilkError("node_not_found", `${role} names node ${end.batch} of the batch, which has ${batch.nodes.length}`);
+    if ("vector" in end) throw new SilkError("node_not_found", `${role} names vector ${end.vector} of the batch, which has ${batch.vectors?.length ?? 0}`);
     throw new SilkError("node_not_found", `${role}: no node or vector has id ${idToString(end.id)}`);
   };
   const count = batch.edges.length;
@@ -184,7 +238,7 @@ interface ResolvedEdges {
 async function checkUnique(
   unique: NonNullable<ImportServices["unique"]>,
   batch: ImportBatch,
-  nodeRecords: readonly StoredRecord[],
+  newRecords: readonly StoredRecord[],
   edges: ResolvedEdges,
   edgeIds: readonly bigint[],
 ): Promise<void> {
@@ -195,7 +249,7 @@ async function checkUnique(
     if (answer === undefined) hasUnique.set(key, (answer = unique.mayBreak(kind, label)));
     return answer;
   };
-  const records = nodeRecords.filter((record) => checked("node", record.label));
+  const records = newRecords.filter((record) => checked(record.kind, record.label));
   batch.edges.forEach((edge, i) => {
     if (!checked("edge", edge.label)) return;
     const from = edges.froms[i];
@@ -239,10 +293,10 @@ async function checkUniqueEdges(batch: ParsedBatch, schema: Schema, edges: Resol
 }
 
 /** An endpoint whose ID is parsed: what the steps after `withParsedIds` work on. */
-type ParsedEndpoint = { readonly batch: number } | { readonly id: bigint };
+type ParsedEndpoint = { readonly batch: number } | { readonly vector: number } | { readonly id: bigint };
 type ParsedBatch = Omit<ImportBatch, "edges"> & { readonly edges: readonly (Omit<ImportEdge, "from" | "to"> & { readonly from: ParsedEndpoint; readonly to: ParsedEndpoint })[] };
 
-const isParsed = (end: ImportEndpoint): end is ParsedEndpoint => "batch" in end || typeof end.id === "bigint";
+const isParsed = (end: ImportEndpoint): end is ParsedEndpoint => "batch" in end || "vector" in end || typeof end.id === "bigint";
 
 /** The batch with every endpoint ID a bigint; the batch itself when it has no other form (bin/import's batches). */
 function withParsedIds(batch: ImportBatch): ParsedBatch {
@@ -255,14 +309,14 @@ function withParsedIds(batch: ImportBatch): ParsedBatch {
       return rowError("edges", i, cause);
     }
   });
-  return { nodes: batch.nodes, edges };
+  return { ...batch, edges };
 }
 
 export async function importBatch(input: ImportBatch, services: ImportServices): Promise<ImportResult> {
   const { map, schema, now } = services;
   const batch = withParsedIds(input);
   const prepare = preparer(schema, now);
-  const nodes = await allocateNodes(batch, services);
+  const nodes = await allocateRecords(batch.nodes, "node", services);
   const nodeRecords: StoredRecord[] = new Array(batch.nodes.length);
   batch.nodes.forEach((node, i) => {
     try {
@@ -271,7 +325,10 @@ export async function importBatch(input: ImportBatch, services: ImportServices):
       rowError("nodes", i, cause);
     }
   });
-  const { froms, tos, props } = resolveEdges(batch, schema, prepare, nodes, await existingEndpoints(batch, services));
+  const vectorRows = batch.vectors ?? [];
+  const vectors = vectorRows.length === 0 ? [] : await allocateRecords(vectorRows, "vector", services);
+  const vectorList = vectorRecords(vectorRows, schema, prepare, vectors);
+  const { froms, tos, props } = resolveEdges(batch, schema, prepare, nodes, vectors, await existingEndpoints(batch, services));
   // An edge's ID comes from its source's partition, where its record and out-adjacency live.
   const edgesPerPartition = new Array<number>(map.count).fill(0);
   for (const from of froms) edgesPerPartition[from.partition] += 1;
@@ -282,6 +339,7 @@ export async function importBatch(input: ImportBatch, services: ImportServices):
   const writers: (MutationListWriter | undefined)[] = new Array(map.count);
   const writerOf = (partition: number): MutationListWriter => (writers[partition] ??= new MutationListWriter());
   nodeRecords.forEach((record, i) => writerOf(nodes[i].partition).putRecord(record));
+  vectorList.forEach((record, i) => writerOf(vectors[i].partition).putRecord(record));
   const edgeIds: bigint[] = new Array(batch.edges.length);
   for (let i = 0; i < batch.edges.length; i += 1) {
     const label = batch.edges[i].label;
@@ -294,11 +352,12 @@ export async function importBatch(input: ImportBatch, services: ImportServices):
     writerOf(to.partition).putIn(to.id, label, id, from.id, from.kind);
   }
   if (schema !== undefined) await checkUniqueEdges(batch, schema, { froms, tos, props }, edgeIds, services);
-  if (services.unique !== undefined) await checkUnique(services.unique, batch, nodeRecords, { froms, tos, props }, edgeIds);
+  const newRecords = vectorList.length === 0 ? nodeRecords : [...nodeRecords, ...vectorList];
+  if (services.unique !== undefined) await checkUnique(services.unique, batch, newRecords, { froms, tos, props }, edgeIds);
   const lists = new Map<number, Uint8Array>();
   writers.forEach((writer, partition) => {
     if (writer !== undefined) lists.set(partition, writer.finish());
   });
   await services.commitLists(lists);
-  return { nodeIds: nodes.map((node) => node.id), edgeIds };
+  return { nodeIds: nodes.map((node) => node.id), edgeIds, vectorIds: vectors.map((vector) => vector.id) };
 }
