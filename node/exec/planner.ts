@@ -38,6 +38,8 @@ export interface ExplainStep {
   readonly access: Access;
   readonly index?: string;
   readonly candidates: number;
+  /** false: the indexes answered the whole predicate and no candidate's record was read (search-candidates.ts). */
+  readonly recordsRead?: false;
 }
 
 /** At most this many steps are explained per request (a source inside a per-record sub-traversal runs many times). */
@@ -91,13 +93,13 @@ export function labelOfPredicate(predicate: Predicate): string | undefined {
   return undefined;
 }
 
-interface IndexLookup {
+export interface IndexLookup {
   readonly field: string;
   readonly ranges: IndexRange[];
   readonly equality: boolean;
 }
 
-function chooseIndex(schema: Schema | undefined, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
+export function chooseIndex(schema: Schema | undefined, kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): IndexLookup | undefined {
   const runtime = scope.context.runtimeIndex;
   let indexed: IndexedType;
   if (schema === undefined) {

@@ -1,7 +1,8 @@
 /**
  * The search steps: `vector_search` (the k nearest records of a vector index) and `text_search` (the k best BM25
  * matches of a text index), as sources or, with an input, restricted to the input's records (the `_within` forms:
- * the result's membership is exactly among them). Hits are loaded from the invocation's view, best first, each
+ * the result's membership is exactly among them; an input the secondary indexes answer exactly gives its IDs without
+ * its records: search-candidates.ts). Hits are loaded from the invocation's view, best first, each
  * tagged with its search, rank and score (streams.ts SearchTag) for the rerankers and the `$distance`/`$score` of
  * its JSON form.
  *
@@ -14,6 +15,7 @@ import type { Step } from "../../protocol/tree.js";
 import type { Value } from "../../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { rerankMmr, rerankRrf } from "./rerank.js";
+import { indexedCandidates } from "./search-candidates.js";
 import type { EvalScope } from "./predicates.js";
 import { elements, elementsOf, loaded, loadedVector, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { indexVector } from "../indexes/vector-math.js";
@@ -42,8 +44,11 @@ export async function search(step: SearchStep, scope: EvalScope): Promise<Stream
   const tenant = tenantValue === undefined || tenantValue === null ? undefined : tenantKey(tenantValue as Value);
   let candidates: bigint[] | undefined;
   if (step.input !== undefined) {
-    const input = elementsOf(await scope.evalStep(step.input, scope), step.op);
-    candidates = [...new Set(input.filter((item) => item.kind === step.kind).map((item) => item.id))];
+    candidates = await indexedCandidates(step.input, step.kind, scope);
+    if (candidates === undefined) {
+      const input = elementsOf(await scope.evalStep(step.input, scope), step.op);
+      candidates = [...new Set(input.filter((item) => item.kind === step.kind).map((item) => item.id))];
+    }
     if (candidates.length === 0) return elements([]);
   }
   const number = nextSearchNumber(scope.context);
