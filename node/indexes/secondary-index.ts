@@ -129,14 +129,23 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
    */
   lookup(transaction: Transaction, definition: SecondaryIndexDefinition, ranges: readonly IndexRange[]): bigint[] {
     const prefix = prefixOf(definition);
-    const ids: bigint[] = [];
+    const lists: bigint[][] = [];
+    let ascending = true;
     for (const range of ranges) {
       const { start, end } = rangeKeys(prefix, range);
       if (start.compare(end) >= 0) continue; // an empty interval (say gt 5 and lt 5)
+      const ids: bigint[] = [];
       for (const entry of this.entries.getKeys({ start, end, transaction })) ids.push(entry.readBigUInt64BE(entry.length - ID_BYTES));
+      for (let i = 1; ascending && i < ids.length; i += 1) ascending = ids[i - 1] < ids[i];
+      lists.push(ids);
     }
+    if (lists.length <= 1 && ascending) return lists[0] ?? [];
+    // One value's entries are in ID order (IS_IN's point ranges): merged, not sorted (a sort's comparator calls cost
+    // more than the walk of the keys). A range over several values is in value order: sorted.
+    if (ascending) return lists.reduce(mergeAscending);
+    const ids = lists.flat();
     ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return ranges.length > 1 ? ids.filter((id, i) => i === 0 || ids[i - 1] !== id) : ids;
+    return ids.filter((id, i) => i === 0 || ids[i - 1] !== id);
   }
 
 
@@ -151,6 +160,33 @@ export class SecondaryIndexes implements IndexFamilyStore<SecondaryIndexDefiniti
     const prefix = prefixOf(definition);
     return [...this.entries.getKeys({ start: prefix, end: prefixEnd(prefix) })].map((key) => key.toString("hex"));
   }
+}
+
+/** The distinct IDs of two ascending lists, ascending. */
+function mergeAscending(a: bigint[], b: bigint[]): bigint[] {
+  const merged: bigint[] = new Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let at = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i];
+    const y = b[j];
+    if (x < y) {
+      merged[at++] = x;
+      i += 1;
+    } else if (y < x) {
+      merged[at++] = y;
+      j += 1;
+    } else {
+      merged[at++] = x;
+      i += 1;
+      j += 1;
+    }
+  }
+  while (i < a.length) merged[at++] = a[i++];
+  while (j < b.length) merged[at++] = b[j++];
+  merged.length = at;
+  return merged;
 }
 
 const EMPTY = Buffer.alloc(0);

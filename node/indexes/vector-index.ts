@@ -63,8 +63,9 @@ const UNBUILT = -1;
 export const EF_SEARCH_MIN = 64;
 /**
  * A restricted search scans its candidates exactly when there are at most this many, or ... On MNIST (784-d) a scan
- * of 908 members answers 3.4–4.2× the queries of hnswlib's filtered walk, of 1,821 members 0.8–0.95×, of 2,837
- * 0.3–0.5× (`make bench-vectors`, docs/BENCHMARKS.md "Filtered search"): the two cross just under this.
+ * of 908 members answers 2.8–4.2× the queries of hnswlib's filtered walk, of 1,821 members 0.5–0.95×, of 2,837
+ * 0.3–0.5× (`make bench-vectors`, docs/BENCHMARKS.md "Filtered search"): they cross at 1,400–1,800, and up to here
+ * the scan costs about what the walk does and is exact.
  */
 export const EXACT_CANDIDATES_MAX = 2_000;
 /** ... when they are at most this fraction of the graph (a filtered graph walk would visit most of it anyway). */
