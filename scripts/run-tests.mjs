@@ -1,15 +1,23 @@
 // Runs the whole vitest suite and ends with the plain "N passed, N failed" line CI reads (vitest's own summary
-// line is not in that form). The exit code is vitest's.
+// line is not in that form). Just before it, the slowest test files with their wall times (import, hooks and tests;
+// scripts/file-durations-reporter.mjs), so that every run says where `make test`'s time goes. The exit code is
+// vitest's.
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+const SLOWEST_SHOWN = 15;
+
 const reportPath = join(tmpdir(), `silk-vitest-${process.pid}.json`);
+const durationsPath = join(tmpdir(), `silk-vitest-durations-${process.pid}.json`);
 const result = spawnSync(
   "npx",
-  ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportPath}`, ...process.argv.slice(2)],
-  { stdio: "inherit" },
+  [
+    "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportPath}`,
+    "--reporter=./scripts/file-durations-reporter.mjs", ...process.argv.slice(2),
+  ],
+  { stdio: "inherit", env: { ...process.env, SILK_FILE_DURATIONS: durationsPath } },
 );
 let passed = 0;
 let failed = 0;
@@ -23,6 +31,14 @@ try {
 } catch {
   failed += 1;
   console.error("run-tests: vitest wrote no JSON report");
+}
+try {
+  const slowest = JSON.parse(readFileSync(durationsPath, "utf8")).sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_SHOWN);
+  rmSync(durationsPath, { force: true });
+  console.log(`\nslowest ${slowest.length} test files (import, hooks and tests; other files ran beside them):`);
+  for (const { file, ms } of slowest) console.log(`${(ms / 1000).toFixed(1).padStart(8)} s  ${file}`);
+} catch {
+  console.error("run-tests: no test file durations to show");
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(result.status ?? 1);
