@@ -1,7 +1,8 @@
 // Runs the whole vitest suite and ends with the plain "N passed, N failed" line CI reads (vitest's own summary
 // line is not in that form). Just before it, the slowest test files with their wall times (import, hooks and tests;
 // scripts/file-durations-reporter.mjs), so that every run says where `make test`'s time goes. The exit code is
-// vitest's.
+// vitest's. `make test` builds dist/ first, so the suites' `silk` child processes run the compiled CLI
+// (SILK_TEST_CLI=dist, test/cli/helpers.ts) rather than transforming the sources through tsx at every start.
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,7 +18,7 @@ const result = spawnSync(
     "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportPath}`,
     "--reporter=./scripts/file-durations-reporter.mjs", ...process.argv.slice(2),
   ],
-  { stdio: "inherit", env: { ...process.env, SILK_FILE_DURATIONS: durationsPath } },
+  { stdio: "inherit", env: { ...process.env, SILK_FILE_DURATIONS: durationsPath, SILK_TEST_CLI: "dist" } },
 );
 let passed = 0;
 let failed = 0;

@@ -1,10 +1,10 @@
 /**
- * Helpers for the CLI and gateway suites: running `bin/silk.ts` as a real child process (through tsx's loader, so
- * no build is needed), temporary directories, and counting what a database directory holds by opening it
- * read-only in the test's own process, the way a second reader would.
+ * Helpers for the CLI and gateway suites: running the `silk` CLI as a real child process, temporary directories, and
+ * counting what a database directory holds by opening it read-only in the test's own process, the way a second
+ * reader would.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -13,6 +13,20 @@ import { Database } from "../../runtime/embedded.js";
 export const REPO = resolve(import.meta.dirname, "../..");
 export const SILK = join(REPO, "bin", "silk.ts");
 const TSX_LOADER = pathToFileURL(join(REPO, "node_modules", "tsx", "dist", "loader.mjs")).href;
+const BUILT_SILK = join(REPO, "dist", "bin", "silk.js");
+
+/**
+ * The node arguments that start `silk`. A single `npx vitest run` runs bin/silk.ts through tsx's loader, so no build is
+ * needed. `make test` builds dist/ before the suites and scripts/run-tests.mjs sets SILK_TEST_CLI=dist: every child
+ * then runs the compiled dist/bin/silk.js, which starts on about half the CPU (tsx resolves and loads each of the
+ * CLI's modules through its hooks at every start), and `silk cluster up`'s replica and server processes inherit it.
+ * On CI's two cores the suites start a few hundred such processes.
+ */
+export function silkNodeArguments(): string[] {
+  if (process.env.SILK_TEST_CLI !== "dist") return ["--import", TSX_LOADER, SILK];
+  if (!existsSync(BUILT_SILK)) throw new Error(`SILK_TEST_CLI=dist but ${BUILT_SILK} is missing: run make build`);
+  return [BUILT_SILK];
+}
 
 export interface RunResult {
   readonly code: number | null;
@@ -22,7 +36,7 @@ export interface RunResult {
 
 /** Starts `silk <args>` as a child process. */
 export function spawnSilk(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", TSX_LOADER, SILK, ...args], {
+  return spawn(process.execPath, [...silkNodeArguments(), ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, ...options.env },
   });
