@@ -37,6 +37,10 @@ typecheck: build
 run: build
 	node dist/bin/silk.js serve --project examples --port $(SILK_PORT) --data $(SILK_DATA)
 
+# Two test files at a time (vitest.config.ts); the suites' `silk` processes run dist/ (SILK_TEST_CLI=dist, set by
+# scripts/run-tests.mjs), hence `build`. It prints the 15 slowest files before "N passed, N failed". The long runs are
+# their own targets, not part of it: soak, soak-readers, chaos (a 12-second `silk chaos run` stays in test/chaos/) and
+# test-snapshots-100k.
 test: build typecheck redis-server nats-server s3-server chromium
 	node scripts/run-tests.mjs
 
