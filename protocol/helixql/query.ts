@@ -1,7 +1,7 @@
 /**
  * A checked HelixQL QUERY, compiled: the operation tree it runs (protocol/tree.ts, the one plan format), its
  * declared parameters (checked and coerced on every call before anything runs), and how its RETURN clause turns
- * the tree's named results into the response body. The checker (query-check.ts) makes these; the embedded
+ * the tree's named results into the response body (`QueryOutput`, which output.ts renders). The checker (query-check.ts) makes these; the embedded
  * runtime's `db.query(name, params)` and the server's `POST /<QueryName>` routes run them.
  */
 
@@ -177,67 +177,4 @@ function toTreeParameter(value: unknown): unknown {
     return out;
   }
   return value;
-}
-
-/** Record keys of the tree's JSON form and the names HelixQL responses give them (HelixDB's v1 record shape). */
-const RECORD_KEYS: ReadonlyMap<string, string> = new Map([
-  ["$id", "id"],
-  ["$label", "label"],
-  ["$from", "from_node"],
-  ["$to", "to_node"],
-  ["$vector", "data"],
-]);
-
-const DOLLAR = 36;
-
-/** The name a HelixQL response gives a key of the tree's JSON form: `$id` is `id`, any other key stays. */
-export function renamedRecordKey(key: string): string {
-  return key.charCodeAt(0) === DOLLAR ? (RECORD_KEYS.get(key) ?? key) : key;
-}
-
-/** Builds the response body from the tree's result (keyed by entry name). */
-export function renderOutput(output: QueryOutput, result: Readonly<Record<string, unknown>>): unknown {
-  if (output.kind === "value") return renderShape(output.shape, result);
-  const body: Record<string, unknown> = {};
-  for (const [name, shape] of output.fields) body[name] = renderShape(shape, result);
-  return body;
-}
-
-function renderShape(shape: ReturnShape, result: Readonly<Record<string, unknown>>): unknown {
-  switch (shape.kind) {
-    case "literal":
-      return shape.value;
-    case "object": {
-      const object: Record<string, unknown> = {};
-      for (const [name, inner] of shape.fields) object[name] = renderShape(inner, result);
-      return object;
-    }
-    case "array":
-      return shape.elements.map((inner) => renderShape(inner, result));
-    case "entry": {
-      const value = renameRecordKeys(result[shape.entry]);
-      if (shape.cardinality !== "one") return value ?? null;
-      return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
-    }
-    default:
-      return unreachable(shape, "return shape");
-  }
-}
-
-/** Renames the tree's `$id`, `$label`... keys at every depth; `$` cannot start a user property, so nothing else moves. */
-function renameRecordKeys(value: unknown): unknown {
-  if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) {
-    const out = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i += 1) out[i] = renameRecordKeys(value[i]);
-    return out;
-  }
-  // Results are plain JSON objects (no inherited enumerable keys), so for-in visits exactly Object.entries' keys.
-  const object = value as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const key in object) {
-    const inner = object[key];
-    out[renamedRecordKey(key)] = typeof inner === "object" && inner !== null ? renameRecordKeys(inner) : inner;
-  }
-  return out;
 }

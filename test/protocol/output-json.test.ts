@@ -1,13 +1,13 @@
 /**
- * The JSON text of a HelixQL response (protocol/helixql/output-json.ts) must be exactly the text of the answer's
- * objects (renderOutput) given to JSON.stringify with bigints as decimal strings, which is what the server answered
- * before it wrote the text directly: checked on random results and return shapes, and on the strings and numbers
- * JSON escapes or cannot write.
+ * The JSON text of a HelixQL response (protocol/helixql/output.ts `renderOutputJson`) must be exactly the text of
+ * the answer's values (`renderOutput`, the same walk into the other sink) given to JSON.stringify with bigints as
+ * decimal strings, which is what the server answered before it wrote the text directly: checked on random results
+ * and return shapes, and on the strings and numbers JSON escapes or cannot write.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { renderOutputJson } from "../../protocol/helixql/output-json.js";
-import { renderOutput, type QueryOutput, type ReturnShape } from "../../protocol/helixql/query.js";
+import { renderOutput, renderOutputJson } from "../../protocol/helixql/output.js";
+import type { QueryOutput, ReturnShape } from "../../protocol/helixql/query.js";
 
 function viaObjects(output: QueryOutput, result: Record<string, unknown>): string {
   return JSON.stringify(renderOutput(output, result), (_key, value: unknown) => (typeof value === "bigint" ? value.toString(10) : value)) ?? "null";
