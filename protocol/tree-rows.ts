@@ -52,22 +52,18 @@ function nonEmptyAt(value: Json, path: string): string {
   return text;
 }
 
-/** Decodes one step whose tag is a RowStepTag. */
+/** Decodes one step whose tag is a RowStepTag; tree.ts `decodeStep` has checked its fields (WIRE_STEP_FIELDS). */
 export function decodeRowStep(tag: RowStepTag, object: Record<string, Json>, at: string, depth: number, decoders: RowDecoders): Step {
-  const only = (...keys: string[]): void => allowOnly(object, keys, at);
   const input = (): Step => decoders.step(object.input, `${at}.input`, depth + 1);
   switch (tag) {
     case "path":
     case "simple_path":
     case "sack_get":
     case "edge_properties":
-      only("input");
       return { op: tag, input: input() };
     case "bind":
-      only("input", "name");
       return { op: "bind", input: input(), name: nonEmptyAt(object.name, `${at}.name`) };
     case "project_bindings": {
-      only("input", "projections", "distinct");
       if (object.distinct !== undefined && typeof object.distinct !== "boolean") throw fault(`${at}.distinct`, "expected a boolean");
       const list = arrayAt(object.projections, `${at}.projections`);
       if (list.length === 0) throw fault(`${at}.projections`, "expected at least one binding projection");
@@ -79,12 +75,10 @@ export function decodeRowStep(tag: RowStepTag, object: Record<string, Json>, at:
       };
     }
     case "with_sack":
-      only("input", "initial");
       if (object.initial === undefined) throw fault(`${at}.initial`, "with_sack needs the sack's initial value");
       return { op: "with_sack", input: input(), initial: decoders.literal(object.initial, `${at}.initial`) };
     case "sack_set":
     case "sack_add":
-      only("input", "property");
       return { op: tag, input: input(), path: nonEmptyAt(object.property, `${at}.property`) };
     default:
       return unreachable(tag, "row step");

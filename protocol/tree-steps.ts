@@ -52,23 +52,19 @@ const MMR_DISTANCES: readonly MmrDistance[] = ["cosine", "euclidean", "dotproduc
 
 type Decoding = { readonly object: Record<string, Json>; readonly at: string; readonly depth: number; readonly decoders: StepDecoders };
 
-/** Decodes one step whose tag is an ExtendedStepTag. */
+/** Decodes one step whose tag is an ExtendedStepTag; tree.ts `decodeStep` has checked its fields (WIRE_STEP_FIELDS). */
 export function decodeExtendedStep(tag: ExtendedStepTag, object: Record<string, Json>, at: string, depth: number, decoders: StepDecoders): Step {
   const d: Decoding = { object, at, depth, decoders };
-  const only = (...keys: string[]): void => allowOnly(object, keys, at);
   const input = (): Step => decoders.step(object.input, `${at}.input`, depth + 1);
   const optionalInput = (): Step | undefined => (object.input === undefined || object.input === null ? undefined : input());
   switch (tag) {
     case "union":
     case "coalesce":
-      only("input", "traversals");
       return { op: tag, input: input(), traversals: traversalList(d) };
     case "optional":
     case "intersect":
-      only("input", "traversal");
       return { op: tag, input: input(), traversal: subTraversal(object.traversal, `${at}.traversal`, d) };
     case "choose":
-      only("input", "condition", "then_traversal", "else_traversal");
       return {
         op: "choose",
         input: input(),
@@ -77,50 +73,37 @@ export function decodeExtendedStep(tag: ExtendedStepTag, object: Record<string, 
         otherwise: object.else_traversal === undefined || object.else_traversal === null ? undefined : subTraversal(object.else_traversal, `${at}.else_traversal`, d),
       };
     case "repeat":
-      only("input", "config");
       return { op: "repeat", input: input(), config: repeatConfig(d) };
     case "fold":
     case "unfold":
-      only("input");
       return { op: tag, input: input() };
     case "group": {
-      only("input", "property");
       const path = stringAt(object.property, `${at}.property`);
       // The row's own fields (HelixDB's rows are maps, where a grouping property of the same name would be lost).
       if (path === "count" || path === "ids") throw fault(`${at}.property`, `${JSON.stringify(path)} names a field of the group row itself`);
       return { op: "group", input: input(), path };
     }
     case "order_by_multiple":
-      only("input", "orderings");
       return { op: "order_by_multiple", input: input(), orderings: orderings(object.orderings, `${at}.orderings`), rule: "helixdb_v3" };
     case "inject":
-      only("input", "variable");
       return { op: "inject", input: optionalInput(), variable: stringAt(object.variable, `${at}.variable`) };
     case "as":
     case "store":
     case "select":
-      only("input", "name");
       return { op: tag, input: input(), name: stringAt(object.name, `${at}.name`) };
     case "edge_has":
-      only("input", "property", "value");
       return { op: "edge_has", input: input(), path: stringAt(object.property, `${at}.property`), value: decoders.input(object.value, `${at}.value`) };
     case "edge_has_label":
-      only("input", "label");
       return { op: "edge_has_label", input: input(), label: labelAt(object.label, `${at}.label`) };
     case "drop_edge":
-      only("input", "to");
       return { op: "drop_edge", input: input(), to: decoders.ref(object.to, `${at}.to`) };
     case "drop_edge_labeled":
-      only("input", "to", "label");
       return { op: "drop_edge", input: input(), to: decoders.ref(object.to, `${at}.to`), label: labelAt(object.label, `${at}.label`) };
     case "drop_edge_by_id":
-      only("input", "edges");
       return { op: "drop_edge_by_id", input: optionalInput(), edges: decoders.ref(object.edges, `${at}.edges`) };
     case "rerank_rrf":
-      only("input", "k");
       return { op: "rerank_rrf", input: input(), k: object.k === undefined || object.k === null ? undefined : positiveNumberInput(object.k, `${at}.k`, d) };
     case "rerank_mmr": {
-      only("input", "lambda", "distance");
       const distance = object.distance === undefined || object.distance === null ? "cosine" : stringAt(object.distance, `${at}.distance`);
       if (!(MMR_DISTANCES as readonly string[]).includes(distance)) throw fault(`${at}.distance`, `expected one of ${MMR_DISTANCES.join(", ")}`);
       return { op: "rerank_mmr", input: input(), lambda: lambdaInput(d), distance: distance as MmrDistance };
@@ -144,7 +127,6 @@ function searchStep(tag: SearchTag, d: Decoding): Step {
   const ownVector = vector && kind === "vector";
   // HelixDB's SDKs name the query `query_vector` or `query_text`; Silk's `query` stays accepted.
   const helixKey = vector ? "query_vector" : "query_text";
-  allowOnly(object, [...(within ? ["input"] : []), "label", ...(ownVector ? [] : ["property"]), "query", helixKey, "k", "tenant_value", ...(vector ? ["ef"] : [])], at);
   const label = labelAt(object.label, `${at}.label`);
   const absent = (key: string): boolean => object[key] === undefined || object[key] === null;
   const property = ownVector ? VECTOR_FIELD : vector || !absent("property") ? stringAt(object.property, `${at}.property`) : undefined;

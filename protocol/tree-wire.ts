@@ -7,7 +7,8 @@
  * tag (`WireStepBodies`, `WireExprBodies`, ...) and its union of one-key objects (`Tagged<Bodies>`); unit variants
  * are bare strings (`"context"`, `"id"`). The step decoder switches over `WireStepTag` (tree.ts, tree-steps.ts,
  * tree-rows.ts), each switch ending in `unreachable`, so a step tag the type has and the decoder lacks, or the
- * reverse, does not compile.
+ * reverse, does not compile; and it checks each step's fields against `WIRE_STEP_FIELDS` (or, for the steps of two
+ * forms, `WIRE_STEP_FORM_FIELDS`), made from a table tsc holds to WireStepBodies both ways, so neither can a field.
  *
  * Where the decoder also accepts `null` for an absent optional key (HelixDB's SDKs send it), the type allows `null`.
  * See docs/OPERATION_TREE.md for what each step does.
@@ -196,6 +197,41 @@ export interface WireHelixShortestPath {
   readonly max_depth: number;
 }
 
+/** `group_count` in Silk's form: one row per combination of the `properties`' values. */
+export interface WireGroupCount extends Piped {
+  readonly properties: readonly string[];
+}
+
+/** `group_count` in HelixDB's v3 form: one `property`, rows ordered by its value. */
+export interface WireHelixGroupCount extends Piped {
+  readonly property: string;
+}
+
+/** `aggregate_by` in Silk's form: one row per combination of the `properties`' values, in a `shape`. */
+export interface WireAggregateBy extends Piped {
+  readonly properties: readonly string[];
+  readonly shape?: "keyed" | "count_data";
+}
+
+/** `aggregate_by` in HelixDB's v3 form: one aggregate, `function` of one `property`. */
+export interface WireHelixAggregateBy extends Piped {
+  readonly function: "count" | "sum" | "min" | "max" | "mean";
+  readonly property: string;
+}
+
+/**
+ * The steps whose body has two forms with fields of their own: the decoder tells them apart by a key only one form
+ * has, then checks that form's fields (tree.ts `decodeGrouping`, `decodeShortestPath`). WireStepBodies takes their
+ * bodies from here, so a form is listed once.
+ */
+export interface WireStepForms {
+  readonly group_count: { readonly silk: WireGroupCount; readonly helix: WireHelixGroupCount };
+  readonly aggregate_by: { readonly silk: WireAggregateBy; readonly helix: WireHelixAggregateBy };
+  readonly shortest_path: { readonly silk: WireShortestPath; readonly helix: WireHelixShortestPath };
+}
+
+type FormsOf<Tag extends keyof WireStepForms> = WireStepForms[Tag][keyof WireStepForms[Tag]];
+
 export interface WireRepeatConfig {
   readonly traversal: WireSubTraversal;
   readonly times?: number | null;
@@ -307,14 +343,10 @@ export interface WireStepBodies {
   // Aggregates and paths.
   readonly aggregate: Piped & { readonly fn: "sum" | "avg" | "min" | "max"; readonly property?: string | null };
   /** Silk's form (`properties`), or HelixDB's (one `property`, rows ordered by its value). */
-  readonly group_count: Piped & ({ readonly properties: readonly string[] } | { readonly property: string });
+  readonly group_count: FormsOf<"group_count">;
   /** Silk's form (`properties`, `shape`), or HelixDB's (`function` of one `property`). */
-  readonly aggregate_by: Piped &
-    (
-      | { readonly properties: readonly string[]; readonly shape?: "keyed" | "count_data" }
-      | { readonly function: "count" | "sum" | "min" | "max" | "mean"; readonly property: string }
-    );
-  readonly shortest_path: WireShortestPath | WireHelixShortestPath;
+  readonly aggregate_by: FormsOf<"aggregate_by">;
+  readonly shortest_path: FormsOf<"shortest_path">;
   // Search and rerank.
   readonly vector_search_nodes: WirePropertySearch;
   readonly vector_search_edges: WirePropertySearch;
@@ -348,30 +380,151 @@ export interface WireStepBodies {
 
 export type WireStepTag = keyof WireStepBodies;
 
+// ---- Each step's fields, at run time ---------------------------------------------------------------------------
+
+/** Every key of any member of T (`keyof` of a union is only the keys all its members share). */
+type KeysOf<T> = T extends unknown ? keyof T : never;
+
 /**
- * Every step tag of the wire, at run time: the decoder refuses any other. Typed by WireStepBodies's keys, so a tag
- * the type gains must be listed here, and one listed here must be in the type.
+ * The fields of a wire body, written `{field: true, ..}`: tsc refuses a field the type lacks (an excess property) and
+ * a field of the type the set leaves out (a missing property), so a list made from it holds the type's fields
+ * exactly. The order is the order a refusal names them in (`unknown field (expected input, label)`).
  */
-const WIRE_STEP_TAGS: { readonly [K in WireStepTag]: true } = {
-  context: true, nodes: true, edges: true, vectors: true, nodes_where: true, edges_where: true, vectors_where: true,
-  out: true, in: true, both: true, out_e: true, in_e: true, both_e: true, out_n: true, in_n: true, other_n: true,
-  has: true, has_label: true, has_key: true, where: true, dedup: true, within: true, without: true, limit: true,
-  skip: true, range: true, count: true, id: true, label: true, exists: true, values: true, value_map: true,
-  project: true, order_by: true, order_by_multiple: true, union: true, coalesce: true, optional: true,
-  intersect: true, choose: true, repeat: true, fold: true, unfold: true, group: true, inject: true, as: true,
-  store: true, select: true, edge_has: true, edge_has_label: true, path: true, simple_path: true, bind: true,
-  project_bindings: true, edge_properties: true, with_sack: true, sack_set: true, sack_add: true, sack_get: true,
-  aggregate: true, group_count: true, aggregate_by: true, shortest_path: true, vector_search_nodes: true,
-  vector_search_edges: true, vector_search_vectors: true, vector_search_nodes_within: true,
-  vector_search_edges_within: true, vector_search_vectors_within: true, text_search_nodes: true,
-  text_search_edges: true, text_search_vectors: true, text_search_nodes_within: true, text_search_edges_within: true,
-  text_search_vectors_within: true, rerank_rrf: true, rerank_mmr: true, add_n: true, add_e: true, add_v: true,
-  set_property: true, update: true, remove_property: true, drop: true, drop_edge: true, drop_edge_labeled: true,
-  drop_edge_by_id: true, upsert_n: true, upsert_v: true, upsert_e: true,
+export type WireFieldSet<T> = { readonly [K in KeysOf<T> & string]: true };
+
+/** The steps with one form: the decoder checks their fields, before anything else, with WIRE_STEP_FIELDS. */
+export type WireSingleFormStepTag = Exclude<WireStepTag, keyof WireStepForms>;
+
+/**
+ * Every field of every step, one literal per step (never a shared constant, whose surplus fields tsc would not
+ * flag). This is the decoder's list of the fields a step accepts (tree.ts `decodeStep`), so a field the type has and
+ * the decoder refuses, or the reverse, does not compile; and its keys are the step tags the decoder knows.
+ */
+const STEP_FIELD_SETS: { readonly [Tag in WireSingleFormStepTag]: WireFieldSet<WireStepBodies[Tag]> } = {
+  context: { depth: true },
+  nodes: { reference: true },
+  edges: { reference: true },
+  vectors: { reference: true },
+  nodes_where: { predicate: true },
+  edges_where: { predicate: true },
+  vectors_where: { predicate: true },
+  out: { input: true, label: true },
+  in: { input: true, label: true },
+  both: { input: true, label: true },
+  out_e: { input: true, label: true },
+  in_e: { input: true, label: true },
+  both_e: { input: true, label: true },
+  out_n: { input: true },
+  in_n: { input: true },
+  other_n: { input: true },
+  has: { input: true, property: true, value: true },
+  has_label: { input: true, label: true },
+  has_key: { input: true, property: true },
+  where: { input: true, predicate: true },
+  dedup: { input: true },
+  within: { input: true, variable: true },
+  without: { input: true, variable: true },
+  limit: { input: true, count: true },
+  skip: { input: true, count: true },
+  range: { input: true, start: true, end: true },
+  count: { input: true },
+  id: { input: true },
+  label: { input: true },
+  exists: { input: true, negate: true },
+  values: { input: true, properties: true },
+  value_map: { input: true, properties: true },
+  project: { input: true, projections: true, all: true, exclude: true },
+  order_by: { input: true, property: true, expr: true, order: true, rule: true },
+  order_by_multiple: { input: true, orderings: true },
+  union: { input: true, traversals: true },
+  coalesce: { input: true, traversals: true },
+  optional: { input: true, traversal: true },
+  intersect: { input: true, traversal: true },
+  choose: { input: true, condition: true, then_traversal: true, else_traversal: true },
+  repeat: { input: true, config: true },
+  fold: { input: true },
+  unfold: { input: true },
+  group: { input: true, property: true },
+  inject: { input: true, variable: true },
+  as: { input: true, name: true },
+  store: { input: true, name: true },
+  select: { input: true, name: true },
+  edge_has: { input: true, property: true, value: true },
+  edge_has_label: { input: true, label: true },
+  path: { input: true },
+  simple_path: { input: true },
+  bind: { input: true, name: true },
+  project_bindings: { input: true, projections: true, distinct: true },
+  edge_properties: { input: true },
+  with_sack: { input: true, initial: true },
+  sack_set: { input: true, property: true },
+  sack_add: { input: true, property: true },
+  sack_get: { input: true },
+  aggregate: { input: true, fn: true, property: true },
+  vector_search_nodes: { label: true, property: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  vector_search_edges: { label: true, property: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  vector_search_vectors: { label: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  vector_search_nodes_within: { input: true, label: true, property: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  vector_search_edges_within: { input: true, label: true, property: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  vector_search_vectors_within: { input: true, label: true, query: true, query_vector: true, k: true, tenant_value: true, ef: true },
+  text_search_nodes: { label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  text_search_edges: { label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  text_search_vectors: { label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  text_search_nodes_within: { input: true, label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  text_search_edges_within: { input: true, label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  text_search_vectors_within: { input: true, label: true, property: true, query: true, query_text: true, k: true, tenant_value: true },
+  rerank_rrf: { input: true, k: true },
+  rerank_mmr: { input: true, lambda: true, distance: true },
+  add_n: { input: true, label: true, properties: true },
+  add_e: { input: true, label: true, to: true, properties: true },
+  add_v: { label: true, vector: true, properties: true },
+  set_property: { input: true, name: true, value: true },
+  update: { input: true, properties: true },
+  remove_property: { input: true, name: true },
+  drop: { input: true },
+  drop_edge: { input: true, to: true },
+  drop_edge_labeled: { input: true, to: true, label: true },
+  drop_edge_by_id: { input: true, edges: true },
+  upsert_n: { input: true, label: true, properties: true },
+  upsert_v: { input: true, label: true, vector: true, properties: true },
+  upsert_e: { input: true, label: true, from: true, to: true, properties: true },
 };
 
+/** The fields of each form of the two-form steps, checked against WireStepForms the same way. */
+const STEP_FORM_FIELD_SETS: { readonly [Tag in keyof WireStepForms]: { readonly [Form in keyof WireStepForms[Tag]]: WireFieldSet<WireStepForms[Tag][Form]> } } = {
+  group_count: { silk: { input: true, properties: true }, helix: { input: true, property: true } },
+  aggregate_by: { silk: { input: true, properties: true, shape: true }, helix: { input: true, function: true, property: true } },
+  shortest_path: {
+    silk: { input: true, to: true, label: true, direction: true, algorithm: true, weight: true, heuristic: true },
+    helix: { source: true, target: true, label: true, direction: true, max_depth: true },
+  },
+};
+
+function fieldList(set: object): readonly string[] {
+  return Object.freeze(Object.keys(set));
+}
+
+function fieldLists<Key extends string>(sets: { readonly [K in Key]: object }): { readonly [K in Key]: readonly string[] } {
+  return Object.fromEntries(Object.entries<object>(sets).map(([key, set]) => [key, fieldList(set)])) as { readonly [K in Key]: readonly string[] };
+}
+
+/** The fields each one-form step accepts, as the decoder's `allowOnly` takes them. */
+export const WIRE_STEP_FIELDS = fieldLists<WireSingleFormStepTag>(STEP_FIELD_SETS);
+
+/** The fields each form of a two-form step accepts. */
+export const WIRE_STEP_FORM_FIELDS: { readonly [Tag in keyof WireStepForms]: { readonly [Form in keyof WireStepForms[Tag]]: readonly string[] } } = {
+  group_count: fieldLists(STEP_FORM_FIELD_SETS.group_count),
+  aggregate_by: fieldLists(STEP_FORM_FIELD_SETS.aggregate_by),
+  shortest_path: fieldLists(STEP_FORM_FIELD_SETS.shortest_path),
+};
+
+/** Every step tag of the wire, at run time: the decoder refuses any other. */
 export function isWireStepTag(tag: string): tag is WireStepTag {
-  return Object.hasOwn(WIRE_STEP_TAGS, tag);
+  return Object.hasOwn(STEP_FIELD_SETS, tag) || Object.hasOwn(STEP_FORM_FIELD_SETS, tag);
+}
+
+export function isSingleFormStepTag(tag: WireStepTag): tag is WireSingleFormStepTag {
+  return Object.hasOwn(STEP_FIELD_SETS, tag);
 }
 
 /** One step; `"context"` is the current element of the sub-traversal it starts. */

@@ -21,7 +21,7 @@ import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "
 import { decodeExtendedStep, isExtendedStepTag, type StepDecoders } from "./tree-steps.js";
 import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
 import { decodeRowStep, isRowStepTag, type BindingProjection, type RowDecoders } from "./tree-rows.js";
-import { isWireStepTag } from "./tree-wire.js";
+import { isSingleFormStepTag, isWireStepTag, WIRE_STEP_FIELDS, WIRE_STEP_FORM_FIELDS } from "./tree-wire.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, type Value } from "./values.js";
 
@@ -655,7 +655,7 @@ const HELIX_AGGREGATES: ReadonlyMap<string, readonly [AggregateFunction, string]
  */
 function decodeGrouping(tag: "group_count" | "aggregate_by", object: Record<string, Json>, at: string, input: () => Step): Step {
   if (tag === "aggregate_by" && object.function !== undefined) {
-    allowOnly(object, ["input", "function", "property"], at);
+    allowOnly(object, WIRE_STEP_FORM_FIELDS.aggregate_by.helix, at);
     const name = stringAt(object.function, `${at}.function`);
     const helix = HELIX_AGGREGATES.get(name);
     if (helix === undefined) throw fault(`${at}.function`, `expected one of ${[...HELIX_AGGREGATES.keys()].join(", ")}`);
@@ -663,16 +663,16 @@ function decodeGrouping(tag: "group_count" | "aggregate_by", object: Record<stri
     return { op: "aggregate", input: input(), fn: helix[0], path, field: `${path}_${helix[1]}` };
   }
   if (tag === "group_count" && object.property !== undefined) {
-    allowOnly(object, ["input", "property"], at);
+    allowOnly(object, WIRE_STEP_FORM_FIELDS.group_count.helix, at);
     const property = stringAt(object.property, `${at}.property`);
     if (property === "count") throw fault(`${at}.property`, '"count" names a field of the group_count row itself');
     return { op: tag, input: input(), properties: [property], order: "value" };
   }
   if (tag === "group_count") {
-    allowOnly(object, ["input", "properties"], at);
+    allowOnly(object, WIRE_STEP_FORM_FIELDS.group_count.silk, at);
     return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, "keyed"), order: "first_seen" };
   }
-  allowOnly(object, ["input", "properties", "shape"], at);
+  allowOnly(object, WIRE_STEP_FORM_FIELDS.aggregate_by.silk, at);
   const shape = object.shape === undefined ? "keyed" : stringAt(object.shape, `${at}.shape`);
   if (shape !== "keyed" && shape !== "count_data") throw fault(`${at}.shape`, 'expected "keyed" or "count_data"');
   return { op: tag, input: input(), properties: groupProperties(object.properties, `${at}.properties`, tag, shape), shape };
@@ -687,13 +687,13 @@ function decodeShortestPath(object: Record<string, Json>, at: string, input: () 
   if (direction !== "out" && direction !== "in" && direction !== "both") throw fault(`${at}.direction`, 'expected "out", "in" or "both"');
   const label = object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`);
   if (object.source !== undefined || object.target !== undefined) {
-    allowOnly(object, ["source", "target", "label", "direction", "max_depth"], at);
+    allowOnly(object, WIRE_STEP_FORM_FIELDS.shortest_path.helix, at);
     const maxDepth = object.max_depth;
     if (typeof maxDepth !== "number" || !Number.isSafeInteger(maxDepth) || maxDepth < 0) throw fault(`${at}.max_depth`, "expected the most hops, a non-negative integer");
     const source = oneNode(object.source, `${at}.source`);
     return { op: "shortest_path", input: { op: "nodes", ref: source }, to: oneNode(object.target, `${at}.target`), label, direction, algorithm: { kind: "bfs" }, helixForm: { maxDepth } };
   }
-  allowOnly(object, ["input", "to", "label", "direction", "algorithm", "weight", "heuristic"], at);
+  allowOnly(object, WIRE_STEP_FORM_FIELDS.shortest_path.silk, at);
   return { op: "shortest_path", input: input(), to: decodeRef(object.to, `${at}.to`), label, direction, algorithm: decodePathAlgorithm(object, at, depth) };
 }
 
@@ -728,10 +728,8 @@ function decodeUpsert(tag: "upsert_n" | "upsert_v" | "upsert_e", object: Record<
   const properties = (): PropertyAssignments => decodeAssignments(object.properties, `${at}.properties`);
   switch (tag) {
     case "upsert_n":
-      allowOnly(object, ["input", "label", "properties"], at);
       return { op: tag, input, label: label(), properties: properties() };
     case "upsert_v":
-      allowOnly(object, ["input", "label", "vector", "properties"], at);
       return {
         op: tag,
         input,
@@ -740,7 +738,6 @@ function decodeUpsert(tag: "upsert_n" | "upsert_v" | "upsert_e", object: Record<
         properties: properties(),
       };
     case "upsert_e":
-      allowOnly(object, ["input", "label", "from", "to", "properties"], at);
       return {
         op: tag,
         input,
@@ -763,11 +760,12 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
   if (isIndexOperationTag(tag)) throw fault(at, `${tag} is an index operation: it must be the root of an entry`);
   const object = objectAt(body ?? {}, at);
   const input = (): Step => decodeStep(object.input, `${at}.input`, depth + 1);
-  const only = (...keys: string[]): void => allowOnly(object, keys, at);
   if (!isWireStepTag(tag)) throw fault(path, `unknown step ${JSON.stringify(tag)}`);
+  // Every step's fields are checked here, against the list tsc holds to the wire type; a step of two forms checks
+  // the fields of the form it is (decodeGrouping, decodeShortestPath).
+  if (isSingleFormStepTag(tag)) allowOnly(object, WIRE_STEP_FIELDS[tag], at);
   switch (tag) {
     case "context": {
-      only("depth");
       const depth = object.depth;
       if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0 || depth > TREE_DEPTH_MAX) {
         throw fault(`${at}.depth`, `expected how many sub-traversals out, an integer from 0 to ${TREE_DEPTH_MAX}`);
@@ -777,12 +775,10 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     case "nodes":
     case "edges":
     case "vectors":
-      only("reference");
       return { op: tag, ref: decodeRef(object.reference, `${at}.reference`) };
     case "nodes_where":
     case "edges_where":
     case "vectors_where":
-      only("predicate");
       return { op: tag, predicate: decodePredicate(object.predicate, `${at}.predicate`, depth + 1) };
     case "out":
     case "in":
@@ -790,7 +786,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     case "out_e":
     case "in_e":
     case "both_e":
-      only("input", "label");
       return { op: tag, input: input(), label: object.label === undefined || object.label === null ? undefined : labelAt(object.label, `${at}.label`) };
     case "out_n":
     case "in_n":
@@ -800,23 +795,17 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     case "id":
     case "label":
     case "drop":
-      only("input");
       return { op: tag, input: input() };
     case "exists":
-      only("input", "negate");
       if (object.negate !== undefined && typeof object.negate !== "boolean") throw fault(`${at}.negate`, "expected a boolean");
       return { op: "exists", input: input(), negate: object.negate === true };
     case "has":
-      only("input", "property", "value");
       return { op: "has", input: input(), path: stringAt(object.property, `${at}.property`), value: decodeLiteral(object.value, `${at}.value`) };
     case "has_label":
-      only("input", "label");
       return { op: "has_label", input: input(), label: labelAt(object.label, `${at}.label`) };
     case "has_key":
-      only("input", "property");
       return { op: "has_key", input: input(), path: stringAt(object.property, `${at}.property`) };
     case "where": {
-      only("input", "predicate");
       const source = input();
       const predicate = decodePredicate(object.predicate, `${at}.predicate`, depth + 1);
       // A filter straight on a source step is that source's predicate (its AND): the planner then sees the filter's
@@ -829,30 +818,23 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     }
     case "within":
     case "without":
-      only("input", "variable");
       return { op: tag, input: input(), variable: stringAt(object.variable, `${at}.variable`) };
     case "limit":
     case "skip":
-      only("input", "count");
       return { op: tag, input: input(), count: decodeBound(object.count, `${at}.count`) };
     case "range":
-      only("input", "start", "end");
       return { op: "range", input: input(), start: decodeBound(object.start, `${at}.start`), end: decodeBound(object.end, `${at}.end`) };
     case "values":
-      only("input", "properties");
       return { op: "values", input: input(), properties: stringList(object.properties, `${at}.properties`) };
     case "value_map":
-      only("input", "properties");
       return {
         op: "value_map",
         input: input(),
         properties: object.properties === undefined || object.properties === null ? undefined : stringList(object.properties, `${at}.properties`),
       };
     case "project":
-      only("input", "projections", "all", "exclude");
       return decodeProject(object, at, input());
     case "order_by": {
-      only("input", "property", "expr", "order", "rule");
       const order = object.order === undefined ? "asc" : stringAt(object.order, `${at}.order`);
       const rule = object.rule === undefined ? "helixdb_v3" : stringAt(object.rule, `${at}.rule`);
       if (!(ORDER_RULES as readonly string[]).includes(rule)) throw fault(`${at}.rule`, `expected one of ${ORDER_RULES.join(", ")}`);
@@ -863,7 +845,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
       return { op: "order_by", input: input(), by, order, rule: rule as OrderRule };
     }
     case "aggregate":
-      only("input", "fn", "property");
       return decodeAggregate(object, at, input());
     case "group_count":
     case "aggregate_by":
@@ -875,7 +856,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
     case "upsert_e":
       return decodeUpsert(tag, object, at, input());
     case "add_n":
-      only("input", "label", "properties");
       return {
         op: "add_n",
         input: object.input === undefined ? undefined : input(),
@@ -883,7 +863,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
         properties: decodeAssignments(object.properties, `${at}.properties`),
       };
     case "add_e":
-      only("input", "label", "to", "properties");
       return {
         op: "add_e",
         input: input(),
@@ -892,7 +871,6 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
         properties: decodeAssignments(object.properties, `${at}.properties`),
       };
     case "add_v":
-      only("label", "vector", "properties");
       return {
         op: "add_v",
         label: labelAt(object.label, `${at}.label`),
@@ -900,13 +878,10 @@ export function decodeStep(value: Json, path: string, depth = 0): Step {
         properties: decodeAssignments(object.properties, `${at}.properties`),
       };
     case "set_property":
-      only("input", "name", "value");
       return { op: "set_property", input: input(), name: stringAt(object.name, `${at}.name`), value: decodeInput(object.value, `${at}.value`) };
     case "update":
-      only("input", "properties");
       return { op: "update", input: input(), properties: decodeAssignments(object.properties, `${at}.properties`) };
     case "remove_property":
-      only("input", "name");
       return { op: "remove_property", input: input(), name: stringAt(object.name, `${at}.name`) };
     default:
       if (isExtendedStepTag(tag)) return decodeExtendedStep(tag, object, at, depth, STEP_DECODERS);

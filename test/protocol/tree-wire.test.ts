@@ -3,12 +3,24 @@
  * The `@ts-expect-error` lines are checked by `npx tsc -p test/tsconfig.json`: each is a tree the compiler could not
  * write, since tsc refuses it (a misspelled step, a misspelled key, a value of the wrong type, a missing key); were
  * one of them accepted, the unused directive would fail the type check. At run time, the decoder agrees: the
- * well-typed trees decode, and each refused one is malformed_tree.
+ * well-typed trees decode, and each refused one is malformed_tree. The decoder's list of each step's fields is made
+ * from a `WireFieldSet` of the step's wire type, which tsc holds to the type both ways; the last tests show it.
  */
 import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { decodeRequest } from "../../protocol/tree.js";
-import type { WireEntry, WireExpr, WirePredicate, WireRequest, WireStep } from "../../protocol/tree-wire.js";
+import {
+  WIRE_STEP_FIELDS,
+  WIRE_STEP_FORM_FIELDS,
+  type WireEntry,
+  type WireExpr,
+  type WireFieldSet,
+  type WirePredicate,
+  type WireRequest,
+  type WireStep,
+  type WireStepBodies,
+  type WireStepForms,
+} from "../../protocol/tree-wire.js";
 
 function request(root: WireStep): WireRequest {
   return { request_type: "read", query_name: "q", query: { read: { entries: [{ query: { name: "r", root } }], returns: ["r"] } } };
@@ -80,5 +92,37 @@ describe("the operation tree's wire types", () => {
     expect(refusal(request({ where: { input: users, predicate: { eq: { left: plus, right: { constant: { i64: 3 } } } } } })).code).toBe("malformed_tree");
     expect(refusal(request({ where: { input: users, predicate: missing } })).code).toBe("malformed_tree");
     expect(refusal({ request_type: "read", query: { read: { entries: [entry] } } }).code).toBe("malformed_tree");
+  });
+
+  it("tie the decoder's list of a step's fields to the step's type, both ways", () => {
+    // @ts-expect-error: `out` has a `label` the decoder's list would leave out
+    const missing: WireFieldSet<WireStepBodies["out"]> = { input: true };
+    // @ts-expect-error: `out` has no `lable` for the decoder to accept
+    const surplus: WireFieldSet<WireStepBodies["out"]> = { input: true, label: true, lable: true };
+    // @ts-expect-error: HelixDB's shortest path has no `to` (Silk's form has)
+    const mixed: WireFieldSet<WireStepForms["shortest_path"]["helix"]> = { source: true, target: true, label: true, direction: true, max_depth: true, to: true };
+    const exact: WireFieldSet<WireStepBodies["out"]> = { input: true, label: true };
+    expect([missing, surplus, mixed].every((set) => typeof set === "object")).toBe(true);
+    expect(Object.keys(exact)).toEqual(WIRE_STEP_FIELDS.out);
+    expect(WIRE_STEP_FORM_FIELDS.shortest_path.helix).toEqual(["source", "target", "label", "direction", "max_depth"]);
+  });
+
+  it("refuse a field a step does not have, naming the step's fields from the same list, for every step", () => {
+    for (const [tag, fields] of Object.entries(WIRE_STEP_FIELDS)) {
+      const error = refusal(request({ [tag]: { surplus: 1 } } as unknown as WireStep));
+      expect(error.code).toBe("malformed_tree");
+      expect(error.message).toContain(`root.${tag}.surplus: unknown field (expected ${fields.join(", ")})`);
+    }
+    for (const [form, fields] of [
+      [{ group_count: { properties: ["a"], surplus: 1 } }, WIRE_STEP_FORM_FIELDS.group_count.silk],
+      [{ group_count: { property: "a", surplus: 1 } }, WIRE_STEP_FORM_FIELDS.group_count.helix],
+      [{ aggregate_by: { properties: ["a"], surplus: 1 } }, WIRE_STEP_FORM_FIELDS.aggregate_by.silk],
+      [{ aggregate_by: { function: "sum", property: "a", surplus: 1 } }, WIRE_STEP_FORM_FIELDS.aggregate_by.helix],
+      [{ shortest_path: { to: "all", surplus: 1 } }, WIRE_STEP_FORM_FIELDS.shortest_path.silk],
+      [{ shortest_path: { source: "all", target: "all", surplus: 1 } }, WIRE_STEP_FORM_FIELDS.shortest_path.helix],
+    ] as const) {
+      const error = refusal(request({ where: { input: users, predicate: { exists: { traversal: form as unknown as WireStep } } } }));
+      expect(error.message).toContain(`.surplus: unknown field (expected ${fields.join(", ")})`);
+    }
   });
 });
