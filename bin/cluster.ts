@@ -60,7 +60,7 @@ import { subjects } from "../cluster/nats/subjects.js";
 import { latestSnapshot } from "../cluster/nats/snapshots.js";
 import { PartitionStore } from "../node/store/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
-import { SERVE_PORT_DEFAULT } from "./serve.js";
+import { SERVE_PORT_DEFAULT } from "./serve-settings.js";
 import { processAlive, processCommand } from "../platform/processes.js";
 
 /** How long `up` waits for leaders and for the server's /health. */

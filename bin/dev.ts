@@ -17,7 +17,8 @@ import { asSilkError } from "../protocol/errors.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import type { CompiledQuery } from "../protocol/helixql/query.js";
 import { formatDiagnostics, type Schema, type SchemaSource, type Warning } from "../protocol/schema.js";
-import { announceEmbedder, announceWarnings, closeOnSignals, listenGateway, serveSettings, type ServeOptions } from "./serve.js";
+import { announceEmbedder, announceWarnings, closeOnSignals, listenGateway } from "./serve.js";
+import { serveSettings, type ServeOptions } from "./serve-settings.js";
 import { loadSchemaSources } from "./schema-files.js";
 
 /** How long the files must be quiet before a reload: editors write a file in several steps. */

@@ -17,7 +17,8 @@ import { buildGateway } from "../gateway/server.js";
 import { SilkError } from "../protocol/errors.js";
 import { loadSchemaSources } from "./schema-files.js";
 import { join } from "node:path";
-import { announceEmbedder, announceWarnings, closeOnSignals, servedName, serveSettings, storageName, storageOf, type ServeSettings, type StorageFlags } from "./serve.js";
+import { announceEmbedder, announceWarnings, closeOnSignals, servedName } from "./serve.js";
+import { serveSettings, storageName, storageOf, type ServeSettings, type StorageFlags } from "./serve-settings.js";
 
 export interface GatewayCommandOptions extends StorageFlags {
   /** The project directory; without one the database is schemaless and has no per-query routes. */

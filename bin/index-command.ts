@@ -17,7 +17,7 @@
  */
 import type { Command } from "commander";
 import { Database } from "../runtime/embedded.js";
-import { answerOf, type IndexAnswer } from "../cluster/index-operations.js";
+import { answerOf, type IndexAnswer } from "../cluster/index-receipts.js";
 import { SilkError, unreachable } from "../protocol/errors.js";
 import { TEXT_ANALYZERS, VECTOR_FIELD, VECTOR_METRICS, type IndexStatus } from "../protocol/indexes.js";
 import type { RecordKind } from "../protocol/records.js";

@@ -39,7 +39,7 @@ import { asSilkError, SilkError, type ErrorCode } from "../protocol/errors.js";
 import type { IndexStatus } from "../protocol/indexes.js";
 import { Database } from "../runtime/embedded.js";
 import { loadSchemaSources } from "./schema-files.js";
-import type { ServeOptions, ServeSettings } from "./serve.js";
+import type { ServeOptions, ServeSettings } from "./serve-settings.js";
 
 /** The most read workers `--workers` takes. */
 export const SERVE_WORKERS_MAX = 256;

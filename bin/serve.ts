@@ -14,120 +14,18 @@
  */
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { pino, type Logger } from "pino";
-import { Database, type Storage } from "../runtime/embedded.js";
+import type { Logger } from "pino";
+import { Database } from "../runtime/embedded.js";
 import { readClusterManifest } from "../cluster/nats/manifest.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../runtime/remote.js";
-import { embedderFromEnvironment, embedderStartMessage } from "../embedders/index.js";
+import { embedderStartMessage } from "../embedders/index.js";
 import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
-import type { Embedder } from "../protocol/embedding.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
-import { QUERY_TIMEOUT_MS_MAX } from "../protocol/limits.js";
 import { formatDiagnostic, type Warning } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
+import { serveSettings, storageName, storageOf, type ServeOptions, type ServeSettings } from "./serve-settings.js";
 import { isReadWorker, runReadWorker, runServeWorkers, serveWorkers } from "./serve-workers.js";
-
-export const SERVE_PORT_DEFAULT = 6969;
-export const SERVE_HOST_DEFAULT = "127.0.0.1";
-export const SERVE_DATA_DEFAULT = "./data";
-/** The execution deadline of a request that sets no `timeout_ms`, unless `--timeout-ms` says otherwise. */
-export const SERVE_TIMEOUT_MS_DEFAULT = 30_000;
-
-export interface ServeOptions extends StorageFlags {
-  /** The project directory; without one the database is schemaless and has no per-query routes. */
-  readonly project?: string;
-  readonly port?: string;
-  readonly host?: string;
-  readonly data?: string;
-  readonly timeoutMs?: string;
-  /** `--workers`: processes serving HTTP, each reading on its own core (bin/serve-workers.ts); 1 by default. */
-  readonly workers?: string;
-}
-
-/** `--storage` and `--s3-endpoint` of `silk serve` and `silk gateway`. */
-export interface StorageFlags {
-  /** `s3://bucket/prefix`: the database lives in that bucket (docs/STORAGE.md); absent: on local disk. */
-  readonly storage?: string;
-  /** An S3-compatible endpoint (http:// or https://); absent: AWS S3. */
-  readonly s3Endpoint?: string;
-}
-
-/**
- * The storage the flags name: `{ disk: data }` without `--storage`, else the bucket database of `s3://bucket/prefix`
- * whose local cache is `cacheDir`. Credentials and region come from the AWS SDK's standard environment variables
- * and config files (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/...); `open()` checks the rest.
- */
-export function storageOf(flags: StorageFlags, data: string, cacheDir: string): Storage {
-  if (flags.storage === undefined) {
-    if (flags.s3Endpoint !== undefined) throw new SilkError("invalid_option", "--s3-endpoint names the object store of --storage s3://bucket/prefix, which is missing");
-    return { disk: data };
-  }
-  const match = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(flags.storage);
-  if (match === null) throw new SilkError("invalid_option", `--storage must be s3://bucket/prefix, got ${JSON.stringify(flags.storage)}`);
-  const prefix = (match[2] ?? "").replace(/\/+$/, "");
-  const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
-  return {
-    s3: {
-      bucket: match[1]!,
-      prefix,
-      cacheDir,
-      ...(flags.s3Endpoint === undefined ? {} : { endpoint: flags.s3Endpoint }),
-      ...(region === undefined || region === "" ? {} : { region }),
-    },
-  };
-}
-
-/** What the start line says holds the data: the directory, or the bucket and its cache. */
-export function storageName(storage: Storage): string {
-  if (typeof storage === "object" && "s3" in storage) return `s3://${storage.s3.bucket}/${storage.s3.prefix ?? ""}, cached in ${storage.s3.cacheDir}`;
-  return typeof storage === "object" && "disk" in storage ? storage.disk : "memory";
-}
-
-/** The port from --port, else $SILK_PORT, else 6969; 0 asks the system for a free one. */
-export function servePort(option: string | undefined, environment: string | undefined): number {
-  const text = option ?? environment;
-  if (text === undefined || text === "") return SERVE_PORT_DEFAULT;
-  const port = Number(text);
-  if (!/^[0-9]+$/.test(text) || port > 65_535) {
-    throw new SilkError("invalid_option", `the port must be an integer from 0 to 65535, got ${JSON.stringify(text)}`);
-  }
-  return port;
-}
-
-/** `--timeout-ms`: whole milliseconds from 1 to QUERY_TIMEOUT_MS_MAX, default SERVE_TIMEOUT_MS_DEFAULT. */
-export function serveTimeoutMs(option: string | undefined): number {
-  if (option === undefined) return SERVE_TIMEOUT_MS_DEFAULT;
-  const timeoutMs = Number(option);
-  if (!/^[0-9]+$/.test(option) || timeoutMs < 1 || timeoutMs > QUERY_TIMEOUT_MS_MAX) {
-    throw new SilkError("invalid_option", `--timeout-ms must be whole milliseconds from 1 to ${QUERY_TIMEOUT_MS_MAX}, got ${JSON.stringify(option)}`);
-  }
-  return timeoutMs;
-}
-
-/** Where and how a server listens, resolved from the options and the environment. */
-export interface ServeSettings {
-  readonly port: number;
-  readonly host: string;
-  readonly data: string;
-  /** The deadline of every request that sets no `timeout_ms` (the per-query routes included). */
-  readonly timeoutMs: number;
-  readonly logger: Logger;
-  /** Embed's provider from SILK_EMBED_* (embedders/index.ts); undefined when none is configured. */
-  readonly embedder: Embedder | undefined;
-}
-
-export function serveSettings(options: ServeOptions): ServeSettings {
-  return {
-    port: servePort(options.port, process.env.SILK_PORT),
-    host: options.host ?? SERVE_HOST_DEFAULT,
-    data: options.data ?? SERVE_DATA_DEFAULT,
-    timeoutMs: serveTimeoutMs(options.timeoutMs),
-    logger: pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true })),
-    // A bad SILK_EMBED_* setting is invalid_option here, so the server refuses to start rather than fail each Embed.
-    embedder: embedderFromEnvironment(process.env),
-  };
-}
 
 /** Logs which embedding provider serves Embed, or warns that none does (Embed then answers embedding_not_configured). */
 export function announceEmbedder(settings: ServeSettings): void {

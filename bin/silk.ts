@@ -24,7 +24,8 @@ import { clusterCommand } from "./cluster.js";
 import { runPartition } from "./partition.js";
 import { runStatus } from "./status.js";
 import { runBackup, runRestore } from "./backup.js";
-import { runServe, runServeCluster, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve.js";
+import { runServe, runServeCluster } from "./serve.js";
+import { SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve-settings.js";
 
 function positiveInteger(text: string): number {
   const value = Number(text);

@@ -5,7 +5,7 @@
  */
 import type { Operation } from "./history.js";
 import type { FaultEvent } from "./nemesis.js";
-import type { ChaosSummary } from "./run.js";
+import type { ChaosSummary } from "./summary.js";
 
 const WIDTH = 900;
 const HEIGHT = 220;

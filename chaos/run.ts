@@ -5,16 +5,17 @@
  * workload's final reads run, and its checker judges the history.
  *
  * Written to `out`: history.jsonl (every invoke and completion), faults.jsonl (every fault applied or skipped),
- * summary.json and summary.txt (what `formatSummary` prints), report.html (chaos/report.ts).
+ * summary.json and summary.txt (chaos/summary.ts), report.html (chaos/report.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { seededRandom } from "../protocol/random.js";
 import { SilkError } from "../protocol/errors.js";
-import { History, writeJsonLines, type Operation, type Verdict } from "./history.js";
+import { History, writeJsonLines, type Operation } from "./history.js";
 import { runNemesis, type FaultEvent, type LocalCluster } from "./nemesis.js";
 import { renderReport } from "./report.js";
+import { formatSummary, type ChaosSummary } from "./summary.js";
 import { faultSchedule, type FaultKind, type PlannedFault } from "./schedule.js";
 import { httpCall, workloadOf, type Call, type WorkloadName } from "./workloads.js";
 
@@ -29,20 +30,6 @@ export interface ChaosOptions {
   readonly out: string;
   /** Each request's deadline; a write past it is unknown. */
   readonly requestTimeoutMs: number;
-}
-
-export interface ChaosSummary {
-  readonly workload: WorkloadName;
-  readonly seed: number;
-  readonly run: string;
-  readonly durationMs: number;
-  readonly rate: number;
-  readonly concurrency: number;
-  readonly operations: { readonly total: number; readonly ok: number; readonly fail: number; readonly unknown: number };
-  readonly faults: { readonly planned: number; readonly applied: number; readonly skipped: number; readonly byKind: Readonly<Record<string, number>> };
-  readonly verdict: Verdict;
-  /** How long the cluster took after healing until no intent was in doubt. */
-  readonly settleMs: number;
 }
 
 /** How long the setup, the settling and the final reads may take. */
@@ -165,21 +152,6 @@ export async function runChaos(cluster: LocalCluster, options: ChaosOptions, pro
   writeFileSync(join(options.out, "summary.txt"), formatSummary(summary));
   writeFileSync(join(options.out, "report.html"), renderReport(summary, operations, faults));
   return summary;
-}
-
-/** The summary as lines of text (printed by `silk chaos run` and written to summary.txt). */
-export function formatSummary(summary: ChaosSummary): string {
-  const { operations, faults, verdict } = summary;
-  const lines = [
-    `workload ${summary.workload}, seed ${summary.seed}, run ${summary.run}: ${(summary.durationMs / 1000).toFixed(0)} s at ${summary.rate} op/s, ${summary.concurrency} clients`,
-    `operations: ${operations.total} (ok ${operations.ok}, fail ${operations.fail}, unknown ${operations.unknown})`,
-    `faults: ${faults.applied} applied (${Object.entries(faults.byKind).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}), ${faults.skipped} skipped, of ${faults.planned} planned`,
-    `settled in ${summary.settleMs} ms; checker: ${Object.entries(verdict.stats).map(([name, value]) => `${name} ${value}`).join(", ")}`,
-    `verdict: ${verdict.valid === true ? "valid" : verdict.valid === false ? `INVALID, ${verdict.anomalies.length} anomalies` : "unknown (the checker's search ran past its budget)"}`,
-    ...verdict.anomalies.slice(0, 20).map((anomaly) => `  ${anomaly.kind}: ${anomaly.message}`),
-    ...(verdict.anomalies.length > 20 ? [`  ... and ${verdict.anomalies.length - 20} more (summary.json)`] : []),
-  ];
-  return `${lines.join("\n")}\n`;
 }
 
 /** The operations a summary counts (clients' ones, not the final reads), for the report. */

@@ -37,20 +37,9 @@ import type { IndexOperation, NamedIndexOperation } from "../protocol/tree-index
 import { isLabel } from "../protocol/tree-json.js";
 import type { Plan } from "../protocol/tree.js";
 import { indexOperationId } from "./index-operation-ids.js";
-import { indexOperationStatus, indexReceipt } from "./index-receipts.js";
+import { answerOf, indexOperationStatus, indexReceipt, type IndexAnswer } from "./index-receipts.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
-
-export interface IndexAnswer {
-  readonly index: string;
-  readonly kind: RecordKind;
-  readonly state: IndexStateName | "dropped" | "aborted";
-  readonly entities: number;
-  readonly bytes: number;
-  readonly operations: number;
-  readonly reason?: string;
-  readonly message?: string;
-}
 
 /** What an operation of the tree answers: the index's answer with its HelixDB-style operation ID. */
 export type IndexOperationAnswer = IndexAnswer & { readonly operation_id: string };
@@ -65,20 +54,6 @@ export interface IndexOperationContext {
 interface PartitionIndexes {
   readonly statuses: IndexStatus[][];
   readonly aborted: IndexStatus[][];
-}
-
-/** The answer shape of an index operation (also the CLI's `silk index status` lines). */
-export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = status.state): IndexAnswer {
-  return {
-    index: status.name,
-    kind: status.kind,
-    state,
-    entities: status.entities,
-    bytes: status.bytes,
-    operations: status.operations,
-    ...(status.reason === undefined ? {} : { reason: status.reason }),
-    ...(status.message === undefined ? {} : { message: status.message }),
-  };
 }
 
 /** Every partition's index statuses, in partition order. */

@@ -1,5 +1,6 @@
 /**
- * The answers of index operations given in HelixDB v3's form (`create_index`/`drop_index` with a `spec`, and
+ * The answers of index operations: Silk's own (`IndexAnswer`, made by `answerOf` from an index's status; also the
+ * lines of `silk index status`), and the same given in HelixDB v3's form (`create_index`/`drop_index` with a `spec`, and
  * `get_index_operation`/`retry_index_operation`/`abort_index_operation` with an `operation_id`), shaped as HelixDB
  * answers them and as its SDKs check them (`parseIndexDdlReceipt`, `parseIndexOperationStatus` of the v3 TypeScript
  * SDK, which ignore additive fields): a receipt `{"kind": "accepted" | "existing_operation" | "already_active",
@@ -12,10 +13,36 @@
  * `index_id` (a u64 from the same hash) and one generation, "1"; a build is attempt 1; output bytes are not
  * measured ("0").
  */
-import type { IndexFamily, IndexStateName } from "../protocol/indexes.js";
-import type { IndexAnswer } from "./index-operations.js";
+import type { IndexFamily, IndexStateName, IndexStatus } from "../protocol/indexes.js";
+import type { RecordKind } from "../protocol/records.js";
 import { indexNumericId, indexOperationId } from "./index-operation-ids.js";
 import { unreachable } from "../protocol/errors.js";
+
+/** Silk's answer of an index operation, before any HelixDB form (cluster/index-operations.ts runs the operations). */
+export interface IndexAnswer {
+  readonly index: string;
+  readonly kind: RecordKind;
+  readonly state: IndexStateName | "dropped" | "aborted";
+  readonly entities: number;
+  readonly bytes: number;
+  readonly operations: number;
+  readonly reason?: string;
+  readonly message?: string;
+}
+
+/** The answer shape of an index operation (also the CLI's `silk index status` lines). */
+export function answerOf(status: IndexStatus, state: IndexAnswer["state"] = status.state): IndexAnswer {
+  return {
+    index: status.name,
+    kind: status.kind,
+    state,
+    entities: status.entities,
+    bytes: status.bytes,
+    operations: status.operations,
+    ...(status.reason === undefined ? {} : { reason: status.reason }),
+    ...(status.message === undefined ? {} : { message: status.message }),
+  };
+}
 
 /** Silk keeps one build per index: its generation never changes. */
 const GENERATION = "1";

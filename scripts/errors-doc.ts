@@ -3,7 +3,7 @@
 // the file to exactly what this renders).
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/serve.js";
+import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/serve-settings.js";
 import { PARTITIONS_MAX } from "../cluster/partition-map.js";
 import { KEYS_PER_DATABASE_MAX } from "../gateway/hosted/key-store.js";
 import { MESSAGE_MARGIN_BYTES, PENDING_REPLY_BYTES_MAX, PENDING_REPLY_TTL_MS } from "../cluster/nats/message-size.js";

@@ -4,7 +4,12 @@
  * schema checker and the query checker, so every HelixQL error and warning reads the same way.
  */
 
+import type { ErrorCode } from "../errors.js";
 import type { Diagnostic, SchemaSource, Warning } from "../schema.js";
+import type { SourceLocation } from "./ast.js";
+
+/** How a checker reports an error it found at a place in a file, and carries on (every diagnostic is reported). */
+export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
 
 /** One diagnostic or warning, with its source line and caret when `text` (the file's content) is given. */
 export function formatDiagnostic(diagnostic: Diagnostic | Warning, text?: string): string {

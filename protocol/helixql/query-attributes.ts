@@ -9,7 +9,7 @@
  */
 import { embedModelNameProblem } from "../embedding.js";
 import type { QueryDeclAst } from "./ast.js";
-import type { Report } from "./query-compile.js";
+import type { Report } from "./diagnostics.js";
 
 /** What a QUERY's attributes ask for. */
 export interface QueryAttributes {

@@ -12,13 +12,12 @@ import type { CompiledQuery, QueryOutput, QueryParameter, ReturnShape } from "./
 import type { WireEntry, WireEntryBodies, WireRequest } from "../tree-wire.js";
 import type { Binding, ChainAst, Compiled, CompilerScope, ElementContext } from "./query-scope.js";
 import { checkQueryAttributes } from "./query-attributes.js";
+import type { Report } from "./diagnostics.js";
 import { compileChain } from "./query-steps.js";
 import { describeStaticType, describeValueType, elementOf, fieldValue, literalToJson, type StaticType, type ValueType } from "./query-types.js";
 import { compileExists, isBareName, isExistsCall, locOf } from "./query-values.js";
 import type { FieldType } from "../schema.js";
 import { unreachable } from "../errors.js";
-
-export type Report = (code: ErrorCode, loc: SourceLocation, message: string) => void;
 
 /** Where the compiler's findings go: errors (the query does not load) and warnings (it loads; protocol/warnings.ts). */
 export interface CompileSink {

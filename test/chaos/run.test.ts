@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { pairEvents, type HistoryEvent } from "../../chaos/history.js";
-import type { ChaosSummary } from "../../chaos/run.js";
+import type { ChaosSummary } from "../../chaos/summary.js";
 import type { FaultEvent } from "../../chaos/nemesis.js";
 import { readClusterProcesses } from "../../cluster/nats/manifest.js";
 import { parseDuration } from "../../bin/chaos.js";
