@@ -5,6 +5,7 @@
  * whatever their natural shape is.
  */
 import type { EdgeList } from "./datasets.js";
+import { unreachable } from "../protocol/errors.js";
 
 export type WorkloadName = "point_get" | "one_hop" | "two_hop_distinct" | "one_hop_filter";
 
@@ -56,10 +57,8 @@ export class Oracle {
       }
       case "one_hop_filter":
         return listAnswer(this.neighbours(snapId).filter((other) => scoreOf(other) > SCORE_THRESHOLD));
-      default: {
-        const unreachable: never = workload;
-        throw new Error(`unknown workload ${String(unreachable)}`);
-      }
+      default:
+        return unreachable(workload, "workload");
     }
   }
 }

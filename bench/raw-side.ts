@@ -23,6 +23,7 @@ import { nowMillis, secondsSince } from "./measure.js";
 import { listAnswer, pointAnswer, scoreOf, SCORE_THRESHOLD, type WorkloadName } from "./oracle.js";
 import { EDGE_LABEL, NODE_LABEL } from "./silk-side.js";
 import type { SilkModules } from "./silk-modules.js";
+import { unreachable } from "../protocol/errors.js";
 
 const EMPTY = Buffer.alloc(0);
 const TWO_POW_32 = 2 ** 32;
@@ -267,10 +268,8 @@ export class RawSide {
         return (id) => this.twoHopDistinct(id);
       case "one_hop_filter":
         return (id) => this.oneHopFilter(id);
-      default: {
-        const unreachable: never = workload;
-        throw new Error(`unknown workload ${String(unreachable)}`);
-      }
+      default:
+        return unreachable(workload, "workload");
     }
   }
 
@@ -285,10 +284,8 @@ export class RawSide {
         return listAnswer((answer as number[]).map((id) => this.snapOfRawId.get(id) ?? Number.NaN));
       case "two_hop_distinct":
         return String(answer);
-      default: {
-        const unreachable: never = workload;
-        throw new Error(`unknown workload ${String(unreachable)}`);
-      }
+      default:
+        return unreachable(workload, "workload");
     }
   }
 

@@ -15,6 +15,7 @@ import type { EdgeList } from "./datasets.js";
 import { nowMillis, secondsSince } from "./measure.js";
 import type { SilkModules } from "./silk-modules.js";
 import { listAnswer, pointAnswer, scoreOf, SCORE_THRESHOLD, type WorkloadName } from "./oracle.js";
+import { unreachable } from "../protocol/errors.js";
 
 export const SILK_SCHEMA = "N::User { ext: I64, score: I64 }\nE::Follows { From: User, To: User }";
 export const NODE_LABEL = "User";
@@ -44,10 +45,8 @@ export function buildTree(workload: WorkloadName): unknown {
       const predicate = { gt: { left: { property: "score" }, right: { constant: { i64: SCORE_THRESHOLD } } } };
       return readRequest({ id: { input: { where: { input: out(start), predicate } } } });
     }
-    default: {
-      const unreachable: never = workload;
-      throw new Error(`unknown workload ${String(unreachable)}`);
-    }
+    default:
+      return unreachable(workload, "workload");
   }
 }
 
@@ -122,10 +121,8 @@ export class SilkSide {
         return listAnswer(value.map((id) => this.snapOfSilkId.get(String(id)) ?? Number.NaN));
       case "two_hop_distinct":
         return String(value);
-      default: {
-        const unreachable: never = workload;
-        throw new Error(`unknown workload ${String(unreachable)}`);
-      }
+      default:
+        return unreachable(workload, "workload");
     }
   }
 

@@ -21,6 +21,7 @@
  */
 import { stemmer } from "stemmer";
 import type { TextAnalyzer } from "../../protocol/indexes.js";
+import { unreachable } from "../../protocol/errors.js";
 
 /** The longest term any index stores, in UTF-8 bytes (Lucene's default maximum token length). */
 export const TERM_BYTES_MAX = 255;
@@ -55,10 +56,8 @@ export function analyze(analyzer: TextAnalyzer, text: string): string[] {
       return standardWords(text);
     case "standard_stem_en":
       return stemEnglish(standardWords(text));
-    default: {
-      const unknown: never = analyzer;
-      throw new Error(`unknown analyzer ${String(unknown)}`);
-    }
+    default:
+      return unreachable(analyzer, "text analyzer");
   }
 }
 

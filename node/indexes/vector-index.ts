@@ -34,7 +34,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Database, Transaction } from "lmdb";
-import { SilkError } from "../../protocol/errors.js";
+import { SilkError, unreachable } from "../../protocol/errors.js";
 import { tenantKey, VECTOR_FIELD, type IndexStateName, type VectorIndexDefinition, type VectorMetric } from "../../protocol/indexes.js";
 import type { SearchHit } from "../../protocol/records.js";
 import type { IndexedRecord, IndexFamilyStore, IndexRecordSource } from "../index-family.js";
@@ -617,10 +617,8 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
         index.partitionOf.set(operation.id, operation.partition);
         return;
       }
-      default: {
-        const unknown: never = operation;
-        throw new SilkError("internal", `internal error (a bug in Silk): unknown vector operation ${(unknown as Queued).op}`);
-      }
+      default:
+        unreachable(operation, "vector operation");
     }
   }
 

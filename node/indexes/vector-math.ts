@@ -16,7 +16,7 @@
  * - manhattan: the L1 distance, the sum of absolute differences.
  * Sums run in float64 over the float32 components, so they are exact to double precision.
  */
-import { SilkError } from "../../protocol/errors.js";
+import { SilkError, unreachable } from "../../protocol/errors.js";
 import type { VectorMetric } from "../../protocol/indexes.js";
 import type { Value } from "../../protocol/values.js";
 
@@ -70,10 +70,8 @@ export function distance(metric: VectorMetric, a: Float32Array, b: Float32Array)
       return Math.sqrt(squaredEuclidean(a, b));
     case "manhattan":
       return manhattanDistance(a, b);
-    default: {
-      const unknown: never = metric;
-      throw new SilkError("internal", `internal error (a bug in Silk): unknown vector metric ${String(unknown)}`);
-    }
+    default:
+      return unreachable(metric, "vector metric");
   }
 }
 

@@ -9,7 +9,7 @@ import type { FieldType, ScalarTypeName } from "../schema.js";
 import type { LiteralAst } from "./ast.js";
 import { fieldTypeToString } from "./coerce.js";
 import { isIntegerTypeName } from "./scalars.js";
-import { unreachable } from "../errors.js";
+import { SilkError, unreachable } from "../errors.js";
 
 export type RecordKind = "node" | "edge" | "vector";
 
@@ -172,7 +172,7 @@ export function literalToTree(literal: LiteralAst): { tree: WireLiteral; type: V
     case "now":
     case "array":
       // The query grammar writes arrays as expressions and NOW as a call; these forms occur only in schema DEFAULTs.
-      throw new Error(`literal ${literal.kind} does not occur in queries`);
+      throw new SilkError("internal", `internal error (a bug in Silk): literal ${literal.kind} does not occur in queries`);
     default:
       return unreachable(literal, "literal");
   }
@@ -186,5 +186,5 @@ export function literalToJson(literal: LiteralAst): unknown {
     return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big.toString(10);
   }
   if (literal.kind === "string" || literal.kind === "boolean") return literal.value;
-  throw new Error(`literal ${literal.kind} does not occur in queries`);
+  throw new SilkError("internal", `internal error (a bug in Silk): literal ${literal.kind} does not occur in queries`);
 }
