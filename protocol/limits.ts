@@ -46,7 +46,7 @@ export const MMR_ITEMS_MAX = 10_000;
 export const QUERY_TERMS_MAX = 1_024;
 /** The longest tenant value a text index's partition key holds, in UTF-8 bytes. */
 export const TENANT_BYTES_MAX = 512;
-/** Dimensions of a stored vector. */
+/** Dimensions of a stored vector, and so the largest `dimension` a vector index may declare (schema or create_index). */
 export const VECTOR_DIMENSIONS_MAX = 65_536;
 /** Prepared query plans one partition (or coordinator) keeps. */
 export const PREPARED_PLANS_MAX = 100_000;

@@ -8,6 +8,7 @@ import { isVectorEf, TEXT_ANALYZERS, VECTOR_EF_MAX, VECTOR_METRICS, type TextAna
 import type { RecordKind } from "./records.js";
 import { allowOnly, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
 import { unreachable } from "./errors.js";
+import { VECTOR_DIMENSIONS_MAX } from "./limits.js";
 
 export type IndexAction = "create" | "drop" | "get" | "retry" | "abort";
 
@@ -59,8 +60,6 @@ export function isIndexOperationTag(tag: string): boolean {
 
 const KINDS: readonly RecordKind[] = ["node", "edge", "vector"];
 const TYPES = ["equality", "range", "unique", "vector", "text"] as const;
-/** The longest vector a vector index may declare (as in the schema's VECTOR INDEX). */
-const DIMENSION_MAX = 65_536;
 const TEXT_TENANT = "tenant_id";
 const OPTION_KEYS: Readonly<Record<(typeof TYPES)[number] | "legacy", readonly string[]>> = {
   equality: [], range: [], unique: [], legacy: ["unique"],
@@ -147,7 +146,7 @@ function efOf(object: Record<string, Json>, at: string): { ef?: number } {
 }
 
 function dimensionAt(value: Json, path: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > DIMENSION_MAX) throw fault(path, `expected an integer from 1 to ${DIMENSION_MAX}`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > VECTOR_DIMENSIONS_MAX) throw fault(path, `expected an integer from 1 to ${VECTOR_DIMENSIONS_MAX}`);
   return value;
 }
 

@@ -4,7 +4,7 @@
  * option or modifier at fault, and the options still come back (defaults in place of the bad ones) so the checker
  * carries on.
  *
- * Invariants of what comes back: a vector `dimension` is an integer in 1..VECTOR_DIMENSION_MAX, `ef` one in
+ * Invariants of what comes back: a vector `dimension` is an integer in 1..VECTOR_DIMENSIONS_MAX, `ef` one in
  * 1..VECTOR_EF_MAX, `metric` and
  * `analyzer` are among protocol/indexes.ts's lists, a text index's `tenant` is `tenant_id` (SPEC), and every tenant
  * named is reported unless it is a declared top-level field of the same type (checkTenants, once the fields are in).
@@ -15,9 +15,8 @@ import type { IndexOptionAst, ModifierAst, OptionValueAst, SourceLocation } from
 import { fieldTypeToString } from "./coerce.js";
 import type { Reporter } from "./field-rules.js";
 import { unreachable } from "../errors.js";
+import { VECTOR_DIMENSIONS_MAX } from "../limits.js";
 
-/** The longest vector a vector index may declare. */
-export const VECTOR_DIMENSION_MAX = 65_536;
 /** The only tenant property a text index may use (SPEC, "Indexes"). */
 export const TEXT_TENANT_FIELD = "tenant_id";
 
@@ -38,8 +37,8 @@ export function vectorIndexOptions(options: readonly IndexOptionAst[], where: st
   const dimension = given.get("dimension");
   if (dimension !== undefined) {
     const text = dimension.kind === "number" ? dimension.text : "";
-    if (/^[0-9]+$/.test(text) && Number(text) >= 1 && Number(text) <= VECTOR_DIMENSION_MAX) out.dimension = Number(text);
-    else report(dimension.loc, `${where}: dimension is an integer from 1 to ${VECTOR_DIMENSION_MAX}, not ${describe(dimension)}`);
+    if (/^[0-9]+$/.test(text) && Number(text) >= 1 && Number(text) <= VECTOR_DIMENSIONS_MAX) out.dimension = Number(text);
+    else report(dimension.loc, `${where}: dimension is an integer from 1 to ${VECTOR_DIMENSIONS_MAX}, not ${describe(dimension)}`);
   }
   const metric = given.get("metric");
   if (metric !== undefined) {

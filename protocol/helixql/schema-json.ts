@@ -23,7 +23,8 @@ import { isPlainObject, RESERVED_LABEL_KEY, valueToJson } from "../values.js";
 import { coerceValue } from "./coerce.js";
 import { FIELD_TYPE_DEPTH_MAX } from "./field-rules.js";
 import { isScalarTypeName } from "./scalars.js";
-import { TEXT_TENANT_FIELD, VECTOR_DIMENSION_MAX } from "./schema-index-options.js";
+import { TEXT_TENANT_FIELD } from "./schema-index-options.js";
+import { VECTOR_DIMENSIONS_MAX } from "../limits.js";
 
 const SCHEMA_JSON_VERSION = 1;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -165,8 +166,8 @@ function vectorIndexFromJson(json: unknown, path: string, fields: ReadonlyMap<st
   const out: VectorIndexOptions = { metric: raw.metric as VectorMetric };
   if (raw.dimension !== undefined) {
     const dimension = raw.dimension;
-    if (typeof dimension !== "number" || !Number.isInteger(dimension) || dimension < 1 || dimension > VECTOR_DIMENSION_MAX) {
-      fail(`${path}.dimension`, `expected an integer from 1 to ${VECTOR_DIMENSION_MAX}`);
+    if (typeof dimension !== "number" || !Number.isInteger(dimension) || dimension < 1 || dimension > VECTOR_DIMENSIONS_MAX) {
+      fail(`${path}.dimension`, `expected an integer from 1 to ${VECTOR_DIMENSIONS_MAX}`);
     }
     out.dimension = dimension;
   }
