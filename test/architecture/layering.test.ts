@@ -70,6 +70,63 @@ function relativeImports(file: string): string[] {
   return [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(?\s*)"(\.{1,2}\/[^"]+)"/g)].map((match) => relative(root, resolve(dirname(file), match[1])));
 }
 
+/**
+ * The import cycles left, each a group of files that import each other (type imports count: a cycle of types is still
+ * two modules that cannot be read apart). A cycle not inside one of these groups fails the "no new import cycles"
+ * test: move the shared type or function to where both sides can import it instead. Why each is still here:
+ * - the operation tree: the step, row and expression decoders import the plan types from tree.ts, which imports
+ *   the decoders; it goes when the plan types leave tree.ts for a module of their own (issue 15's split), which
+ *   changes the executor's imports, so it waits for the executor's rewrite.
+ * - the schema: schema.ts re-exports the HelixQL checker's functions (node/exec/validation.ts takes
+ *   prepareProperties from it), and indexes.ts and schema.ts name each other's types.
+ * - node/exec/ and node/actor/: the executor's streams, planner and row steps, and the partition actor with its fast
+ *   read, which the executor's rewrite replaces.
+ */
+const CYCLES_LEFT: readonly (readonly string[])[] = [
+  ["protocol/tree.ts", "protocol/tree-computed.ts", "protocol/tree-rows.ts", "protocol/tree-steps.ts"],
+  [
+    "protocol/schema.ts", "protocol/indexes.ts", "protocol/helixql/coerce.ts", "protocol/helixql/diagnostics.ts", "protocol/helixql/field-rules.ts",
+    "protocol/helixql/scalars.ts", "protocol/helixql/schema-check.ts", "protocol/helixql/schema-index-options.ts", "protocol/helixql/schema-json.ts",
+    "protocol/helixql/schema-versions.ts",
+  ],
+  ["node/exec/embed.ts", "node/exec/planner.ts", "node/exec/predicates.ts", "node/exec/rows.ts", "node/exec/streams.ts", "node/exec/txn-view.ts"],
+  ["node/actor/fast-read.ts", "node/actor/partition-actor.ts"],
+];
+
+/** The groups of files that import each other, directly or around a cycle (Tarjan's strongly connected components). */
+function importCycles(files: readonly string[]): string[][] {
+  const known = new Set(files);
+  const edges = new Map(files.map((file) => [file, relativeImports(join(root, file)).map((target) => target.replace(/\.js$/, ".ts")).filter((target) => known.has(target))]));
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const target of edges.get(file)!) {
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== file);
+    if (group.length > 1) groups.push(group.sort());
+  };
+  for (const file of files) if (!index.has(file)) visit(file);
+  return groups;
+}
+
 /** The node/ folder of a repository path: "." for a file of node/ itself, undefined outside node/. */
 function nodeFolderOf(path: string): string | undefined {
   const parts = path.split("/");
@@ -142,5 +199,18 @@ describe("layering", () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it("has no new import cycles: every group of files that import each other is one of CYCLES_LEFT, or part of one", () => {
+    const files = [...Object.keys(allowed), "bin", "scripts"].flatMap((folder) => sourceFiles(join(root, folder))).map((file) => relative(root, file));
+    const cycles = importCycles(files);
+    const unlisted = cycles.filter((group) => !CYCLES_LEFT.some((left) => group.every((file) => left.includes(file))));
+    expect(unlisted).toEqual([]);
+  });
+
+  it("finds an import cycle, type imports included", () => {
+    // The check above is only as good as this: a group it cannot see would pass it.
+    expect(importCycles(["protocol/tree.ts", "protocol/tree-rows.ts"])).toEqual([["protocol/tree-rows.ts", "protocol/tree.ts"]]);
+    expect(importCycles(["protocol/errors.ts", "protocol/limits.ts"])).toEqual([]);
   });
 });
