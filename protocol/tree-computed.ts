@@ -10,6 +10,7 @@
  */
 import type { CaseBranch, Expr, Predicate } from "./tree.js";
 import { allowOnly, arrayAt, fault, objectAt, type Json } from "./tree-json.js";
+import { WIRE_EXPR_FIELDS, WIRE_FIELDS } from "./tree-wire.js";
 
 export interface ComputedDecoders {
   expr(value: Json, path: string, depth: number): Expr;
@@ -30,16 +31,16 @@ export function decodeComputedExpr(tag: string, body: Json, at: string, depth: n
       return { kind: tag };
     case "neg": {
       const object = objectAt(body, at);
-      allowOnly(object, ["expr"], at);
+      allowOnly(object, WIRE_EXPR_FIELDS.neg, at);
       return { kind: "neg", expr: decoders.expr(object.expr, `${at}.expr`, depth + 1) };
     }
     case "case": {
       const object = objectAt(body, at);
-      allowOnly(object, ["when_then", "else_expr"], at);
+      allowOnly(object, WIRE_EXPR_FIELDS.case, at);
       const branches = arrayAt(object.when_then, `${at}.when_then`).map((item, i): CaseBranch => {
         const where = `${at}.when_then[${i}]`;
         const branch = objectAt(item, where);
-        allowOnly(branch, ["when", "then"], where);
+        allowOnly(branch, WIRE_FIELDS.case_branch, where);
         return { when: decoders.predicate(branch.when, `${where}.when`, depth + 1), then: decoders.expr(branch.then, `${where}.then`, depth + 1) };
       });
       const otherwise = object.else_expr === undefined || object.else_expr === null ? undefined : decoders.expr(object.else_expr, `${at}.else_expr`, depth + 1);

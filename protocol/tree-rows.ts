@@ -10,7 +10,7 @@
 import type { Step } from "./tree.js";
 import { unreachable } from "./errors.js";
 import { allowOnly, arrayAt, fault, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
-import type { WireStepTag } from "./tree-wire.js";
+import { WIRE_FIELDS, type WireStepTag } from "./tree-wire.js";
 import type { Value } from "./values.js";
 
 /** Whose value a binding projection reads: the row's current element, or the element bound under a name. */
@@ -94,7 +94,7 @@ function bindingTarget(value: Json, path: string): BindingTarget {
 
 function valueRef(value: Json, path: string): BindingValueRef {
   const object = objectAt(value, path);
-  allowOnly(object, ["target", "source"], path);
+  allowOnly(object, WIRE_FIELDS.binding_value_ref, path);
   return { target: bindingTarget(object.target, `${path}.target`), source: nonEmptyAt(object.source, `${path}.source`) };
 }
 
@@ -105,7 +105,7 @@ function bindingProjection(value: Json, path: string): BindingProjection {
   const object = objectAt(body, at);
   switch (tag) {
     case "property":
-      allowOnly(object, ["target", "source", "alias"], at);
+      allowOnly(object, WIRE_FIELDS.property_binding_projection, at);
       return {
         kind: "property",
         target: bindingTarget(object.target, `${at}.target`),
@@ -113,7 +113,7 @@ function bindingProjection(value: Json, path: string): BindingProjection {
         alias: nonEmptyAt(object.alias, `${at}.alias`),
       };
     case "coalesce": {
-      allowOnly(object, ["refs", "alias"], at);
+      allowOnly(object, WIRE_FIELDS.coalesce_binding_projection, at);
       const refs = arrayAt(object.refs, `${at}.refs`);
       if (refs.length === 0) throw fault(`${at}.refs`, "expected at least one reference");
       return { kind: "coalesce", refs: refs.map((item, i) => valueRef(item, `${at}.refs[${i}]`)), alias: nonEmptyAt(object.alias, `${at}.alias`) };

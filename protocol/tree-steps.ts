@@ -14,7 +14,7 @@ import { isVectorEf, VECTOR_EF_MAX, VECTOR_FIELD } from "./indexes.js";
 import type { RecordKind } from "./records.js";
 import type { EmitBehavior, Input, MmrDistance, Order, Predicate, Ref, RepeatConfig, Step } from "./tree.js";
 import { allowOnly, arrayAt, fault, labelAt, objectAt, stringAt, tagged, type Json } from "./tree-json.js";
-import type { WireStepTag } from "./tree-wire.js";
+import { WIRE_FIELDS, type WireStepTag } from "./tree-wire.js";
 
 /** HelixDB's default `max_depth` of a `repeat` that sets neither it nor `times`. */
 export const REPEAT_DEPTH_DEFAULT = 100;
@@ -198,7 +198,7 @@ function lambdaInput(d: Decoding): Input {
 /** A sub-traversal: `{"root": <step>}`, whose chain usually starts at `"context"`. */
 function subTraversal(value: Json, path: string, d: Decoding): Step {
   const object = objectAt(value, path);
-  allowOnly(object, ["root"], path);
+  allowOnly(object, WIRE_FIELDS.sub_traversal, path);
   if (object.root === undefined) throw fault(`${path}.root`, "a sub-traversal needs a root step");
   return d.decoders.step(object.root, `${path}.root`, d.depth + 1);
 }
@@ -240,7 +240,7 @@ function iterationsAt(value: Json, path: string, least: number): number {
 function repeatConfig(d: Decoding): RepeatConfig {
   const at = `${d.at}.config`;
   const config = objectAt(d.object.config, at);
-  allowOnly(config, ["traversal", "times", "until", "emit", "emit_predicate", "max_depth"], at);
+  allowOnly(config, WIRE_FIELDS.repeat_config, at);
   const present = (key: string): boolean => config[key] !== undefined && config[key] !== null;
   const emit = present("emit") ? stringAt(config.emit, `${at}.emit`) : "none";
   if (!(EMIT_BEHAVIORS as readonly string[]).includes(emit)) throw fault(`${at}.emit`, `expected one of ${EMIT_BEHAVIORS.join(", ")}`);

@@ -518,6 +518,82 @@ export const WIRE_STEP_FORM_FIELDS: { readonly [Tag in keyof WireStepForms]: { r
   shortest_path: fieldLists(STEP_FORM_FIELD_SETS.shortest_path),
 };
 
+/** The fields of a wire type T as a list, checked both ways as a WireFieldSet. */
+function fieldsOf<T>(set: WireFieldSet<T>): readonly string[] {
+  return fieldList(set);
+}
+
+/** The body under `tag` of a union of one-key objects (`{"property": body} | {"expr": body}`). */
+type BodyOf<Union, Tag extends string> = Union extends { readonly [K in Tag]: infer Body } ? Body : never;
+
+/** The fields of every predicate, checked against WirePredicateBodies both ways; its keys are the predicate tags. */
+const PREDICATE_FIELD_SETS: { readonly [Tag in keyof WirePredicateBodies]: WireFieldSet<WirePredicateBodies[Tag]> } = {
+  eq: { left: true, right: true },
+  neq: { left: true, right: true },
+  gt: { left: true, right: true },
+  gte: { left: true, right: true },
+  lt: { left: true, right: true },
+  lte: { left: true, right: true },
+  compare: { left: true, op: true, right: true },
+  between: { value: true, min: true, max: true },
+  is_null: { property: true },
+  is_not_null: { property: true },
+  has_key: { property: true },
+  contains: { value: true, substring: true },
+  starts_with: { value: true, prefix: true },
+  ends_with: { value: true, suffix: true },
+  is_in: { value: true, values: true },
+  and: { predicates: true },
+  or: { predicates: true },
+  not: { predicate: true },
+  exists: { traversal: true },
+};
+
+/** The fields each predicate accepts (tree.ts `decodePredicate` checks them before decoding). */
+export const WIRE_PREDICATE_FIELDS = fieldLists<keyof WirePredicateBodies>(PREDICATE_FIELD_SETS);
+
+export function isWirePredicateTag(tag: string): tag is keyof WirePredicateBodies {
+  return Object.hasOwn(PREDICATE_FIELD_SETS, tag);
+}
+
+/** The expressions whose body is an object of fields (the others are a string, a literal or a step). */
+export type WireExprObjectTag = "count" | "add" | "sub" | "mul" | "div" | "mod" | "call" | "embed" | "neg" | "case";
+
+const EXPR_FIELD_SETS: { readonly [Tag in WireExprObjectTag]: WireFieldSet<WireExprBodies[Tag]> } = {
+  count: { traversal: true },
+  add: { left: true, right: true },
+  sub: { left: true, right: true },
+  mul: { left: true, right: true },
+  div: { left: true, right: true },
+  mod: { left: true, right: true },
+  call: { fn: true, args: true },
+  embed: { text: true, model: true },
+  neg: { expr: true },
+  case: { when_then: true, else_expr: true },
+};
+
+/** The fields of each expression with an object body (tree.ts and tree-computed.ts check them). */
+export const WIRE_EXPR_FIELDS = fieldLists<WireExprObjectTag>(EXPR_FIELD_SETS);
+
+/**
+ * The fields of the other objects the decoder reads (tree.ts, tree-computed.ts, tree-steps.ts, tree-rows.ts), each
+ * list made from its wire type the same way, so none can drift from what the compiler builds.
+ */
+export const WIRE_FIELDS = {
+  request: fieldsOf<WireRequest>({ request_type: true, query_name: true, query: true, parameters: true, parameter_types: true, explain: true, timeout_ms: true }),
+  batch: fieldsOf<WireBatch>({ entries: true, returns: true }),
+  query: fieldsOf<WireEntryBodies["query"]>({ name: true, root: true, condition: true }),
+  for_each: fieldsOf<WireEntryBodies["for_each"]>({ param: true, var: true, as: true, body: true }),
+  case_branch: fieldsOf<WireExprBodies["case"]["when_then"][number]>({ when: true, then: true }),
+  property_projection: fieldsOf<BodyOf<WireProjection, "property">>({ source: true, alias: true }),
+  expr_projection: fieldsOf<BodyOf<WireProjection, "expr">>({ alias: true, expr: true }),
+  sub_traversal: fieldsOf<WireSubTraversal>({ root: true }),
+  repeat_config: fieldsOf<WireRepeatConfig>({ traversal: true, times: true, until: true, emit: true, emit_predicate: true, max_depth: true }),
+  binding_value_ref: fieldsOf<WireBindingValueRef>({ target: true, source: true }),
+  property_binding_projection: fieldsOf<BodyOf<WireBindingProjection, "property">>({ target: true, source: true, alias: true }),
+  coalesce_binding_projection: fieldsOf<BodyOf<WireBindingProjection, "coalesce">>({ refs: true, alias: true }),
+} as const;
+
 /** Every step tag of the wire, at run time: the decoder refuses any other. */
 export function isWireStepTag(tag: string): tag is WireStepTag {
   return Object.hasOwn(STEP_FIELD_SETS, tag) || Object.hasOwn(STEP_FORM_FIELD_SETS, tag);

@@ -21,7 +21,16 @@ import { decodeIndexOperation, isIndexOperationTag, type IndexOperation } from "
 import { decodeExtendedStep, isExtendedStepTag, type StepDecoders } from "./tree-steps.js";
 import { COMPUTED_EXPR_TAGS, decodeComputedExpr, type ComputedDecoders } from "./tree-computed.js";
 import { decodeRowStep, isRowStepTag, type BindingProjection, type RowDecoders } from "./tree-rows.js";
-import { isSingleFormStepTag, isWireStepTag, WIRE_STEP_FIELDS, WIRE_STEP_FORM_FIELDS } from "./tree-wire.js";
+import {
+  isSingleFormStepTag,
+  isWirePredicateTag,
+  isWireStepTag,
+  WIRE_EXPR_FIELDS,
+  WIRE_FIELDS,
+  WIRE_PREDICATE_FIELDS,
+  WIRE_STEP_FIELDS,
+  WIRE_STEP_FORM_FIELDS,
+} from "./tree-wire.js";
 import type { RecordKind } from "./records.js";
 import { checkInputValue, checkWellFormed, type Value } from "./values.js";
 
@@ -439,7 +448,7 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       return { kind: "param", name: stringAt(body, at) };
     case "count": {
       const object = objectAt(body, at);
-      allowOnly(object, ["traversal"], at);
+      allowOnly(object, WIRE_EXPR_FIELDS.count, at);
       return { kind: "count", traversal: decodeStep(object.traversal, `${at}.traversal`, depth + 1) };
     }
     case "add":
@@ -448,7 +457,7 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
     case "div":
     case "mod": {
       const object = objectAt(body, at);
-      allowOnly(object, ["left", "right"], at);
+      allowOnly(object, WIRE_EXPR_FIELDS[tag], at);
       return {
         kind: "arith",
         op: tag,
@@ -465,7 +474,7 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
       return decodeCall(body, at, depth);
     case "embed": {
       const object = objectAt(body, at);
-      allowOnly(object, ["text", "model"], at);
+      allowOnly(object, WIRE_EXPR_FIELDS.embed, at);
       if (object.text === undefined) throw fault(`${at}.text`, "embed needs the text to embed");
       const text = decodeExpr(object.text, `${at}.text`, depth + 1);
       return object.model === undefined ? { kind: "embed", text } : { kind: "embed", text, model: embedModelAt(object.model, `${at}.model`) };
@@ -479,7 +488,7 @@ function decodeExpr(value: Json, path: string, depth: number): Expr {
 /** `{"fn": "pow", "args": [e, e]}`: the function must be known and take that many arguments. */
 function decodeCall(body: Json, at: string, depth: number): Expr {
   const object = objectAt(body, at);
-  allowOnly(object, ["fn", "args"], at);
+  allowOnly(object, WIRE_EXPR_FIELDS.call, at);
   const fn = stringAt(object.fn, `${at}.fn`);
   if (!isMathFunction(fn)) throw fault(`${at}.fn`, `unknown function ${JSON.stringify(fn)} (expected ${Object.keys(MATH_FUNCTIONS).join(", ")})`);
   const args = arrayAt(object.args, `${at}.args`);
@@ -499,40 +508,33 @@ export function decodePredicate(value: Json, path: string, depth = 0): Predicate
   const at = `${path}.${tag}`;
   const object = objectAt(body, at);
   const expr = (key: string): Expr => decodeExpr(object[key], `${at}.${key}`, depth + 1);
+  // Every predicate's fields are checked here, against the list tsc holds to the wire type.
+  if (isWirePredicateTag(tag)) allowOnly(object, WIRE_PREDICATE_FIELDS[tag], at);
   if ((COMPARE_OPS as readonly string[]).includes(tag)) {
-    allowOnly(object, ["left", "right"], at);
     return { kind: "compare", op: tag as CompareOp, left: expr("left"), right: expr("right") };
   }
   switch (tag) {
     case "compare": {
-      allowOnly(object, ["left", "op", "right"], at);
       const op = stringAt(object.op, `${at}.op`);
       if (!(COMPARE_OPS as readonly string[]).includes(op)) throw fault(`${at}.op`, `unknown comparison ${JSON.stringify(op)}`);
       return { kind: "compare", op: op as CompareOp, left: expr("left"), right: expr("right") };
     }
     case "between":
-      allowOnly(object, ["value", "min", "max"], at);
       return { kind: "between", value: expr("value"), min: expr("min"), max: expr("max") };
     case "is_null":
     case "is_not_null":
     case "has_key":
-      allowOnly(object, ["property"], at);
       return { kind: tag, path: stringAt(object.property, `${at}.property`) };
     case "contains":
-      allowOnly(object, ["value", "substring"], at);
       return { kind: "contains", value: expr("value"), needle: expr("substring") };
     case "starts_with":
-      allowOnly(object, ["value", "prefix"], at);
       return { kind: "starts_with", value: expr("value"), affix: expr("prefix") };
     case "ends_with":
-      allowOnly(object, ["value", "suffix"], at);
       return { kind: "ends_with", value: expr("value"), affix: expr("suffix") };
     case "is_in":
-      allowOnly(object, ["value", "values"], at);
       return { kind: "is_in", value: expr("value"), values: expr("values") };
     case "and":
     case "or":
-      allowOnly(object, ["predicates"], at);
       return {
         kind: tag,
         predicates: arrayAt(object.predicates, `${at}.predicates`).map((item, i) =>
@@ -540,10 +542,8 @@ export function decodePredicate(value: Json, path: string, depth = 0): Predicate
         ),
       };
     case "not":
-      allowOnly(object, ["predicate"], at);
       return { kind: "not", predicate: decodePredicate(object.predicate, `${at}.predicate`, depth + 1) };
     case "exists":
-      allowOnly(object, ["traversal"], at);
       return { kind: "exists", traversal: decodeStep(object.traversal, `${at}.traversal`, depth + 1) };
     default:
       throw fault(path, `unknown predicate ${JSON.stringify(tag)}`);
@@ -587,12 +587,12 @@ function decodeProjection(value: Json, path: string): Projection {
   const at = `${path}.${tag}`;
   const object = objectAt(body, at);
   if (tag === "property") {
-    allowOnly(object, ["source", "alias"], at);
+    allowOnly(object, WIRE_FIELDS.property_projection, at);
     const source = stringAt(object.source, `${at}.source`);
     return { kind: "property", source, alias: object.alias === undefined ? source : stringAt(object.alias, `${at}.alias`) };
   }
   if (tag === "expr") {
-    allowOnly(object, ["alias", "expr"], at);
+    allowOnly(object, WIRE_FIELDS.expr_projection, at);
     return { kind: "expr", alias: stringAt(object.alias, `${at}.alias`), expr: decodeExpr(object.expr, `${at}.expr`, 0) };
   }
   throw fault(path, `unknown projection ${JSON.stringify(tag)}`);
@@ -933,7 +933,7 @@ function decodeEntry(value: Json, path: string): Entry {
   const at = `${path}.${tag}`;
   const object = objectAt(body, at);
   if (tag === "query") {
-    allowOnly(object, ["name", "root", "condition"], at);
+    allowOnly(object, WIRE_FIELDS.query, at);
     const name = object.name === undefined || object.name === null ? undefined : stringAt(object.name, `${at}.name`);
     const [rootTag, rootBody] = object.root === "context" ? ["context", null] : tagged(object.root, `${at}.root`);
     if (isIndexOperationTag(rootTag)) {
@@ -948,7 +948,7 @@ function decodeEntry(value: Json, path: string): Entry {
     };
   }
   if (tag === "for_each") {
-    allowOnly(object, ["param", "var", "as", "body"], at);
+    allowOnly(object, WIRE_FIELDS.for_each, at);
     const source = object.var === undefined || object.var === null ? "param" : "var";
     if (source === "var" && object.param !== undefined && object.param !== null) throw fault(at, "for_each takes param or var, not both");
     const as = object.as === undefined || object.as === null ? undefined : stringAt(object.as, `${at}.as`);
@@ -1031,7 +1031,7 @@ export function isIndexOperationPlan(plan: Plan): boolean {
 /** Decodes and validates a whole `/v2/query` request body. Nothing executes before this returns. */
 export function decodeRequest(body: Json): Plan {
   const request = objectAt(body, "$");
-  allowOnly(request, ["request_type", "query_name", "query", "parameters", "parameter_types", "explain", "timeout_ms"], "$");
+  allowOnly(request, WIRE_FIELDS.request, "$");
   if (request.explain !== undefined && typeof request.explain !== "boolean") throw fault("$.explain", "must be true or false");
   const timeoutMs = request.timeout_ms === undefined || request.timeout_ms === null ? undefined : decodeTimeout(request.timeout_ms);
   const requestType = request.request_type;
@@ -1040,7 +1040,7 @@ export function decodeRequest(body: Json): Plan {
   const [batchType, batchBody] = tagged(request.query, "$.query");
   if (batchType !== requestType) throw fault("$.query", `request_type ${requestType} does not match the ${batchType} batch`);
   const batch = objectAt(batchBody, `$.query.${batchType}`);
-  allowOnly(batch, ["entries", "returns"], `$.query.${batchType}`);
+  allowOnly(batch, WIRE_FIELDS.batch, `$.query.${batchType}`);
   const entriesJson = arrayAt(batch.entries, `$.query.${batchType}.entries`);
   if (entriesJson.length === 0) throw fault(`$.query.${batchType}.entries`, "a batch needs at least one entry");
   if (entriesJson.length > BATCH_ENTRIES_MAX) {

@@ -10,12 +10,17 @@ import { describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { decodeRequest } from "../../protocol/tree.js";
 import {
+  WIRE_EXPR_FIELDS,
+  WIRE_FIELDS,
+  WIRE_PREDICATE_FIELDS,
   WIRE_STEP_FIELDS,
   WIRE_STEP_FORM_FIELDS,
   type WireEntry,
   type WireExpr,
+  type WireBatch,
   type WireFieldSet,
   type WirePredicate,
+  type WirePredicateBodies,
   type WireRequest,
   type WireStep,
   type WireStepBodies,
@@ -124,5 +129,23 @@ describe("the operation tree's wire types", () => {
       const error = refusal(request({ where: { input: users, predicate: { exists: { traversal: form as unknown as WireStep } } } }));
       expect(error.message).toContain(`.surplus: unknown field (expected ${fields.join(", ")})`);
     }
+  });
+
+  it("tie the lists of predicates', expressions' and the other objects' fields to their types the same way", () => {
+    // @ts-expect-error: is_in compares a `value` with `values`; a list without `values` would refuse it
+    const partial: WireFieldSet<WirePredicateBodies["is_in"]> = { value: true };
+    // @ts-expect-error: a batch has `entries` and `returns`, nothing else
+    const batch: WireFieldSet<WireBatch> = { entries: true, returns: true, limit: true };
+    expect([partial, batch].every((set) => typeof set === "object")).toBe(true);
+    for (const [tag, fields] of Object.entries(WIRE_PREDICATE_FIELDS)) {
+      const error = refusal(request({ where: { input: users, predicate: { [tag]: { surplus: 1 } } as unknown as WirePredicate } }));
+      expect(error.message).toContain(`.predicate.${tag}.surplus: unknown field (expected ${fields.join(", ")})`);
+    }
+    for (const [tag, fields] of Object.entries(WIRE_EXPR_FIELDS)) {
+      const error = refusal(request({ order_by: { input: users, expr: { [tag]: { surplus: 1 } } as unknown as WireExpr } }));
+      expect(error.message).toContain(`.expr.${tag}.surplus: unknown field (expected ${fields.join(", ")})`);
+    }
+    const error = refusal({ ...request(users), surplus: 1 });
+    expect(error.message).toContain(`$.surplus: unknown field (expected ${WIRE_FIELDS.request.join(", ")})`);
   });
 });
