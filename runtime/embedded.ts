@@ -614,7 +614,7 @@ export class Database {
 
   /**
    * What query() answers, as JSON text (bigints as decimal strings): the body of `POST /<name>`, written straight
-   * from the results (protocol/helixql/output-json.ts) instead of through the answer's objects.
+   * from the results by the same walk that builds query()'s answer (protocol/helixql/output.ts), without its objects.
    */
   queryJson(name: string, parameters: Readonly<Record<string, unknown>> = {}): Promise<string> {
     return this.runQuery(name, parameters, renderOutputJson);
