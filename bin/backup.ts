@@ -6,7 +6,7 @@
  */
 import { backupToBucket, restoreFromBucket } from "../runtime/bucket-backup.js";
 import type { S3Storage } from "../runtime/bucket-storage.js";
-import { storageOf } from "./serve.js";
+import { storageOf } from "./serve-settings.js";
 
 export interface BackupIo {
   readonly stdout: NodeJS.WritableStream;
