@@ -98,6 +98,12 @@ export class Coordinator {
   private committedTransactions = 0;
   private abortedTransactions = 0;
 
+  /**
+   * The two-phase commits this coordinator runs now, from before their first prepare until every participant applied
+   * the outcome or the transaction failed: `recover()` leaves them to `commitLists` (see there).
+   */
+  private readonly inFlight = new Set<string>();
+
   /** Decisions being forgotten after their transaction's reply (see forgetLater). */
   private readonly forgetting = new Set<Promise<void>>();
 
@@ -416,7 +422,7 @@ export class Coordinator {
    * two-phase commit when several are.
    */
   private async commitLists(byPartition: ReadonlyMap<number, Uint8Array>): Promise<void> {
-    const { transport, decisions } = this.options;
+    const { transport } = this.options;
     const participants = [...byPartition.keys()].sort((a, b) => a - b);
     if (participants.length === 0) return;
     if (participants.length === 1) {
@@ -424,6 +430,17 @@ export class Coordinator {
       return;
     }
     const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
+    this.inFlight.add(txid);
+    try {
+      await this.twoPhaseCommit(txid, participants, byPartition);
+    } finally {
+      this.inFlight.delete(txid);
+    }
+  }
+
+  /** Two-phase commit of `txid` (commitLists with more than one participant). */
+  private async twoPhaseCommit(txid: string, participants: readonly number[], byPartition: ReadonlyMap<number, Uint8Array>): Promise<void> {
+    const { transport, decisions } = this.options;
     const hook = this.options.onCommitPhase ?? (() => undefined);
     // Prepares go out together; the hook sees the first acknowledgement. On any failure, every participant that
     // prepared is aborted (one whose outcome is unknown is resolved by presumed abort: no decision is written).
@@ -499,7 +516,12 @@ export class Coordinator {
   /**
    * Resolves transactions left in doubt by a crash: every prepared intent commits if its decision is in the log and
    * aborts otherwise; then decisions whose participants have all applied are forgotten. Runs before the database
-   * serves anything.
+   * serves anything, and again when a cluster's writer takes its lost writer lease back (runtime/remote.ts).
+   *
+   * Invariant: recovery never touches a transaction this coordinator has in flight (`inFlight`): a commit that passed
+   * the writer gate before the lease was lost goes on while recovery runs. Deciding abort for its prepared intents
+   * would turn its commit into a conflict, and forgetting a decision it is about to write or apply would let its
+   * `decide(commit)` write a fresh commit over intents already aborted: an acknowledged write with nothing written.
    */
   async recover(): Promise<{ committed: number; aborted: number }> {
     const { transport, decisions } = this.options;
@@ -508,6 +530,7 @@ export class Coordinator {
     for (const partition of this.map.partitions) {
       const { txids } = expect(await transport.request(partition, { type: "pending_intents" }), "intents");
       for (const txid of txids) {
+        if (this.inFlight.has(txid)) continue;
         // No decision yet: abort wins (presumed abort), and a late commit decision can no longer be written.
         const outcome = await decisions.decide(txid, "abort", [partition]);
         await transport.request(partition, { type: outcome, txid });
@@ -515,7 +538,7 @@ export class Coordinator {
         else aborted += 1;
       }
     }
-    for (const txid of await decisions.all()) await decisions.forget(txid);
+    for (const txid of await decisions.all()) if (!this.inFlight.has(txid)) await decisions.forget(txid);
     return { committed, aborted };
   }
 }
