@@ -3,7 +3,10 @@
  * no decision means nothing is decided yet, and whoever resolves an intent in doubt decides `abort` (presumed abort).
  * A decision, once written, never changes: `decide` writes only when none exists and returns the one that holds, so
  * a coordinator finishing its commit and another resolving the same transaction cannot both win. A decision is
- * forgotten only after every participant has applied it.
+ * forgotten only after every participant has applied it, and never while its coordinator still runs the transaction
+ * (Coordinator.recover() skips those): a `decide` after a forget must not find the key free. The replicated store
+ * also enforces it (a forgotten decision stays, marked forgotten, and a late `decide` answers its outcome); the local
+ * one removes the key, since its coordinator recovers only at open, with nothing in flight.
  *
  * Two stores: `LmdbDecisionLog` (the single server and the embedded runtime, a local LMDB) and the cluster's
  * replicated one on a NATS KV bucket (cluster/nats/kv-decision-log.ts).

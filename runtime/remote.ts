@@ -9,7 +9,8 @@
  *   partition count if absent), the same map the partitions read their allocation ranges from, so coordinator and
  *   partitions agree on every ID's owner. Rebalancing (cluster/nats/rebalance.ts) changes it under the coordinator's
  *   write lock; a writer resumes a move a crash interrupted before it serves, and answers the admin subject.
- * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything.
+ * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything, and again when it
+ *   takes a lost writer lease back; that recovery runs beside the commits already in flight and leaves them alone.
  * - Isolation in this slice: one coordinator process per cluster. Its readers/writer lock keeps docs/ISOLATION.md's
  *   guarantee only among the invocations it runs; several coordinators need record locks (a later slice).
  * - `indexes()` (synchronous) is refused with unsupported_operation; `indexStatuses()` asks the partitions.

@@ -13,7 +13,7 @@
  *   written, a coordinator's later `decide(commit)` gets abort back and aborts everywhere. So a transaction never
  *   commits on one participant and aborts on another.
  * - The resolver never forgets a decision: another participant (or the coordinator) may still need to read it. The
- *   next coordinator start (`Coordinator.recover()`) forgets decisions once no participant holds their intents.
+ *   next coordinator recovery (`Coordinator.recover()`) forgets decisions once no participant holds their intents.
  * - Sweeps do not overlap; a sweep that fails (the decision log or the leader's log unavailable) changes nothing
  *   it did not finish, and the intent is tried again at the next sweep.
  */

@@ -3,11 +3,15 @@
  * bucket subjects.decisionBucket(cluster), one key per transaction, replicated over `replicas` servers (3 in a
  * three-server cluster).
  *
- * Invariant: a decision, once written, never changes. `decide` is KV `create` (the server refuses it when the key
- * holds a value), then, whatever happened (refused, timed out, connection lost), a read of the key: the value that is
- * there is the decision that holds, whoever wrote it. So a coordinator finishing its commit and another resolving
- * the same transaction cannot both win, and a create whose acknowledgement was lost is still seen. `forget` deletes
- * the key (a delete marker; decision() then answers undefined).
+ * Invariant: a decision, once written, never changes, not even after it is forgotten. `decide` is a put that the
+ * server refuses unless the key never held anything (expected last subject sequence 0), then, whatever happened
+ * (refused, timed out, connection lost), a read of the key: the value that is there is the decision that holds,
+ * whoever wrote it. So a coordinator finishing its commit and another resolving the same transaction cannot both
+ * win, and a put whose acknowledgement was lost is still seen. `forget` marks the decision forgotten in place (the
+ * key keeps its outcome; decision() and all() then skip it), so a late `decide` (a coordinator whose `decide(commit)`
+ * was held while recovery aborted and forgot its transaction) gets the old outcome back instead of writing a new one.
+ * Not KV `create`: it writes over a delete marker, which would let that late commit win over an abort already
+ * applied. A key whose last entry is a delete marker (forgotten by an older Silk) counts as decided abort.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
@@ -38,11 +42,20 @@ export interface KvDecisionLogOptions {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function parseDecision(txid: string, bytes: Uint8Array): Decision {
-  const parsed = JSON.parse(decoder.decode(bytes)) as Partial<Decision>;
-  if (parsed.outcome !== "commit" && parsed.outcome !== "abort") throw new SilkError("internal", `the decision of ${txid} is not a decision: ${decoder.decode(bytes)}`);
-  return { outcome: parsed.outcome, participants: Array.isArray(parsed.participants) ? parsed.participants : [] };
+/** What a key holds: a decision, marked `forgotten` once every participant applied it. */
+interface StoredDecision extends Decision {
+  readonly forgotten?: true;
 }
+
+function parseDecision(txid: string, bytes: Uint8Array): StoredDecision {
+  const parsed = JSON.parse(decoder.decode(bytes)) as Partial<StoredDecision>;
+  if (parsed.outcome !== "commit" && parsed.outcome !== "abort") throw new SilkError("internal", `the decision of ${txid} is not a decision: ${decoder.decode(bytes)}`);
+  const decision = { outcome: parsed.outcome, participants: Array.isArray(parsed.participants) ? parsed.participants : [] };
+  return parsed.forgotten === true ? { ...decision, forgotten: true } : decision;
+}
+
+/** What a key holds now: nothing, a decision (`revision`: the entry's, for a conditional update), or a delete marker. */
+type Held = { readonly kind: "none" } | { readonly kind: "decision"; readonly decision: StoredDecision; readonly revision: number } | { readonly kind: "deleted" };
 
 export class KvDecisionLog implements DecisionStore {
   private constructor(
@@ -66,12 +79,13 @@ export class KvDecisionLog implements DecisionStore {
     const deadline = Date.now() + this.deadlineMs;
     return retrying("the decision log", `deciding ${txid}`, deadline, async () => {
       try {
-        await this.kv.create(txid, value);
+        await this.kv.put(txid, value, { previousSeq: 0 });
         return outcome;
       } catch (cause) {
-        // Refused (another decision holds) or unknown (the ack was lost): what the key holds now is the answer.
-        const held = await this.read(txid);
-        if (held !== undefined) return held.outcome;
+        // Refused (a decision holds, forgotten or not) or unknown (the ack was lost): what the key holds is the answer.
+        const held = await this.held(txid);
+        if (held.kind === "decision") return held.decision.outcome;
+        if (held.kind === "deleted") return "abort";
         throw cause;
       }
     });
@@ -82,15 +96,28 @@ export class KvDecisionLog implements DecisionStore {
     return (await retrying("the decision log", `reading the decision of ${txid}`, Date.now() + this.deadlineMs, () => this.read(txid)))?.outcome;
   }
 
-  private async read(txid: string): Promise<Decision | undefined> {
+  private async held(txid: string): Promise<Held> {
     const entry = await this.kv.get(txid);
-    if (entry === null || entry.operation !== "PUT") return undefined;
-    return parseDecision(txid, entry.value);
+    if (entry === null) return { kind: "none" };
+    if (entry.operation !== "PUT") return { kind: "deleted" };
+    return { kind: "decision", decision: parseDecision(txid, entry.value), revision: entry.revision };
   }
 
+  /** The decision that holds and is not forgotten. */
+  private async read(txid: string): Promise<Decision | undefined> {
+    const held = await this.held(txid);
+    return held.kind === "decision" && held.decision.forgotten !== true ? held.decision : undefined;
+  }
+
+  /** Marks the decision forgotten, at the revision read (a decision never changes, so a refusal means it is already). */
   async forget(txid: string): Promise<void> {
     checkTxid(txid);
-    await retrying("the decision log", `forgetting ${txid}`, Date.now() + this.deadlineMs, () => this.kv.delete(txid));
+    await retrying("the decision log", `forgetting ${txid}`, Date.now() + this.deadlineMs, async () => {
+      const held = await this.held(txid);
+      if (held.kind !== "decision" || held.decision.forgotten === true) return;
+      const { outcome, participants } = held.decision;
+      await this.kv.update(txid, encoder.encode(JSON.stringify({ outcome, participants: [...participants], forgotten: true } satisfies StoredDecision)), held.revision);
+    });
   }
 
   async all(): Promise<string[]> {

@@ -1,7 +1,7 @@
 /**
  * The replicated decision log (cluster/nats/kv-decision-log.ts) on a real three-server JetStream cluster: a decision is
  * written once and never changes, two coordinators deciding the same transaction at once get the same answer, a
- * forgotten decision is gone, decisions survive a server's crash and new ones are taken while it is down.
+ * forgotten decision is gone (and never replaced by a late one), decisions survive a server's crash and new ones are taken while it is down.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -61,6 +61,29 @@ describe("KvDecisionLog", () => {
       expect(await theirs.decision(txid)).toBe(answers[i][0]);
     }
     for (const txid of txids) await mine.forget(txid);
+  });
+
+  it("never writes a new decision over a forgotten one: a late decide gets the forgotten outcome back", async () => {
+    // The bank test's lost write: recovery decided abort, aborted the intents and forgot the decision, then the
+    // coordinator's held decide(commit) arrived. KV create would have written commit over a delete marker.
+    const log = await KvDecisionLog.open({ nc: first, cluster: CLUSTER, replicas: 3 });
+    expect(await log.decide("late-1", "abort", [0])).toBe("abort");
+    await log.forget("late-1");
+    expect(await log.decision("late-1")).toBeUndefined();
+    expect(await log.decide("late-1", "commit", [0, 1])).toBe("abort");
+    expect(await log.decision("late-1")).toBeUndefined();
+    expect(await log.decide("late-2", "commit", [0, 1])).toBe("commit");
+    await log.forget("late-2");
+    await log.forget("late-2");
+    expect(await log.decide("late-2", "abort", [1])).toBe("commit");
+    expect(await log.all()).not.toContain("late-1");
+    expect(await log.all()).not.toContain("late-2");
+    // A key an older Silk forgot with a delete marker: its outcome is gone, and abort is what a late decide gets.
+    const kv = await new Kvm(first).open(subjects.decisionBucket(CLUSTER));
+    await kv.put("late-3", new TextEncoder().encode(JSON.stringify({ outcome: "abort", participants: [0] })));
+    await kv.delete("late-3");
+    expect(await log.decide("late-3", "commit", [0, 1])).toBe("abort");
+    expect(await log.decision("late-3")).toBeUndefined();
   });
 
   it("refuses a key that holds something other than a decision, and a txid that is no key", async () => {
