@@ -1,7 +1,8 @@
 /**
  * The replicated decision log (cluster/nats/kv-decision-log.ts) on a real three-server JetStream cluster: a decision is
  * written once and never changes, two coordinators deciding the same transaction at once get the same answer, a
- * forgotten decision is gone (and never replaced by a late one), decisions survive a server's crash and new ones are taken while it is down.
+ * forgotten decision is gone (and never replaced by a late one), decisions survive a server's crash and new ones are
+ * taken while it is down.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
