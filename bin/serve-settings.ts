@@ -10,12 +10,8 @@ import { embedderFromEnvironment } from "../embedders/index.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../protocol/limits.js";
+import { SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./defaults.js";
 
-export const SERVE_PORT_DEFAULT = 6969;
-export const SERVE_HOST_DEFAULT = "127.0.0.1";
-export const SERVE_DATA_DEFAULT = "./data";
-/** The execution deadline of a request that sets no `timeout_ms`, unless `--timeout-ms` says otherwise. */
-export const SERVE_TIMEOUT_MS_DEFAULT = 30_000;
 
 export interface ServeOptions extends StorageFlags {
   /** The project directory; without one the database is schemaless and has no per-query routes. */

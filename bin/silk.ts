@@ -6,26 +6,27 @@
  * `silk keys` / `silk admin` (its keys and account switch, bin/keys.ts), `silk index` (index operations and build
  * progress, bin/index-command.ts), `silk status` (a database's storage: readers, pages, sizes, bin/status.ts), `silk backup` / `silk restore` (a disk database to and from a bucket, bin/backup.ts), `silk cluster` / `silk partition` (a cluster over NATS on this machine,
  * bin/cluster.ts, bin/partition.ts), `silk chaos run` (fault runs with checked histories, bin/chaos.ts), and `silk codegen` (typed query functions for the SDK, sdk/codegen.ts). This file only declares the commands and their options with commander and turns
- * failures into `silk <command>: <code>: <message>` and an exit code.
+ * failures into `silk <command>: <code>: <message>` and an exit code. Each action loads its command's module with
+ * `import()` when it runs: importing them all up front cost about a second of CPU at every start (the engine,
+ * fastify, NATS, the S3 client), `silk --help` included. What a declaration needs (defaults, option lists) comes from
+ * light modules (defaults.ts, index-options.ts, cluster-command.ts, chaos-command.ts); test/cli/startup.test.ts checks
+ * that declaring the commands loads none of the heavy ones.
  */
 import { packageVersion } from "../gateway/version.js";
 import { Command, InvalidArgumentError } from "commander";
 import { asSilkError, SilkError } from "../protocol/errors.js";
-import { runCodegen } from "../sdk/codegen.js";
-import { runCheck } from "./check.js";
-import { runDev } from "./dev.js";
-import { runGateway, type GatewayCommandOptions } from "./gateway.js";
-import { IMPORT_BATCH_RECORDS_DEFAULT, runImport } from "./import/command.js";
-import { addIndexOptions, runIndexCommand, type IndexAction, type IndexCommandOptions } from "./index-command.js";
-import { runAdminSwitch, runKeysCreate, runKeysList, runKeysRevoke, type CommandIo } from "./keys.js";
-import { loadSchemaSources } from "./schema-files.js";
-import { chaosCommand } from "./chaos.js";
-import { clusterCommand } from "./cluster.js";
-import { runPartition } from "./partition.js";
-import { runStatus } from "./status.js";
-import { runBackup, runRestore } from "./backup.js";
-import { runServe, runServeCluster } from "./serve.js";
-import { SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./serve-settings.js";
+import type { GatewayCommandOptions } from "./gateway.js";
+import type { IndexCommandOptions } from "./index-command.js";
+import type { CommandIo } from "./keys.js";
+import { addIndexOptions, type IndexAction } from "./index-options.js";
+import { chaosCommand } from "./chaos-command.js";
+import { clusterCommand } from "./cluster-command.js";
+import { IMPORT_BATCH_RECORDS_DEFAULT, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./defaults.js";
+
+// The AWS SDK prints a notice on stderr at every S3 client it makes under Node < 22 (its releases after January 2027
+// will need Node 22): noise on every `--storage`, `backup` and `restore` run that an operator cannot act on. The SDK's
+// own switch (aws/aws-sdk-js-v3#7983) turns off that notice only; an operator who sets the variable keeps their choice.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 function positiveInteger(text: string): number {
   const value = Number(text);
@@ -71,6 +72,7 @@ function importCommand(): Command {
     .option("--key-property <name>", "also store each node's key in this property")
     .option("--no-progress", "do not show progress on stderr")
     .action(async (files: string[], flags: ImportFlags) => {
+      const { runImport } = await import("./import/command.js");
       const io = { stdout: process.stdout, stderr: process.stderr, now: () => performance.now() };
       process.exitCode = await runImport(files, flags, io);
     });
@@ -91,6 +93,7 @@ function serveCommand(): Command {
     .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; timeoutMs?: string; workers?: string }) => {
       try {
         if (flags.cluster !== undefined && flags.storage !== undefined) throw new SilkError("invalid_option", "--cluster and --storage exclude each other: a cluster's partitions keep their own data");
+        const { runServe, runServeCluster } = await import("./serve.js");
         if (flags.cluster !== undefined) await runServeCluster({ ...flags, cluster: flags.cluster });
         else await runServe(flags);
       } catch (cause) {
@@ -109,6 +112,7 @@ function devCommand(): Command {
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .action(async (project: string, flags: { port?: string; host: string; data: string; timeoutMs?: string }) => {
       try {
+        const { runDev } = await import("./dev.js");
         await runDev({ project, ...flags });
       } catch (cause) {
         fail("dev", cause);
@@ -121,8 +125,9 @@ function checkCommand(): Command {
     .description("check a project's .hx files (schema and queries) and print every diagnostic and warning; exit code 1 if there is any error")
     .argument("<path>", "a .hx file or a directory searched recursively")
     .option("--strict", "treat warnings (constructs HelixDB accepts that Silk loads its own way) as errors")
-    .action((path: string, options: { strict?: boolean }) => {
+    .action(async (path: string, options: { strict?: boolean }) => {
       try {
+        const { runCheck } = await import("./check.js");
         process.exitCode = runCheck(path, { stdout: process.stdout, stderr: process.stderr }, { strict: options.strict === true });
       } catch (cause) {
         fail("check", cause);
@@ -147,6 +152,7 @@ function gatewayCommand(): Command {
     .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
     .action(async (flags: GatewayCommandOptions) => {
       try {
+        const { runGateway } = await import("./gateway.js");
         await runGateway(flags);
       } catch (cause) {
         fail("gateway", cause);
@@ -156,10 +162,10 @@ function gatewayCommand(): Command {
 
 const commandIo: CommandIo = { stdout: process.stdout, stderr: process.stderr, nowMs: () => Date.now() };
 
-/** Runs a synchronous administration command, turning a failure into its message and exit code 1. */
-function administer(command: string, run: () => void): void {
+/** Runs an administration command on bin/keys.ts (loaded now), turning a failure into its message and exit code 1. */
+async function administer(command: string, run: (keys: typeof import("./keys.js")) => void): Promise<void> {
   try {
-    run();
+    run(await import("./keys.js"));
   } catch (cause) {
     fail(command, cause);
   }
@@ -174,20 +180,20 @@ function keysCommand(): Command {
         .description("make a key and print it, once")
         .requiredOption(...data)
         .option("--name <name>", "a label to tell keys apart in `keys list`", "")
-        .action((flags: { data: string; name: string }) => administer("keys", () => runKeysCreate(flags.data, flags.name, commandIo))),
+        .action((flags: { data: string; name: string }) => administer("keys", (keys) => keys.runKeysCreate(flags.data, flags.name, commandIo))),
     )
     .addCommand(
       new Command("list")
         .description("the keys' ids, names, creation and revocation times (never the keys)")
         .requiredOption(...data)
-        .action((flags: { data: string }) => administer("keys", () => runKeysList(flags.data, commandIo))),
+        .action((flags: { data: string }) => administer("keys", (keys) => keys.runKeysList(flags.data, commandIo))),
     )
     .addCommand(
       new Command("revoke")
         .description("refuse a key from now on, in every gateway of the database")
         .argument("<id>", "the key's id, as `keys list` shows it")
         .requiredOption(...data)
-        .action((id: string, flags: { data: string }) => administer("keys", () => runKeysRevoke(flags.data, id, commandIo))),
+        .action((id: string, flags: { data: string }) => administer("keys", (keys) => keys.runKeysRevoke(flags.data, id, commandIo))),
     );
 }
 
@@ -196,7 +202,7 @@ function adminCommand(): Command {
     new Command(name)
       .description(description)
       .requiredOption("--data <dir>", "the database directory")
-      .action((flags: { data: string }) => administer("admin", () => runAdminSwitch(flags.data, name === "disable", commandIo)));
+      .action((flags: { data: string }) => administer("admin", (keys) => keys.runAdminSwitch(flags.data, name === "disable", commandIo)));
   return new Command("admin")
     .description("the account-credit switch of a hosted database (docs/GATEWAY.md)")
     .addCommand(switchCommand("disable", "answer 402 tenant_disabled to every request until enabled"))
@@ -211,6 +217,7 @@ function indexCommand(): Command {
       .option("--schema <path>", "the project's .hx file or directory; required for a database with a schema, left out for a schemaless one");
     return addIndexOptions(command, name).action(async (flags: IndexCommandOptions) => {
       try {
+        const { runIndexCommand } = await import("./index-command.js");
         await runIndexCommand(name, flags, { stdout: process.stdout, stderr: process.stderr });
       } catch (cause) {
         fail("index", cause);
@@ -233,6 +240,7 @@ function statusCommand(): Command {
     .option("--json", "print one JSON object")
     .action(async (flags: { data: string; json?: boolean }) => {
       try {
+        const { runStatus } = await import("./status.js");
         await runStatus(flags, { stdout: process.stdout });
       } catch (cause) {
         fail("status", cause);
@@ -248,6 +256,7 @@ function backupCommand(): Command {
     .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
     .action(async (flags: { data: string; to: string; s3Endpoint?: string }) => {
       try {
+        const { runBackup } = await import("./backup.js");
         await runBackup(flags, { stdout: process.stdout });
       } catch (cause) {
         fail("backup", cause);
@@ -263,6 +272,7 @@ function restoreCommand(): Command {
     .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
     .action(async (flags: { from: string; data: string; s3Endpoint?: string }) => {
       try {
+        const { runRestore } = await import("./backup.js");
         await runRestore(flags, { stdout: process.stdout });
       } catch (cause) {
         fail("restore", cause);
@@ -276,8 +286,9 @@ function codegenCommand(): Command {
     .argument("<dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
     .requiredOption("--out <file>", "the .ts file to write")
     .option("--sdk-import <specifier>", "where the generated module imports the SilkClient type from (default: this installation's sdk/client.js, relative to --out)")
-    .action((dir: string, flags: { out: string; sdkImport?: string }) => {
+    .action(async (dir: string, flags: { out: string; sdkImport?: string }) => {
       try {
+        const [{ runCodegen }, { loadSchemaSources }] = await Promise.all([import("../sdk/codegen.js"), import("./schema-files.js")]);
         process.exitCode = runCodegen(loadSchemaSources(dir), flags.out, flags.sdkImport, { stdout: process.stdout, stderr: process.stderr });
       } catch (cause) {
         fail("codegen", cause);
@@ -296,6 +307,7 @@ function partitionCommand(): Command {
     .option("--ready-within-ms <n>", "GET /ready answers 200 while the replica was caught up with its log at most this long ago (default 5000)", positiveInteger)
     .action(async (flags: { dir: string; partition: number; replica: number; healthPort?: number; healthHost?: string; readyWithinMs?: number }) => {
       try {
+        const { runPartition } = await import("./partition.js");
         await runPartition(flags);
       } catch (cause) {
         fail("partition", cause);

@@ -3,7 +3,7 @@
 // the file to exactly what this renders).
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/serve-settings.js";
+import { SERVE_TIMEOUT_MS_DEFAULT } from "../bin/defaults.js";
 import { PARTITIONS_MAX } from "../cluster/partition-map.js";
 import { KEYS_PER_DATABASE_MAX } from "../gateway/hosted/key-store.js";
 import { MESSAGE_MARGIN_BYTES, PENDING_REPLY_BYTES_MAX, PENDING_REPLY_TTL_MS } from "../cluster/nats/message-size.js";
@@ -45,7 +45,7 @@ export const LIMITS: readonly Limit[] = [
   { name: "BRANCH_TRAVERSALS_MAX (protocol/limits.ts)", value: count(BRANCH_TRAVERSALS_MAX), code: "malformed_tree", meaning: "Sub-traversals of one `union`, `coalesce` or `choose` step." },
   { name: "REPEAT_ITERATIONS_MAX (protocol/limits.ts)", value: count(REPEAT_ITERATIONS_MAX), code: "malformed_tree", meaning: "`times` of a `repeat` step." },
   { name: "QUERY_TIMEOUT_MS_MAX (protocol/limits.ts)", value: `${count(QUERY_TIMEOUT_MS_MAX)} ms`, code: "malformed_tree / invalid_option", meaning: "The largest `timeout_ms` of a request and `--timeout-ms` of a server." },
-  { name: "SERVE_TIMEOUT_MS_DEFAULT (bin/serve.ts)", value: `${count(SERVE_TIMEOUT_MS_DEFAULT)} ms`, code: "query_timeout (408)", meaning: "A server's execution deadline for a request that sets no `timeout_ms` (`--timeout-ms` changes it). It counts from when the request reaches the engine, includes waiting for other writes, and rolls the transaction back. An embedded run without `timeout_ms` has none." },
+  { name: "SERVE_TIMEOUT_MS_DEFAULT (bin/defaults.ts)", value: `${count(SERVE_TIMEOUT_MS_DEFAULT)} ms`, code: "query_timeout (408)", meaning: "A server's execution deadline for a request that sets no `timeout_ms` (`--timeout-ms` changes it). It counts from when the request reaches the engine, includes waiting for other writes, and rolls the transaction back. An embedded run without `timeout_ms` has none." },
   { name: "RESULT_ELEMENTS_MAX (protocol/limits.ts)", value: count(RESULT_ELEMENTS_MAX), code: "limit_exceeded", meaning: "Elements or values one step may produce (an expansion stops as soon as it passes it)." },
   { name: "REPEAT_ELEMENTS_MAX (protocol/limits.ts)", value: count(REPEAT_ELEMENTS_MAX), code: "limit_exceeded", meaning: "Records a `repeat` step may hold over all its iterations." },
   { name: "PATH_VISITED_NODES_MAX (protocol/limits.ts)", value: count(PATH_VISITED_NODES_MAX), code: "limit_exceeded", meaning: "Records one shortest-path search may reach without finding its target." },

@@ -13,9 +13,6 @@ import { formatBytes, formatCount, ImportProgress, type ProgressOutput } from ".
 import { formatOf, readRows, type FileFormat, type ReaderOptions } from "./readers.js";
 import { RowError } from "./rows.js";
 
-/** Records per transaction unless --batch-size says otherwise. */
-export const IMPORT_BATCH_RECORDS_DEFAULT = 50_000;
-
 export interface ImportCommandOptions {
   readonly data: string;
   readonly schema?: string;

@@ -15,7 +15,7 @@ import { pairEvents, type HistoryEvent } from "../../chaos/history.js";
 import type { ChaosSummary } from "../../chaos/summary.js";
 import type { FaultEvent } from "../../chaos/nemesis.js";
 import { readClusterProcesses } from "../../cluster/nats/manifest.js";
-import { parseDuration } from "../../bin/chaos.js";
+import { parseDuration } from "../../bin/chaos-command.js";
 import { processAlive } from "../../platform/processes.js";
 import { removeTemporaryDirectories, runSilk, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
 

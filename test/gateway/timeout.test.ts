@@ -5,7 +5,8 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveTimeoutMs, SERVE_TIMEOUT_MS_DEFAULT } from "../../bin/serve-settings.js";
+import { SERVE_TIMEOUT_MS_DEFAULT } from "../../bin/defaults.js";
+import { serveTimeoutMs } from "../../bin/serve-settings.js";
 import { Database } from "../../runtime/embedded.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../../protocol/limits.js";
 import { listeningGateway } from "../helpers/gateway.js";
