@@ -34,16 +34,24 @@ export interface RunResult {
   readonly stderr: string;
 }
 
+export interface SilkRunOptions {
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** More node arguments, placed after the loader's (an `--import` there sees silk's imports, not tsx's). */
+  readonly node?: readonly string[];
+}
+
 /** Starts `silk <args>` as a child process. */
-export function spawnSilk(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [...silkNodeArguments(), ...args], {
+export function spawnSilk(args: readonly string[], options: SilkRunOptions = {}): ChildProcessWithoutNullStreams {
+  const node = silkNodeArguments();
+  return spawn(process.execPath, [...node.slice(0, -1), ...(options.node ?? []), ...node.slice(-1), ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, ...options.env },
   });
 }
 
 /** Runs `silk <args>` to completion. */
-export function runSilk(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
+export function runSilk(args: readonly string[], options: SilkRunOptions = {}): Promise<RunResult> {
   const child = spawnSilk(args, options);
   let stdout = "";
   let stderr = "";

@@ -4,41 +4,27 @@
  * NATS or S3 client). The packages a process loaded are read from module hooks (module-recorder.mjs) that log every
  * resolved URL, not from timings. And the AWS SDK's Node-version notice stays off stderr, for S3 commands too.
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { REPO, runSilk, silkNodeArguments, temporaryDirectory, type RunResult } from "./helpers.js";
+import { REPO, runSilk, temporaryDirectory, type RunResult } from "./helpers.js";
 
 /** Every command `silk --help` lists, in its order (commander adds `help`). */
 const COMMANDS = ["import", "serve", "dev", "check", "codegen", "gateway", "keys", "admin", "index", "status", "backup", "restore", "partition", "cluster", "chaos", "help"];
 
 /** Runs `silk <args>` with module-recorder.mjs registered; resolves to its result and the packages it resolved. */
-function runRecorded(args: readonly string[]): Promise<RunResult & { packages: string[] }> {
+async function runRecorded(args: readonly string[]): Promise<RunResult & { packages: string[] }> {
   const log = join(temporaryDirectory(), "resolved.txt");
   const hooks = pathToFileURL(join(REPO, "test", "cli", "module-recorder.mjs")).href;
   const register = `import { register } from "node:module"; register(${JSON.stringify(hooks)}, { data: { file: ${JSON.stringify(log)} } });`;
-  // Registered after the loader a plain `npx vitest run` starts bin/silk.ts with (tsx; helpers.ts), so the recorder
-  // sees silk's imports, not the loader's own.
-  const node = silkNodeArguments();
-  const recorder = ["--import", `data:text/javascript,${encodeURIComponent(register)}`];
-  const child = spawn(process.execPath, [...node.slice(0, -1), ...recorder, ...node.slice(-1), ...args], { cwd: REPO });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  return new Promise((done, fail) => {
-    child.on("error", fail);
-    child.on("close", (code) => {
-      const packages = new Set<string>();
-      for (const url of readFileSync(log, "utf8").split("\n")) {
-        const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-        if (match !== null) packages.add(match[1]);
-      }
-      done({ code, stdout, stderr, packages: [...packages].sort() });
-    });
-  });
+  const result = await runSilk(args, { node: ["--import", `data:text/javascript,${encodeURIComponent(register)}`] });
+  const packages = new Set<string>();
+  for (const url of readFileSync(log, "utf8").split("\n")) {
+    const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (match !== null) packages.add(match[1]);
+  }
+  return { ...result, packages: [...packages].sort() };
 }
 
 describe("silk's start", () => {
