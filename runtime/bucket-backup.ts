@@ -3,13 +3,13 @@
  * a bucket prefix as a bucket database (a snapshot and a manifest that `open({ storage: { s3 } })` opens), and a bucket
  * database copied into a fresh directory that `open({ storage: { disk } })` opens.
  *
- * Backup copies a directory that a server may be writing: each LMDB environment is copied from one read transaction
- * of its own (lmdb-js `backup`, as the bucket writer's snapshots are), the vector graph files before their partition.
- * The partitions are copied one after the other, so a transaction across partitions could be committed in one copy
- * and only prepared in another; recovery completes such a transaction from the coordinator's decision log, copied
- * after the partitions. A decision is forgotten once every partition applied it, so the copy is refused and taken
- * again when a partition's copy holds a prepared intent that the decision log's copy does not decide (the decision
- * may have come and gone between the copies). A database of one partition has no such transactions.
+ * Backup copies a directory that a server may be running on: each LMDB environment is copied from one read
+ * transaction of its own (lmdb-js `backup`, as the bucket writer's snapshots are), the vector graph files before their
+ * partition. The partitions are copied one after another, so beside a writer a transaction across partitions could
+ * be missing from one copy (copied before it prepared there) and applied in another (copied after it committed), and
+ * nothing in the copies tells it: a database of several partitions is copied under its writer lock, and refused with
+ * `writer_locked` while a writer runs. A database of one partition has no such transactions and backs up while it
+ * runs.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,11 +23,9 @@ import { createManifest, MANIFEST_FORMAT, readManifest } from "./bucket-manifest
 import { snapshotFiles, snapshotFolder } from "./bucket-snapshots.js";
 import { checkS3Storage, objectStoreOf, type S3Storage } from "./bucket-storage.js";
 import { Database } from "./embedded.js";
+import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
 import { segmentOf } from "./segment-log.js";
 import type { ObjectStore } from "./object-store.js";
-
-/** Copies of a running database taken before `silk backup` gives up on one without a prepared, undecided intent. */
-export const BACKUP_ATTEMPTS_MAX = 5;
 
 export interface BackupReport {
   /** The segment the snapshot stands for: a writer that opens the prefix ships from the next one. */
@@ -58,8 +56,8 @@ async function copyEnvironment(from: string, into: string): Promise<void> {
   }
 }
 
-/** One copy of the database directory into `into`; answers the prepared intents no copied decision decides. */
-async function copyDatabase(data: string, partitions: number, into: string): Promise<string[]> {
+/** One copy of the database directory into `into`: its partitions, then the decision log. */
+async function copyDatabase(data: string, partitions: number, into: string): Promise<void> {
   copyFileSync(join(data, "silk.json"), join(into, "silk.json"));
   for (let partition = 0; partition < partitions; partition += 1) {
     const from = join(data, "partitions", `p${partition}`);
@@ -73,15 +71,21 @@ async function copyDatabase(data: string, partitions: number, into: string): Pro
   }
   const coordinator = join(into, "coordinator");
   if (existsSync(join(data, "coordinator", "data.mdb"))) await copyEnvironment(join(data, "coordinator"), coordinator);
-  // A database that never ran a transaction across partitions may have no decision log yet: an empty one.
-  const decisions = new LmdbDecisionLog(coordinator, { readOnly: false, noSync: false });
-  const decided = new Set(await decisions.all());
-  await decisions.close();
-  const undecided: string[] = [];
-  for (let partition = 0; partition < partitions; partition += 1) {
-    for (const txid of PartitionStore.pendingIntentsAt(join(into, "partitions", `p${partition}`))) if (!decided.has(txid)) undecided.push(txid);
+  // A database that never ran a transaction across partitions may have no decision log yet: the copy gets an empty one.
+  if (!existsSync(join(coordinator, "data.mdb"))) await new LmdbDecisionLog(coordinator, { readOnly: false, noSync: false }).close();
+}
+
+/** The writer lock of a database of several partitions, held while it is copied (the module comment says why). */
+function lockForCopy(data: string, partitions: number): WriterLock {
+  try {
+    return acquireWriterLock(data);
+  } catch (cause) {
+    if (!(cause instanceof SilkError) || cause.code !== "writer_locked") throw cause;
+    throw new SilkError(
+      "writer_locked",
+      `${data} has ${partitions} partitions and a writer runs on it: stop it to back the database up (a copy taken beside it could hold a transaction across partitions half-way; a database of one partition backs up while it runs)`,
+    );
   }
-  return undecided;
 }
 
 /**
@@ -97,15 +101,13 @@ export async function backupToBucket(data: string, s3: S3Storage, now: Date): Pr
   const scratch = mkdtempSync(join(tmpdir(), "silk-backup-"));
   try {
     await refuseNonEmptyPrefix(store, storage);
-    let copy: string | undefined;
-    for (let attempt = 1; copy === undefined; attempt += 1) {
-      const into = join(scratch, `copy-${attempt}`);
-      mkdirSync(into);
-      const undecided = await copyDatabase(data, partitions, into);
-      if (undecided.length === 0) copy = into;
-      else if (attempt === BACKUP_ATTEMPTS_MAX) {
-        throw new SilkError("storage_unavailable", `${BACKUP_ATTEMPTS_MAX} copies of ${data} each caught a transaction across partitions half-way (${undecided[0]}): run the backup again when fewer such transactions are in flight`);
-      } else rmSync(into, { recursive: true, force: true });
+    const copy = join(scratch, "copy");
+    mkdirSync(copy);
+    const lock = partitions > 1 ? lockForCopy(data, partitions) : undefined;
+    try {
+      await copyDatabase(data, partitions, copy);
+    } finally {
+      lock?.release();
     }
     // A directory that was itself a bucket database's cache holds log positions: the new log starts after them.
     let snapshot = 0;

@@ -209,8 +209,9 @@ export class NatsTransport implements Transport {
     const repeatable = safeToRepeat(message);
     let what = "no attempt was made";
     for (let attempt = 0; ; attempt++) {
-      const remainingMs = deadline - this.clock.monotonicMs();
-      if (remainingMs <= 0) break;
+      // Whole milliseconds: NATS refuses a request timeout under 1 ms (a monotonic clock's remainder is fractional).
+      const remainingMs = Math.floor(deadline - this.clock.monotonicMs());
+      if (remainingMs < 1) break;
       const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs), repeatable && subject === subjects.leader(cluster, partition));
       if (outcome.kind === "reply") return outcome.body;
       what = outcome.what;

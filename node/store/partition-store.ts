@@ -381,16 +381,6 @@ export class PartitionStore {
     }
   }
 
-  /** The transaction IDs of the prepared intents in the closed environment in `path` (a copy being checked). */
-  static pendingIntentsAt(path: string): string[] {
-    const root = open({ path, readOnly: true, maxDbs: 16, encoding: "binary" });
-    try {
-      return [...root.openDB<Buffer, string>({ name: "intents", encoding: "binary" }).getKeys({})].map(String);
-    } finally {
-      void root.close();
-    }
-  }
-
   /**
    * Writes a consistent copy of this store into the empty folder `into` (a replicated log's snapshot, cluster/nats/snapshots.ts)
    * and answers the log sequence it holds. The vector graph files are copied first, then LMDB copies the environment,

@@ -1,9 +1,10 @@
 /**
  * `silk backup` and `silk restore` (bin/backup.ts, runtime/bucket-backup.ts; docs/STORAGE.md, "Backup and restore")
  * against a real S3-compatible server (Ceph's RADOS Gateway, test/helpers/s3-server.ts), through the built CLI: a
- * disk database copied into a bucket while a server writes to it opens as a bucket database with every write
- * acknowledged before the copy and no transaction across partitions half there; a restore makes a disk database of it
- * again; an occupied prefix or directory, a missing bucket and refused credentials are refused with their codes.
+ * disk database of one partition copied into a bucket while a server writes to it opens as a bucket database with
+ * every transaction acknowledged before the copy, whole; one of several partitions is refused beside its writer
+ * (writer_locked) and, stopped, backs up with every transaction whole; a restore makes a disk database of it again; an
+ * occupied prefix or directory, a missing bucket and refused credentials are refused with their codes.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -56,27 +57,62 @@ afterAll(async () => {
 });
 
 describe("silk backup and silk restore", () => {
-  it("backs up a database a server is writing; the bucket database and a restored directory hold every write acknowledged before it, whole", async () => {
+  /** Writes pair transactions through a running server until stopped; answers how many it wrote in all. */
+  function writePairs(url: string, from: number): { stop(): Promise<number> } {
+    let writing = true;
+    let written = from;
+    const loop = (async () => {
+      for (; writing; written += 1) {
+        const response = await fetch(`${url}/v2/query`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(pair(written)) });
+        expect(response.status).toBe(200);
+      }
+    })();
+    return {
+      stop: async () => {
+        writing = false;
+        await loop;
+        return written;
+      },
+    };
+  }
+
+  it("backs up a database of one partition while a server writes it: every transaction acknowledged before the copy is there, whole", async () => {
+    const data = join(scratch, "live-one");
+    const seeded = await Database.open({ storage: { disk: data } });
+    for (let t = 0; t < 10; t += 1) await seeded.run(pair(t));
+    await seeded.close();
+    const served = await startServer(["serve", "--data", data, "--port", "0"], {});
+    const writes = writePairs(served.url, 10);
+    const backup = await silk(["backup", "--data", data, "--to", `s3://${BUCKET}/live-one`, "--s3-endpoint", server.endpoint]);
+    expect(await writes.stop()).toBeGreaterThan(11);
+    served.child.kill("SIGTERM");
+    expect(await served.exited).toBe(0);
+    expect(backup.stderr).not.toContain("silk backup:");
+    expect(backup.code).toBe(0);
+    const inBucket = await Database.open({ storage: bucketStorage("live-one", "live-one-cache") });
+    const transactions = new Map<number, number>();
+    for (const doc of await docs(inBucket)) transactions.set(doc.t, (transactions.get(doc.t) ?? 0) + 1);
+    for (let t = 0; t < 10; t += 1) expect(transactions.get(t)).toBe(2);
+    expect([...transactions.values()].every((count) => count === 2)).toBe(true);
+    await inBucket.close();
+  }, 120_000);
+
+  it("refuses to copy a database of several partitions beside its writer (writer_locked); stopped, it backs up and restores whole", async () => {
     const data = join(scratch, "live");
     const seeded = await Database.open({ storage: { disk: data }, partitions: 2 });
     for (let t = 0; t < 10; t += 1) await seeded.run(pair(t));
     await seeded.close();
+    // Beside a running writer a copy of one partition after another could catch a transaction across them half-way.
     const served = await startServer(["serve", "--data", data, "--port", "0"], {});
-    // Writes go on while the backup copies.
-    let writing = true;
-    let written = 10;
-    const writer = (async () => {
-      for (; writing; written += 1) {
-        const response = await fetch(`${served.url}/v2/query`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(pair(written)) });
-        expect(response.status).toBe(200);
-      }
-    })();
-    const backup = await silk(["backup", "--data", data, "--to", `s3://${BUCKET}/live`, "--s3-endpoint", server.endpoint]);
-    writing = false;
-    await writer;
-    expect(written).toBeGreaterThan(11);
+    const writes = writePairs(served.url, 10);
+    const refused = await silk(["backup", "--data", data, "--to", `s3://${BUCKET}/live`, "--s3-endpoint", server.endpoint]);
+    const written = await writes.stop();
     served.child.kill("SIGTERM");
     expect(await served.exited).toBe(0);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`silk backup: writer_locked: ${data} has 2 partitions and a writer runs on it`);
+
+    const backup = await silk(["backup", "--data", data, "--to", `s3://${BUCKET}/live`, "--s3-endpoint", server.endpoint]);
     expect(backup.stderr).not.toContain("silk backup:");
     expect(backup.code).toBe(0);
     expect(backup.stdout).toMatch(new RegExp(`^silk backup: ${data} -> s3://${BUCKET}/live: 2 partitions, \\d+ files, \\d+ bytes in [0-9.]+ s \\(snapshot at segment 0\\)\\n$`));
@@ -86,10 +122,10 @@ describe("silk backup and silk restore", () => {
     store.close();
     const inBucket = await Database.open({ storage: bucketStorage("live", "live-cache") });
     const backedUp = await docs(inBucket);
-    // Every transaction acknowledged before the backup began, and no transaction half there.
+    // Every transaction the server acknowledged, each whole.
     const transactions = new Map<number, number>();
     for (const doc of backedUp) transactions.set(doc.t, (transactions.get(doc.t) ?? 0) + 1);
-    for (let t = 0; t < 10; t += 1) expect(transactions.get(t)).toBe(2);
+    expect(transactions.size).toBe(written);
     expect([...transactions.values()].every((count) => count === 2)).toBe(true);
     // It is a bucket database like any other: a writer takes the next epoch and ships.
     await inBucket.run(writeOne(addN("Doc", { i: 1_000_000, t: -1 })));
