@@ -4,8 +4,8 @@
  * against the schema exactly as a query's writes are (AddN, AddV), and the batch commits all-or-nothing (two-phase
  * when it spans partitions). The partitions index what they commit as they index a query's writes: a vector of
  * another length than its vector index's dimension aborts the whole batch there (`vector_dimension_mismatch`); one
- * that contradicts a declared dimension, or another vector of its label in the same batch, is refused before anything
- * is written, naming its row.
+ * that contradicts a declared dimension, or another vector of its label in the same batch, or (on several partitions)
+ * the dimension any partition fixed, is refused before anything is written, naming its row.
  */
 import { SilkError } from "../protocol/errors.js";
 import { idToString, parseId } from "../protocol/ids.js";
@@ -16,6 +16,7 @@ import type { Properties } from "../protocol/values.js";
 import { uniqueEdgeViolation } from "../node/unique-edge-violation.js";
 import { checkLabel, prepareCreate, toVector } from "../node/exec/validation.js";
 import type { PartitionMap } from "./partition-map.js";
+import type { DimensionMismatch } from "./vector-dimensions.js";
 
 export interface ImportNode {
   readonly label: string;
@@ -97,6 +98,11 @@ export interface ImportServices {
     mayBreak(kind: RecordKind, label: string): boolean;
     check(records: readonly StoredRecord[]): Promise<void>;
   };
+  /**
+   * On several partitions, where each partition fixes a vector index's dimension from its own first vector: the first
+   * of the batch's records whose vector contradicts its index's dimension across partitions (cluster/vector-dimensions.ts).
+   */
+  readonly vectorDimensions?: (records: readonly StoredRecord[]) => Promise<DimensionMismatch | undefined>;
 }
 
 function rowError(section: ImportSection, index: number, cause: unknown): never {
@@ -354,6 +360,11 @@ export async function importBatch(input: ImportBatch, services: ImportServices):
   if (schema !== undefined) await checkUniqueEdges(batch, schema, { froms, tos, props }, edgeIds, services);
   const newRecords = vectorList.length === 0 ? nodeRecords : [...nodeRecords, ...vectorList];
   if (services.unique !== undefined) await checkUnique(services.unique, batch, newRecords, { froms, tos, props }, edgeIds);
+  const mismatch = await services.vectorDimensions?.(newRecords);
+  if (mismatch !== undefined) {
+    if (mismatch.index < nodeRecords.length) rowError("nodes", mismatch.index, mismatch.error);
+    rowError("vectors", mismatch.index - nodeRecords.length, mismatch.error);
+  }
   const lists = new Map<number, Uint8Array>();
   writers.forEach((writer, partition) => {
     if (writer !== undefined) lists.set(partition, writer.finish());

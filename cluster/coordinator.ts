@@ -18,7 +18,7 @@ import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
 import type { PartitionRequest, QueryResult } from "../protocol/messages.js";
-import { mutationOwner, type EndpointKind, type Mutation } from "../protocol/records.js";
+import { mutationOwner, type EndpointKind, type Mutation, type StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
 import { isIndexOperationPlan, type Plan } from "../protocol/tree.js";
@@ -32,6 +32,7 @@ import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
 import { UniqueBuildWatcher, type ValidationPhase } from "./unique-builds.js";
+import { VectorDimensions } from "./vector-dimensions.js";
 import type { DecisionStore } from "./decision-log.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { Transport } from "./transport.js";
@@ -113,6 +114,9 @@ export class Coordinator {
   /** Finishes UNIQUE builds across partitions (a writer's; cluster/unique-builds.ts). */
   private readonly uniqueBuilds: UniqueBuildWatcher;
 
+  /** One dimension per vector index across partitions, checked before a write on several commits. */
+  private readonly vectorDimensions = new VectorDimensions(() => partitionIndexStatuses(this.context()));
+
   constructor(private readonly options: CoordinatorOptions) {
     this.map = options.map;
     this.ids = new RemoteIdSource(options.transport, () => this.map);
@@ -177,6 +181,7 @@ export class Coordinator {
       for (const status of statuses) if (status.origin === "runtime" && status.family === "secondary") catalog.set(`${status.kind}:${status.name}`, status);
     }
     this.runtimeIndexes = catalog;
+    this.vectorDimensions.forget();
     if (this.options.writable) this.uniqueBuilds.watch();
   }
 
@@ -363,7 +368,7 @@ export class Coordinator {
         },
         outAdjacency: (sources, label) => reader.adjacency(sources, "out", label),
         commitLists: (lists) => this.commitLists(lists),
-        ...(map.count > 1 ? { unique: this.importUniqueCheck(reader, schema) } : {}),
+        ...(map.count > 1 ? { unique: this.importUniqueCheck(reader, schema), vectorDimensions: (records) => this.vectorDimensions.firstMismatch(records) } : {}),
       });
     } finally {
       release();
@@ -385,9 +390,16 @@ export class Coordinator {
     };
   }
 
-  /** Splits mutations by owning partition and commits them (see commitLists). */
+  /**
+   * Splits mutations by owning partition and commits them (see commitLists), after the check of their vectors
+   * against one dimension per vector index across partitions (cluster/vector-dimensions.ts).
+   */
   private async commit(mutations: Mutation[]): Promise<void> {
     const map = this.map;
+    const written: StoredRecord[] = [];
+    for (const mutation of mutations) if (mutation.op === "put_record" && mutation.record.kind !== "edge") written.push(mutation.record);
+    const mismatch = await this.vectorDimensions.firstMismatch(written);
+    if (mismatch !== undefined) throw mismatch.error;
     const byPartition = new Map<number, Mutation[]>();
     const add = (partition: number, mutation: Mutation): void => {
       const list = byPartition.get(partition);

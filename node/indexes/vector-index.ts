@@ -178,6 +178,36 @@ function nearestMembers(metric: VectorMetric, graph: PartitionGraph, query: Floa
   return best;
 }
 
+/**
+ * The vector a record gives an index and its tenant partition, unchecked against any dimension; undefined when the
+ * index leaves the record out (no vector, no tenant). A value that is no vector is `invalid_type` naming the record.
+ * Shared with the coordinator's check of one dimension across partitions (cluster/vector-dimensions.ts).
+ */
+export function indexedEntry(definition: VectorIndexDefinition, record: IndexedRecord): { partition: string; vector: Float32Array } | undefined {
+  const value = definition.field === VECTOR_FIELD ? record.vector : record.props[definition.field];
+  let vector: Float32Array | undefined;
+  try {
+    vector = indexVector(value);
+  } catch (error) {
+    if (error instanceof SilkError) throw new SilkError(error.code, `record ${record.id}, vector index ${definition.name}: ${error.message}`);
+    throw error;
+  }
+  if (vector === undefined) return undefined;
+  let partition = "";
+  if (definition.tenant !== undefined) {
+    const tenant = record.props[definition.tenant];
+    if (tenant === undefined || tenant === null) return undefined;
+    partition = tenantKey(tenant);
+  }
+  return { partition, vector };
+}
+
+/** `vector_dimension_mismatch` for a record's vector of `length` in an index of `dimension` (none fixed: at least 1). */
+export function dimensionMismatch(definition: VectorIndexDefinition, id: bigint, length: number, dimension: number | undefined): SilkError {
+  const expected = dimension === undefined ? "at least 1" : String(dimension);
+  return new SilkError("vector_dimension_mismatch", `record ${id} has a vector of length ${length}; the vector index ${definition.name} has dimension ${expected}`);
+}
+
 export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
   private readonly indexes = new Map<string, IndexState>();
   private queued: Queued[] = [];
@@ -560,26 +590,13 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
 
   /** A record's vector and tenant partition, checked against the dimension; undefined when the index leaves it out. */
   private entryOf(definition: VectorIndexDefinition, record: IndexedRecord, dimension: number | undefined): { partition: string; vector: Float32Array } | undefined {
-    const value = definition.field === VECTOR_FIELD ? record.vector : record.props[definition.field];
-    let vector: Float32Array | undefined;
-    try {
-      vector = indexVector(value);
-    } catch (error) {
-      if (error instanceof SilkError) throw new SilkError(error.code, `record ${record.id}, vector index ${definition.name}: ${error.message}`);
-      throw error;
-    }
-    if (vector === undefined) return undefined;
-    let partition = "";
-    if (definition.tenant !== undefined) {
-      const tenant = record.props[definition.tenant];
-      if (tenant === undefined || tenant === null) return undefined;
-      partition = tenantKey(tenant);
-    }
+    const entry = indexedEntry(definition, record);
+    if (entry === undefined) return undefined;
+    const { vector } = entry;
     if (vector.length === 0 || (dimension !== undefined && vector.length !== dimension)) {
-      const expected = dimension === undefined ? "at least 1" : String(dimension);
-      throw new SilkError("vector_dimension_mismatch", `record ${record.id} has a vector of length ${vector.length}; the vector index ${definition.name} has dimension ${expected}`);
+      throw dimensionMismatch(definition, record.id, vector.length, dimension);
     }
-    return { partition, vector };
+    return entry;
   }
 
   private stateOf(definition: VectorIndexDefinition): IndexState {
