@@ -20,7 +20,8 @@
  * Dimension: declared by the definition, or fixed by the first vector indexed, persisted in `meta` under
  * `vindex:<kind>:<name>` inside the transaction that indexed it and read back by `load`. A vector of another length
  * is `vector_dimension_mismatch` (naming the record), from `put` and `build`, which aborts the transaction or blocks
- * the build; a query of another length is the same code from `search`.
+ * the build; a query of another length is the same code from `search`. This partition sees only its own records:
+ * one dimension across the partitions of a database is the coordinator's check (cluster/vector-dimensions.ts).
  *
  * Tenants: with `definition.tenant`, a record's partition is tenantKey(props[tenant]) and a record without it is not
  * indexed; a search must name a tenant (`tenant_required`), and an unknown one has no results. Without it every
