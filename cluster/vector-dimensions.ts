@@ -20,7 +20,7 @@
 import type { SilkError } from "../protocol/errors.js";
 import type { IndexStatus, VectorIndexDefinition } from "../protocol/indexes.js";
 import type { StoredRecord } from "../protocol/records.js";
-import { dimensionMismatch, indexedEntry } from "../node/indexes/vector-index.js";
+import { dimensionMismatch, indexedLength } from "../node/indexes/vector-index.js";
 
 /** A vector index some partition maintains, and every dimension the partitions fixed for it. */
 interface KnownIndex {
@@ -75,7 +75,8 @@ export class VectorDimensions {
   /**
    * The first of `records` (new or changed, in the transaction's order) whose vector contradicts its index's
    * dimension across partitions, or an earlier record of the list in the same index; undefined when none does.
-   * Values that are no vectors are left to the partitions, which refuse them with their own code.
+   * Values that are no vectors (or hold components that are no finite numbers) are left to the partitions, which
+   * refuse them with their own code.
    */
   async firstMismatch(records: readonly StoredRecord[]): Promise<DimensionMismatch | undefined> {
     if (records.length === 0) return undefined;
@@ -102,14 +103,8 @@ export class VectorDimensions {
       const indexes = catalog.get(`${record.kind}:${record.label}`);
       if (indexes === undefined) continue;
       for (const { definition, dimensions } of indexes) {
-        let length: number;
-        try {
-          const entry = indexedEntry(definition, record);
-          if (entry === undefined) continue;
-          length = entry.vector.length;
-        } catch {
-          continue; // no vector at all: the partition refuses it with the value's own code
-        }
+        const length = indexedLength(definition, record);
+        if (length === undefined || length === 0) continue; // an empty vector is the partition's to refuse
         if (dimensions.size > 0) {
           if (dimensions.has(length)) continue;
           return { settled: false, mismatch: { index: i, error: dimensionMismatch(definition, record.id, length, Math.min(...dimensions)) } };

@@ -46,14 +46,19 @@ describe("VectorDimensions", () => {
   });
 
   it("ignores other labels, edges, blocked indexes and values that are no vectors (the partitions refuse those)", async () => {
-    const { dimensions } = checker(() => [[status(4)], [{ ...status(2, "blocked"), label: "Other", name: "Other.$vector" }]]);
+    const note: IndexStatus = { ...status(4), kind: "node", label: "Note", field: "v", name: "Note.v" };
+    const { dimensions } = checker(() => [[status(4), note], [{ ...status(2, "blocked"), label: "Other", name: "Other.$vector" }]]);
     const records: StoredRecord[] = [
       vector(1, 2, "Plain"),
       vector(2, 3, "Other"),
       { kind: "edge", id: 3n, label: "Doc", from: 1n, to: 2n, fromKind: "node", toKind: "node", props: {} },
       { kind: "node", id: 4n, label: "Doc", props: {} },
+      { kind: "node", id: 5n, label: "Note", props: { v: "not a vector" } },
+      { kind: "node", id: 6n, label: "Note", props: { v: [] } },
+      { kind: "node", id: 7n, label: "Note", props: {} },
     ];
     expect(await dimensions.firstMismatch(records)).toBeUndefined();
+    expect((await dimensions.firstMismatch([{ kind: "node", id: 8n, label: "Note", props: { v: [1, 2] } }]))?.index).toBe(0);
   });
 
   it("asks the partitions once while the cache settles every record, again when it does not", async () => {
