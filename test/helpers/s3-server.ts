@@ -16,6 +16,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { freePort } from "../../cluster/nats/servers.js";
 
 /** The Debian packages `make s3-server` installs. */
@@ -148,5 +149,15 @@ export async function startS3Server(): Promise<S3TestServer> {
   } catch (cause) {
     await stop();
     throw cause;
+  }
+}
+
+/** Creates a bucket on the test server (a suite's own, made once in its beforeAll). */
+export async function createBucket(server: S3TestServer, bucket: string): Promise<void> {
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } finally {
+    client.destroy();
   }
 }

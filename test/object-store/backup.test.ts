@@ -9,12 +9,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readManifest } from "../../runtime/bucket-manifest.js";
 import { Database } from "../../runtime/embedded.js";
 import { ObjectStore } from "../../runtime/object-store.js";
-import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, entry, nodesOf, readOne, values, write, writeOne } from "../helpers/tree.js";
 import { runSilk } from "../cli/helpers.js";
 import { startServer } from "../gateway/serve-process.js";
@@ -46,9 +45,7 @@ function pair(t: number): unknown {
 
 beforeAll(async () => {
   server = await startS3Server();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  client.destroy();
+  await createBucket(server, BUCKET);
 }, 120_000);
 
 afterAll(async () => {

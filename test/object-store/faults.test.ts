@@ -12,7 +12,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { readManifest } from "../../runtime/bucket-manifest.js";
@@ -20,7 +19,7 @@ import { Database } from "../../runtime/embedded.js";
 import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/s3-fault-proxy.js";
-import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
@@ -73,9 +72,7 @@ const manifestPut = (method: string, path: string): boolean => method === "PUT" 
 beforeAll(async () => {
   server = await startS3Server();
   proxy = await startFaultProxy(server.endpoint);
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  client.destroy();
+  await createBucket(server, BUCKET);
 }, 120_000);
 
 afterEach(() => {

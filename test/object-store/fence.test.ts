@@ -3,12 +3,11 @@
  * S3-compatible server: Ceph's RADOS Gateway on a one-node Ceph cluster on loopback (test/helpers/s3-server.ts). The
  * races are decided by the server, never by a mock.
  */
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { advanceManifest, claimWriter, readManifest, type ManifestVersion } from "../../runtime/bucket-manifest.js";
 import { ObjectStore } from "../../runtime/object-store.js";
-import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 
 const BUCKET = "silk-fence";
 const RACERS = 8;
@@ -33,9 +32,7 @@ async function settle<T>(promise: Promise<T>): Promise<{ code: "ok"; value: T } 
 
 beforeAll(async () => {
   server = await startS3Server();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  client.destroy();
+  await createBucket(server, BUCKET);
 }, 120_000);
 
 afterAll(async () => {

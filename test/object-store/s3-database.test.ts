@@ -11,14 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { readManifest } from "../../runtime/bucket-manifest.js";
 import { Database, type OpenOptions } from "../../runtime/embedded.js";
 import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
-import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, entry, nodesOf, readOne, values, write, writeOne } from "../helpers/tree.js";
 import { countRequest, nodesLabeled, runSilk } from "../cli/helpers.js";
 import { startServer } from "../gateway/serve-process.js";
@@ -67,9 +66,7 @@ async function until(what: string, deadlineMs: number, check: () => Promise<bool
 
 beforeAll(async () => {
   server = await startS3Server();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  client.destroy();
+  await createBucket(server, BUCKET);
 }, 120_000);
 
 afterAll(async () => {

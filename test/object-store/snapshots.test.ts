@@ -7,14 +7,13 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readManifest, type BucketManifest } from "../../runtime/bucket-manifest.js";
 import { BucketFollower } from "../../runtime/bucket-follower.js";
 import { Database, type DatabaseStatus, type OpenOptions } from "../../runtime/embedded.js";
 import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
-import { startS3Server, type S3TestServer } from "../helpers/s3-server.js";
+import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
 import { seededRandom } from "../../protocol/random.js";
 
@@ -84,9 +83,7 @@ async function objects(prefix: string): Promise<{ manifest: BucketManifest; segm
 
 beforeAll(async () => {
   server = await startS3Server();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, credentials: server.credentials, forcePathStyle: true });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  client.destroy();
+  await createBucket(server, BUCKET);
 }, 120_000);
 
 afterAll(async () => {
