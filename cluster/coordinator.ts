@@ -27,6 +27,7 @@ import { Deadline, monotonicClockMs, type ClockMs } from "../node/exec/deadline.
 import { executePlan } from "../node/exec/executor.js";
 import { TxnView } from "../node/exec/txn-view.js";
 import { checkUniqueRecords, uniqueFields } from "../node/exec/unique.js";
+import { runAsync } from "../node/exec/ops.js";
 import { importBatch, type ImportBatch, type ImportResult, type ImportServices } from "./bulk-import.js";
 import { ReadWriteLock } from "./read-write-lock.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
@@ -386,7 +387,7 @@ export class Coordinator {
     return {
       mayBreak: (kind, label) => schema === undefined || uniqueFields(schema, runtimeIndex, kind, label).length > 0,
       // A view with no writes of its own: the batch's records are new, so every committed holder is another record.
-      check: (records) => checkUniqueRecords(records, new TxnView(reader, this.ids), schema, runtimeIndex),
+      check: (records) => runAsync(checkUniqueRecords(records, new TxnView(reader, this.ids), schema, runtimeIndex)),
     };
   }
 

@@ -15,8 +15,9 @@ export interface RequestOptions {
 export interface Transport {
   request(partition: number, message: PartitionRequest, options?: RequestOptions): Promise<PartitionReplyBody>;
   /**
-   * In-process only: the result of a prepared read the partition can answer synchronously (a plan fast-read.ts
-   * runs), or undefined, and the request goes through `request`. Throws what that request would fail with.
+   * In-process only: the result of a prepared read the partition answers synchronously (one whose run needs no wait:
+   * PartitionActor `readPreparedNow`), or undefined, and the request goes through `request`. Throws what that
+   * request would fail with.
    */
   readNow?(partition: number, message: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined;
 }

@@ -9,9 +9,13 @@
  * (node/actor/write-group.ts): one after another, each against the state of those before it, then one LMDB transaction
  * and one fsync for the group, each answered once it is durable.
  *
- * Long invocations pause to let the event loop run (deadline.ts): a read on its held snapshot, a write inside the
- * write queue, so no other write interleaves with it. A fast read, which cannot pause, gives up after its slice and
- * the plan runs on the executor; a request waiting in the write queue answers query_timeout at its deadline.
+ * Every plan runs on the one executor (node/exec/executor.ts `planRun`), synchronously as far as nothing must wait
+ * (node/exec/ops.ts `drive`): a read or write whose steps only read LMDB never leaves the synchronous run. Long
+ * invocations pause to let the event loop run (deadline.ts): a read on its held snapshot, a write inside the write
+ * queue, so no other write interleaves with it; that pause is where such a run goes on asynchronously. A prepared
+ * read the in-process transport asks for at once (`readPreparedNow`) runs on lmdb-js's shared read transaction,
+ * which cannot outlive one synchronous run: one that must wait is given up there and runs again on a held snapshot.
+ * A request waiting in the write queue answers query_timeout at its deadline.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Embedder } from "../../protocol/embedding.js";
@@ -34,8 +38,8 @@ import type {
 import type { Schema } from "../../protocol/schema.js";
 import type { Entry, Plan } from "../../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../exec/deadline.js";
-import { checkReturns, executePlan } from "../exec/executor.js";
-import { executeFastRead, fastReadable } from "./fast-read.js";
+import { planRun } from "../exec/executor.js";
+import { drive, NOT_NOW, runNow, type Op } from "../exec/ops.js";
 import { applyLogEntry, type LogEntry } from "../store/log-entry.js";
 import type { PartitionStore, Snapshot } from "../store/partition-store.js";
 import { indexKey } from "../indexes/index-keys.js";
@@ -149,6 +153,12 @@ interface Invocation {
   alone: boolean;
 }
 
+/** What a write group's member answers, and the view holding its changes. */
+interface Outcome {
+  readonly body: PartitionReplyBody;
+  readonly view: TxnView;
+}
+
 /** A member that ran: its answer, given once the group is durable, and its mutation list (none if it wrote nothing). */
 interface Ran {
   readonly invocation: Invocation;
@@ -180,8 +190,9 @@ export class PartitionActor {
   private writeQueue: Promise<void> = Promise.resolve();
   private readonly plans = new Map<number, Plan>();
   /**
-   * Plans (by their entries, which a prepared plan's runs share) whose fast read once outran its slice: they run on
-   * the executor from then on, rather than start a fast read that is likely to be thrown away again.
+   * Prepared plans (by their entries, which a prepared plan's runs share) whose run on the shared read transaction
+   * once had to wait (a slice spent, an embedder's call): `readPreparedNow` leaves them to the held snapshot from then
+   * on, rather than start a run that is likely to be given up again.
    */
   private readonly slowPlans = new WeakSet<readonly Entry[]>();
   private building: Promise<void> | undefined;
@@ -258,31 +269,35 @@ export class PartitionActor {
   }
 
   /**
-   * A prepared read answered synchronously, when its plan is one fast-read.ts runs (the in-process transport's
-   * `readNow`); undefined for any other plan. Throws what `execute_prepared` would answer as an error.
+   * A prepared read answered synchronously (the in-process transport's `readNow`), on lmdb-js's shared read
+   * transaction; undefined when the plan is not a read, or its run had to wait (it was given up; `execute_prepared`
+   * runs it again on a held snapshot). Throws what `execute_prepared` would answer as an error.
    */
   readPreparedNow(request: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined {
     const plan = this.plans.get(request.planId);
-    if (plan === undefined || !this.fastReadable(plan)) return undefined;
+    if (plan === undefined || plan.requestType !== "read" || this.slowPlans.has(plan.entries)) return undefined;
     const deadline = Deadline.after(request.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     const snapshot = this.options.store.synchronousSnapshot();
     try {
-      return this.fastRead(plan, snapshot, request.parameters, deadline);
+      const result = runNow(this.run(plan, snapshot, request.parameters, deadline, undefined));
+      if (result !== NOT_NOW) return result;
+      this.slowPlans.add(plan.entries);
+      return undefined;
     } finally {
       snapshot.close();
     }
   }
 
-  private fastReadable(plan: Plan): boolean {
-    return fastReadable(plan) && !this.slowPlans.has(plan.entries);
-  }
-
-  /** A fast read, or undefined when it outran its slice (the plan is marked to run on the executor). */
-  private fastRead(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline): QueryResult | undefined {
-    checkReturns(plan);
-    const result = executeFastRead(plan, new SnapshotReader(snapshot), parameters, deadline);
-    if (result === undefined) this.slowPlans.add(plan.entries);
-    return result;
+  /**
+   * The executor's run of a plan on a snapshot (through the write group's pending changes, for a group's member),
+   * writing into `view`'s overlay; not started (ops.ts drives it).
+   */
+  private run(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline, view: TxnView | undefined): Op<QueryResult> {
+    const { store, schema, now } = this.options;
+    const runView = view ?? new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), { allocate: () => store.allocateId() }, deadline);
+    const writable = plan.requestType === "write" && this.options.writable;
+    const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
+    return planRun(plan, { view: runView, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
   }
 
   private requireWritable(): void {
@@ -484,9 +499,10 @@ export class PartitionActor {
         running = invocation;
         invocation.taken = true;
         invocation.take();
-        let outcome: { body: PartitionReplyBody; view: TxnView | undefined };
+        let outcome: Outcome;
         try {
-          outcome = await this.runMember(invocation, snapshot, group);
+          const member = this.runMember(invocation, snapshot, group);
+          outcome = member instanceof Promise ? await member : member;
         } catch (cause) {
           if (!(cause instanceof GroupFlushNeeded)) {
             invocation.reject(cause);
@@ -503,8 +519,8 @@ export class PartitionActor {
           bytes = 0;
           continue;
         }
-        const batch = outcome.view?.hasWrites ? encodeMutations(outcome.view.mutations()) : undefined;
-        if (batch !== undefined && outcome.view !== undefined) {
+        const batch = outcome.view.hasWrites ? encodeMutations(outcome.view.mutations()) : undefined;
+        if (batch !== undefined) {
           group.absorb(outcome.view);
           bytes += batch.byteLength;
         }
@@ -523,19 +539,18 @@ export class PartitionActor {
     }
   }
 
-  /** One member on the group's snapshot, through the group's pending changes (write-group.ts GroupLayer). */
-  private async runMember(invocation: Invocation, snapshot: Snapshot, group: TxnView): Promise<{ body: PartitionReplyBody; view: TxnView | undefined }> {
-    const { store, schema, now } = this.options;
+  /**
+   * One member on the group's snapshot, through the group's pending changes (write-group.ts GroupLayer): its outcome
+   * at once when nothing in it had to wait, else a promise of it.
+   */
+  private runMember(invocation: Invocation, snapshot: Snapshot, group: TxnView): Outcome | Promise<Outcome> {
+    const { store } = this.options;
     const { plan, parameters, deadline } = invocation;
-    if (!group.hasWrites && this.fastReadable(plan)) {
-      const result = this.fastRead(plan, snapshot, parameters, deadline);
-      if (result !== undefined) return { body: { type: "result", result }, view: undefined };
-    }
     const layer = new GroupLayer(group, new SnapshotReader(snapshot, readsVectorData(plan)), deadline);
     const view = new TxnView(layer, { allocate: () => store.allocateId() }, deadline);
-    const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-    const result = await executePlan(plan, { view, schema, now, writable: true, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
-    return { body: { type: "result", result }, view };
+    const result = drive(this.run(plan, snapshot, parameters, deadline, view));
+    if (!(result instanceof Promise)) return { body: { type: "result", result }, view };
+    return result.then((answered) => ({ body: { type: "result", result: answered }, view }));
   }
 
   /**
@@ -598,18 +613,14 @@ export class PartitionActor {
    * whatever it changed. A single server's writes run in groups instead (`runGroup`).
    */
   private async execute(plan: Plan, parameters: Plan["parameters"], deadline: Deadline, requestId: string | undefined): Promise<PartitionReplyBody> {
-    const { store, schema, now } = this.options;
+    const { store } = this.options;
     const snapshot = store.snapshot();
     try {
-      if (this.fastReadable(plan)) {
-        const result = this.fastRead(plan, snapshot, parameters, deadline);
-        if (result !== undefined) return { type: "result", result };
-      }
       const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
       const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids, deadline);
-      const writable = plan.requestType === "write" && this.options.writable;
-      const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-      const result = await executePlan(plan, { view, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
+      // Synchronous to the end unless something in the plan must wait: then the held snapshot outlives the wait.
+      const run = drive(this.run(plan, snapshot, parameters, deadline, view));
+      const result = run instanceof Promise ? await run : run;
       if (view.hasWrites) await this.change({ type: "apply", batch: encodeMutations(view.mutations()) }, requestId);
       return { type: "result", result };
     } finally {

@@ -14,6 +14,7 @@ import { Deadline } from "../exec/deadline.js";
 import type { AdjacencyEntry, Direction, IndexRange, RecordKind, SearchHit, StoredRecord, TextSearchRequest, VectorSearchRequest } from "../../protocol/records.js";
 import type { BaseReader, Neighbour } from "../exec/txn-view.js";
 import { TxnView } from "../exec/txn-view.js";
+import { settle } from "../exec/ops.js";
 
 /**
  * The most invocations one group commits: enough that the fsync is a small part of each write, few enough that a
@@ -59,28 +60,28 @@ export class GroupLayer implements BaseReader {
     this.pending = group.over(snapshot, deadline);
   }
 
-  records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
-    return this.pending.records(kind, ids);
+  records(kind: RecordKind, ids: readonly bigint[]): (StoredRecord | undefined)[] | Promise<(StoredRecord | undefined)[]> {
+    return settle(this.pending.records(kind, ids));
   }
 
-  exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
-    return this.pending.exists(kind, ids);
+  exists(kind: RecordKind, ids: readonly bigint[]): boolean[] | Promise<boolean[]> {
+    return settle(this.pending.exists(kind, ids));
   }
 
-  adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
-    return this.pending.adjacency(owners, direction, label);
+  adjacency(owners: readonly bigint[], direction: Direction, label?: string): AdjacencyEntry[][] | Promise<AdjacencyEntry[][]> {
+    return settle(this.pending.adjacency(owners, direction, label));
   }
 
-  neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
-    return this.pending.neighbours(owners, direction, label);
+  neighbours(owners: readonly bigint[], direction: Direction, label?: string): Neighbour[] | Promise<Neighbour[]> {
+    return settle(this.pending.neighbours(owners, direction, label));
   }
 
-  idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
-    return this.pending.idsOfLabel(kind, label);
+  idsOfLabel(kind: RecordKind, label: string): bigint[] | Promise<bigint[]> {
+    return settle(this.pending.idsOfLabel(kind, label));
   }
 
-  allIds(kind: RecordKind): Promise<bigint[]> {
-    return this.pending.allIds(kind);
+  allIds(kind: RecordKind): bigint[] | Promise<bigint[]> {
+    return settle(this.pending.allIds(kind));
   }
 
   /** The snapshot's scan while the group changed nothing; then undefined (the caller takes the merged list). */
@@ -89,17 +90,17 @@ export class GroupLayer implements BaseReader {
   }
 
   /** The snapshot's count while the group changed nothing; then undefined (the caller counts what it reads). */
-  countIds(kind: RecordKind, label?: string): Promise<number | undefined> {
-    return this.pending.countIds(kind, label);
+  countIds(kind: RecordKind, label?: string): number | undefined | Promise<number | undefined> {
+    return settle(this.pending.countIds(kind, label));
   }
 
-  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
-    return this.pending.indexIds(kind, label, field, ranges);
+  indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): bigint[] | undefined | Promise<bigint[] | undefined> {
+    return settle(this.pending.indexIds(kind, label, field, ranges));
   }
 
   /** The committed index merged with the group's changes and the member's own (TxnView merges both overlays). */
-  vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
-    return this.pending.vectorSearch(request);
+  vectorSearch(request: VectorSearchRequest): SearchHit[] | Promise<SearchHit[]> {
+    return settle(this.pending.vectorSearch(request));
   }
 
   textSearch(request: TextSearchRequest): SearchHit[] | Promise<SearchHit[]> {

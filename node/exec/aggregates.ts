@@ -11,22 +11,27 @@
  * else is skipped), with 0 for min, max and mean of nothing.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { type Op } from "./ops.js";
 import type { AggregateFunction, Step } from "../../protocol/tree.js";
 import { compareStringsByCodePoint, compareValues, getPath, isPlainObject, totalOrder, type Properties, type Value } from "../../protocol/values.js";
-import { evaluateExpr, type EvalScope } from "./predicates.js";
-import { propertyJson } from "./projection.js";
+import { evaluateExpr, exprNow, LATER, type EvalScope } from "./predicates.js";
+import { propertyJson, propertyJsonNow } from "./projection.js";
 import { elementsOf, loaded, recordToJson, valuesStream, type Stream } from "./streams.js";
 
 /** The values an aggregate runs over; missing and null ones are skipped. */
-async function aggregatedValues(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Promise<Value[]> {
+function* aggregatedValues(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Op<Value[]> {
   const path = step.path;
   let raw: (Value | undefined)[];
   switch (input.kind) {
     case "elements": {
       if (path === undefined) throw new SilkError("malformed_tree", `aggregate ${step.fn} over records needs a property`);
-      const items = await loaded(scope.context.view, input.items);
+      const items = yield* loaded(scope.context.view, input.items);
       raw = [];
-      for (const element of items) raw.push(await evaluateExpr({ kind: "property", path }, element, scope));
+      const expr = { kind: "property", path } as const;
+      for (const element of items) {
+        const now = exprNow(expr, element, scope);
+        raw.push(now !== LATER ? now : yield* evaluateExpr(expr, element, scope));
+      }
       break;
     }
     case "values":
@@ -48,9 +53,9 @@ function numeric(value: Value, fn: AggregateFunction): number {
   return number;
 }
 
-export async function aggregate(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Promise<Stream> {
-  if (step.field !== undefined) return helixAggregate(step, step.field, input, scope);
-  const values = await aggregatedValues(step, input, scope);
+export function* aggregate(step: Extract<Step, { op: "aggregate" }>, input: Stream, scope: EvalScope): Op<Stream> {
+  if (step.field !== undefined) return yield* helixAggregate(step, step.field, input, scope);
+  const values = yield* aggregatedValues(step, input, scope);
   switch (step.fn) {
     case "count":
       return { kind: "scalar", value: values.length };
@@ -85,16 +90,17 @@ export async function aggregate(step: Extract<Step, { op: "aggregate" }>, input:
  * included) folded into the row `{field: number}`. Over values, only `count` runs, and answers the bare number of
  * values, as HelixDB's does; the other functions need records.
  */
-async function helixAggregate(step: Extract<Step, { op: "aggregate" }>, field: string, input: Stream, scope: EvalScope): Promise<Stream> {
+function* helixAggregate(step: Extract<Step, { op: "aggregate" }>, field: string, input: Stream, scope: EvalScope): Op<Stream> {
   if (input.kind !== "elements") {
     if (step.fn === "count") return { kind: "scalar", value: input.kind === "values" ? input.items.length : 1 };
     throw new SilkError("malformed_tree", `aggregate_by ${step.fn} needs a stream of records, not of values`);
   }
   if (step.path === undefined) throw new SilkError("internal", "internal error (a bug in Silk): aggregate_by decoded without a property");
   const numbers: number[] = [];
-  for (const element of await loaded(scope.context.view, input.items)) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    const number = numericOf(await propertyJson(element, step.path, scope));
+  for (const element of yield* loaded(scope.context.view, input.items)) {
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    const now = propertyJsonNow(element, step.path, scope);
+    const number = numericOf(now !== LATER ? now : yield* propertyJson(element, step.path, scope));
     if (number !== undefined) numbers.push(number);
   }
   return valuesStream([{ [field]: fold(step.fn, numbers) }]);
@@ -140,15 +146,18 @@ interface Group {
  * `group_count` rows `{p1, ..., count}` and `aggregate_by` rows `{p1, ..., count, items}` (or, in its `count_data`
  * shape, `{count, data}`), one per combination.
  */
-export async function group(step: Extract<Step, { op: "group_count" | "aggregate_by" }>, input: Stream, scope: EvalScope): Promise<Stream> {
-  if (step.op === "group_count" && step.order === "value") return groupsByValue(step.properties[0], false, input, scope);
-  const items = await loaded(scope.context.view, elementsOf(input, step.op));
+export function* group(step: Extract<Step, { op: "group_count" | "aggregate_by" }>, input: Stream, scope: EvalScope): Op<Stream> {
+  if (step.op === "group_count" && step.order === "value") return yield* groupsByValue(step.properties[0], false, input, scope);
+  const items = yield* loaded(scope.context.view, elementsOf(input, step.op));
   const groups = new Map<string, Group>();
   for (const element of items) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     const row: Record<string, unknown> = {};
     // A missing value groups as null (unlike a projection, which leaves it out): every row names every property.
-    for (const path of step.properties) row[path] = (await propertyJson(element, path, scope)) ?? null;
+    for (const path of step.properties) {
+      const now = propertyJsonNow(element, path, scope);
+      row[path] = (now !== LATER ? now : yield* propertyJson(element, path, scope)) ?? null;
+    }
     const key = JSON.stringify(step.properties.map((path) => row[path]));
     let found = groups.get(key);
     if (found === undefined) {
@@ -170,12 +179,12 @@ export async function group(step: Extract<Step, { op: "group_count" | "aggregate
  * group), ordered by it; the row holds the value (null for records without one), `count`, and with `withIds` the IDs
  * of the group's records in stream order. Keys are in name order, as HelixDB serialises its rows (a BTreeMap).
  */
-export async function groupsByValue(path: string, withIds: boolean, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* groupsByValue(path: string, withIds: boolean, input: Stream, scope: EvalScope): Op<Stream> {
   const entries: { key: Value | undefined; json: unknown; id: bigint }[] = [];
-  for (const element of await loaded(scope.context.view, elementsOf(input, withIds ? "group" : "group_count"))) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    const key = await evaluateExpr({ kind: "property", path }, element, scope);
-    entries.push({ key, json: (await propertyJson(element, path, scope)) ?? null, id: element.id });
+  for (const element of yield* loaded(scope.context.view, elementsOf(input, withIds ? "group" : "group_count"))) {
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    const key = yield* evaluateExpr({ kind: "property", path }, element, scope);
+    entries.push({ key, json: (yield* propertyJson(element, path, scope)) ?? null, id: element.id });
   }
   // Array.prototype.sort is stable: a group's records keep their stream order.
   entries.sort((a, b) => totalOrder(a.key, b.key));

@@ -13,6 +13,7 @@
  *   Silk's is the whole record (with `$label`), as its other answers are.
  */
 import type { Step } from "../../protocol/tree.js";
+import { type Op } from "./ops.js";
 import type { BindingProjection, BindingTarget } from "../../protocol/tree-rows.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
@@ -20,18 +21,18 @@ import { rowOf, withRow } from "./rows.js";
 import { elements, elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
 import { unreachable } from "../../protocol/errors.js";
 
-export async function bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Promise<Stream> {
-  const items = elementsOf(await scope.evalStep(step.input, scope), step.op);
+export function* bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Op<Stream> {
+  const items = elementsOf(yield* scope.evalStep(step.input, scope), step.op);
   switch (step.op) {
     case "bind":
-      return elements(await bind(items, step.name, scope));
+      return elements(yield* bind(items, step.name, scope));
     case "project_bindings":
-      return valuesStream(await projectBindings(items, step.projections, step.distinct, scope));
+      return valuesStream(yield* projectBindings(items, step.projections, step.distinct, scope));
     case "edge_properties": {
-      const edges = await loaded(scope.context.view, items.filter((item) => item.kind === "edge"));
+      const edges = yield* loaded(scope.context.view, items.filter((item) => item.kind === "edge"));
       const rows: unknown[] = [];
       for (const edge of edges) {
-        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+        if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
         rows.push(recordToJson(edge.record!, scope.context.renderId));
       }
       return valuesStream(rows);
@@ -41,10 +42,10 @@ export async function bindings(step: Extract<Step, { op: "bind" | "project_bindi
   }
 }
 
-async function bind(items: Element[], name: string, scope: EvalScope): Promise<Element[]> {
+function* bind(items: Element[], name: string, scope: EvalScope): Op<Element[]> {
   const bound: Element[] = [];
   for (const element of items) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     // The bound reference keeps what a projection reads (kind, ID, search score), not the row it came with.
     const reference: Element = element.hit === undefined ? { kind: element.kind, id: element.id } : { kind: element.kind, id: element.id, hit: element.hit };
     const names = new Map(rowOf(element).bindings);
@@ -59,7 +60,7 @@ function targetOf(element: Element, target: BindingTarget): Element | undefined 
 }
 
 /** Every element the projections read, loaded in one batch per kind. */
-async function loadTargets(items: readonly Element[], projections: readonly BindingProjection[], scope: EvalScope): Promise<void> {
+function* loadTargets(items: readonly Element[], projections: readonly BindingProjection[], scope: EvalScope): Op<void> {
   // Rows share their bound elements (a binding is copied by reference), so each is read once.
   const targets = new Set<Element>();
   for (const element of items) {
@@ -71,37 +72,37 @@ async function loadTargets(items: readonly Element[], projections: readonly Bind
       }
     }
   }
-  await loaded(scope.context.view, [...targets]);
+  yield* loaded(scope.context.view, [...targets]);
 }
 
 /** A bound element's field; its IDs (`$id`, `$from`, `$to`) as the answer writes IDs (JSON numbers on `/v2/query`). */
-async function targetValue(target: Element, source: string, scope: EvalScope): Promise<Value | undefined> {
+function* targetValue(target: Element, source: string, scope: EvalScope): Op<Value | undefined> {
   const virtual = target.record === undefined ? undefined : virtualPropertyJson(target.record, source, scope.context.renderId);
-  return virtual !== undefined ? (virtual as Value) : rowValue(target, source, scope);
+  return virtual !== undefined ? (virtual as Value) : yield* rowValue(target, source, scope);
 }
 
-async function projectedValue(element: Element, projection: BindingProjection, scope: EvalScope): Promise<Value | undefined> {
+function* projectedValue(element: Element, projection: BindingProjection, scope: EvalScope): Op<Value | undefined> {
   if (projection.kind === "property") {
     const target = targetOf(element, projection.target);
-    return target === undefined ? undefined : targetValue(target, projection.source, scope);
+    return target === undefined ? undefined : yield* targetValue(target, projection.source, scope);
   }
   for (const ref of projection.refs) {
     const target = targetOf(element, ref.target);
-    const value = target === undefined ? undefined : await targetValue(target, ref.source, scope);
+    const value = target === undefined ? undefined : yield* targetValue(target, ref.source, scope);
     if (value !== undefined && value !== null) return value;
   }
   return undefined;
 }
 
-async function projectBindings(items: Element[], projections: readonly BindingProjection[], distinct: boolean, scope: EvalScope): Promise<unknown[]> {
-  await loadTargets(items, projections, scope);
+function* projectBindings(items: Element[], projections: readonly BindingProjection[], distinct: boolean, scope: EvalScope): Op<unknown[]> {
+  yield* loadTargets(items, projections, scope);
   const rows: unknown[] = [];
   const seen = new Set<string>();
   for (const element of items) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     const row: Record<string, unknown> = {};
     for (const projection of projections) {
-      const value = await projectedValue(element, projection, scope);
+      const value = yield* projectedValue(element, projection, scope);
       if (value !== undefined) row[projection.alias] = valueToJson(value);
     }
     if (distinct) {

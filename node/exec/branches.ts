@@ -6,6 +6,7 @@
  * runs its sub-traversal once per element too, and keeps what every run reached.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { type Op } from "./ops.js";
 import { REPEAT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import type { Predicate, Step } from "../../protocol/tree.js";
 import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";
@@ -13,22 +14,22 @@ import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, 
 
 type BranchStep = Extract<Step, { op: "union" | "coalesce" | "optional" | "choose" }>;
 
-function runFrom(traversal: Step, unit: Stream, scope: EvalScope): Promise<Stream> {
+function runFrom(traversal: Step, unit: Stream, scope: EvalScope): Op<Stream> {
   return scope.evalStep(traversal, enterSubTraversal(scope, unit));
 }
 
-export async function branch(step: BranchStep, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* branch(step: BranchStep, input: Stream, scope: EvalScope): Op<Stream> {
   const pieces: Stream[] = [];
-  const units = step.op === "choose" ? await chooseUnits(input, scope) : unitsOf(input);
+  const units = step.op === "choose" ? yield* chooseUnits(input, scope) : unitsOf(input);
   for (const unit of units) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     switch (step.op) {
       case "union":
-        for (const traversal of step.traversals) pieces.push(await runFrom(traversal, unit, scope));
+        for (const traversal of step.traversals) pieces.push(yield* runFrom(traversal, unit, scope));
         break;
       case "coalesce":
         for (const traversal of step.traversals) {
-          const result = await runFrom(traversal, unit, scope);
+          const result = yield* runFrom(traversal, unit, scope);
           if (yieldsSomething(result)) {
             pieces.push(result);
             break;
@@ -36,22 +37,22 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
         }
         break;
       case "optional": {
-        const result = await runFrom(step.traversal, unit, scope);
+        const result = yield* runFrom(step.traversal, unit, scope);
         pieces.push(yieldsSomething(result) ? result : unit);
         break;
       }
       case "choose": {
         const element = (unit as { items: Element[] }).items[0];
-        const chosen = (await evaluatePredicate(step.condition, element, scope)) ? step.then : step.otherwise;
+        const chosen = (yield* evaluatePredicate(step.condition, element, scope)) ? step.then : step.otherwise;
         // Without an else branch, an element the condition rejects passes through unchanged.
-        pieces.push(chosen === undefined ? unit : await runFrom(chosen, unit, scope));
+        pieces.push(chosen === undefined ? unit : yield* runFrom(chosen, unit, scope));
         break;
       }
       default:
         unreachable(step, "branch");
     }
   }
-  return concatStreams(pieces, scope.context.view, scope.context.renderId);
+  return yield* concatStreams(pieces, scope.context.view, scope.context.renderId);
 }
 
 /**
@@ -59,11 +60,11 @@ export async function branch(step: BranchStep, input: Stream, scope: EvalScope):
  * the records (by ID) that every run reached are kept, in the order of the smallest run's result (the earliest
  * record's among runs of equal size), a record that run reached twice twice. An empty input gives nothing.
  */
-export async function intersect(step: Extract<Step, { op: "intersect" }>, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* intersect(step: Extract<Step, { op: "intersect" }>, input: Stream, scope: EvalScope): Op<Stream> {
   const runs: Element[][] = [];
   for (const unit of unitsOf(elements(elementsOf(input, "intersect")))) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    runs.push(elementsOf(await runFrom(step.traversal, unit, scope), "intersect"));
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    runs.push(elementsOf(yield* runFrom(step.traversal, unit, scope), "intersect"));
   }
   if (runs.length === 0) return elements([]);
   const seed = runs.reduce((smallest, run, index) => (run.length < runs[smallest].length ? index : smallest), 0);
@@ -77,16 +78,16 @@ export async function intersect(step: Extract<Step, { op: "intersect" }>, input:
 }
 
 /** `choose` tests a predicate on each record, so its input must be records, loaded. */
-async function chooseUnits(input: Stream, scope: EvalScope): Promise<Stream[]> {
-  return unitsOf(elements(await loaded(scope.context.view, elementsOf(input, "choose"))));
+function* chooseUnits(input: Stream, scope: EvalScope): Op<Stream[]> {
+  return unitsOf(elements(yield* loaded(scope.context.view, elementsOf(input, "choose"))));
 }
 
-async function holding(items: Element[], predicate: Predicate, scope: EvalScope): Promise<[Element[], Element[]]> {
+function* holding(items: Element[], predicate: Predicate, scope: EvalScope): Op<[Element[], Element[]]> {
   const yes: Element[] = [];
   const no: Element[] = [];
-  for (const element of await loaded(scope.context.view, items)) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    (await evaluatePredicate(predicate, element, scope) ? yes : no).push(element);
+  for (const element of yield* loaded(scope.context.view, items)) {
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    ((yield* evaluatePredicate(predicate, element, scope)) ? yes : no).push(element);
   }
   return [yes, no];
 }
@@ -97,7 +98,7 @@ async function holding(items: Element[], predicate: Predicate, scope: EvalScope)
  * `all`; with `emit_predicate`, only its records that satisfy it), then ends the loop when the new level is empty or
  * any of its records satisfies `until`. The answer is what was emitted, or the last level when nothing is (`none`).
  */
-export async function repeat(step: Extract<Step, { op: "repeat" }>, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* repeat(step: Extract<Step, { op: "repeat" }>, input: Stream, scope: EvalScope): Op<Stream> {
   const { config } = step;
   const iterations = Math.min(config.times ?? Infinity, config.maxDepth);
   const emitted: Element[] = [];
@@ -105,11 +106,11 @@ export async function repeat(step: Extract<Step, { op: "repeat" }>, input: Strea
   let level = elementsOf(input, "repeat");
   for (let depth = 0; depth < iterations; depth += 1) {
     if (config.emit === "before" || config.emit === "all") append(emitted, level);
-    const next = elementsOf(await runFrom(config.body, elements(level), scope), "repeat");
+    const next = elementsOf(yield* runFrom(config.body, elements(level), scope), "repeat");
     held += next.length;
     if (held > REPEAT_ELEMENTS_MAX) throw new SilkError("limit_exceeded", `repeat reached more than ${REPEAT_ELEMENTS_MAX} records`);
-    if (config.emit === "after" || config.emit === "all") append(emitted, config.emitPredicate === undefined ? next : (await holding(next, config.emitPredicate, scope))[0]);
-    const stop = config.until !== undefined && (await holding(next, config.until, scope))[0].length > 0;
+    if (config.emit === "after" || config.emit === "all") append(emitted, config.emitPredicate === undefined ? next : (yield* holding(next, config.emitPredicate, scope))[0]);
+    const stop = config.until !== undefined && (yield* holding(next, config.until, scope))[0].length > 0;
     level = next;
     if (level.length === 0 || stop) break;
   }

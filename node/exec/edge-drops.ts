@@ -4,6 +4,7 @@
  * steps write through the view like every mutation, so a failed invocation drops nothing.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { parseId } from "../../protocol/ids.js";
 import type { Ref, Step } from "../../protocol/tree.js";
 import { type EvalScope } from "./predicates.js";
@@ -30,31 +31,31 @@ function referencedIds(ref: Ref, scope: EvalScope, where: string): ReadonlySet<b
   }
 }
 
-async function dropEdgeIds(ids: Iterable<bigint>, scope: EvalScope): Promise<void> {
+function* dropEdgeIds(ids: Iterable<bigint>, scope: EvalScope): Op<void> {
   const { view } = scope.context;
-  for (const edge of await view.records("edge", [...ids])) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+  for (const edge of yield* wait(view.records("edge", [...ids]))) {
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     if (edge !== undefined) view.drop(edge);
   }
 }
 
 /** `drop_edge` answers its input (so a chain can go on, say to `add_e`); `drop_edge_by_id` its input, or nothing. */
-export async function dropEdges(step: Extract<Step, { op: "drop_edge" | "drop_edge_by_id" }>, scope: EvalScope): Promise<Stream> {
+export function* dropEdges(step: Extract<Step, { op: "drop_edge" | "drop_edge_by_id" }>, scope: EvalScope): Op<Stream> {
   switch (step.op) {
     case "drop_edge": {
-      const input = await scope.evalStep(step.input, scope);
+      const input = yield* scope.evalStep(step.input, scope);
       const owners = elementsOf(input, "drop_edge").filter((item) => item.kind !== "edge");
       const targets = referencedIds(step.to, scope, "drop_edge.to");
-      const lists = await adjacencyOf(scope.context.view, owners, ["out"], step.label);
+      const lists = yield* adjacencyOf(scope.context.view, owners, ["out"], step.label);
       const doomed = new Set<bigint>();
       for (const list of lists) for (const entry of list) if (targets === "all" || targets.has(entry.other)) doomed.add(entry.edge);
-      await dropEdgeIds(doomed, scope);
+      yield* dropEdgeIds(doomed, scope);
       return input;
     }
     case "drop_edge_by_id": {
-      const input = step.input === undefined ? elements([]) : await scope.evalStep(step.input, scope);
+      const input = step.input === undefined ? elements([]) : yield* scope.evalStep(step.input, scope);
       const named = referencedIds(step.edges, scope, "drop_edge_by_id.edges");
-      await dropEdgeIds(named === "all" ? await scope.context.view.allIds("edge") : named, scope);
+      yield* dropEdgeIds(named === "all" ? yield* wait(scope.context.view.allIds("edge")) : named, scope);
       return input;
     }
     default:

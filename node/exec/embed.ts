@@ -4,6 +4,7 @@
  * text costs one provider call per model however often the plan embeds it.
  */
 import { SilkError } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import type { Value } from "../../protocol/values.js";
 import type { ExecutionContext } from "./streams.js";
 
@@ -14,7 +15,7 @@ import type { ExecutionContext } from "./streams.js";
 const embeddingCaches = new WeakMap<ExecutionContext, Map<string, Float64Array>>();
 
 /** `Embed(text)`: the configured provider's vector for the text, from `model` when given, else its own model. */
-export async function embed(text: Value | undefined, model: string | undefined, context: ExecutionContext): Promise<Float64Array> {
+export function* embed(text: Value | undefined, model: string | undefined, context: ExecutionContext): Op<Float64Array> {
   if (typeof text !== "string") throw new SilkError("invalid_type", `Embed takes a text (a string), not ${text === null || text === undefined ? "null" : typeof text}`);
   const embedder = context.embedder;
   if (embedder === undefined) {
@@ -25,7 +26,7 @@ export async function embed(text: Value | undefined, model: string | undefined, 
   const key = `${model ?? ""}\u0000${text}`;
   const cached = cache.get(key);
   if (cached !== undefined) return cached;
-  const [vector] = await embedder.embed([text], model);
+  const [vector] = yield* wait(embedder.embed([text], model));
   cache.set(key, vector);
   return vector;
 }

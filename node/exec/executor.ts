@@ -7,10 +7,11 @@
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { runAsync, wait, type Op } from "./ops.js";
 import { idRendererOf } from "../../protocol/ids.js";
 import type { QueryResult } from "../../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../../protocol/records.js";
-import { childSteps, sourceKind, type Bound, type Entry, type Plan, type Ref, type Step } from "../../protocol/tree.js";
+import { childSteps, sourceKind, type Bound, type Entry, type Plan, type Predicate, type Ref, type Step } from "../../protocol/tree.js";
 import { aggregate, group, groupsByValue } from "./aggregates.js";
 import { branch, intersect, repeat } from "./branches.js";
 import { dropEdges } from "./edge-drops.js";
@@ -18,7 +19,7 @@ import { mutate, requireWritable } from "./mutations.js";
 import { shortestPaths } from "./paths.js";
 import { rerank, search } from "./search.js";
 import { ExplainLog, sourceIds } from "./planner.js";
-import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
+import { evaluateExpr, evaluatePredicate, LATER, predicateNow, type EvalScope } from "./predicates.js";
 import { project } from "./projection.js";
 import { named, reshape } from "./reshape.js";
 import { bindings } from "./bindings.js";
@@ -33,22 +34,28 @@ import { upsert } from "./upsert.js";
 
 export type { Element, ExecutionContext, Stream } from "./streams.js";
 
+/** `planRun` as a promise, for callers whose reads may be remote (a cluster's coordinator). */
+export function executePlan(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
+  return runAsync(planRun(plan, base, parameters));
+}
+
 /**
  * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits
- * them) and renders what it returns, plus `$explain` when the plan asks for it.
+ * them) and renders what it returns, plus `$explain` when the plan asks for it. An op (ops.ts): a partition runs it
+ * synchronously where nothing must wait.
  */
-export async function executePlan(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Promise<QueryResult> {
+export function* planRun(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Op<QueryResult> {
   const renderId = idRendererOf(plan);
   const context: ExecutionContext = plan.explain ? { ...base, renderId, explain: new ExplainLog() } : { ...base, renderId };
   const variables = new Map<string, Stream>();
   checkReturns(plan);
-  await runEntries(plan.entries, context, variables, parameters, false);
+  yield* runEntries(plan.entries, context, variables, parameters, false);
   if (context.view.hasWrites) {
-    await checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
-    await checkUniqueEdges(context.view, context.schema);
+    yield* checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+    yield* checkUniqueEdges(context.view, context.schema);
   }
   const result: QueryResult = {};
-  for (const name of plan.returns) result[name] = await render(variables.get(name) ?? { kind: "elements", items: [] }, context);
+  for (const name of plan.returns) result[name] = yield* render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;
   // The last check before the caller commits: an invocation that finished late is rolled back all the same.
   context.deadline.check();
@@ -59,7 +66,7 @@ export async function executePlan(plan: Plan, base: Omit<ExecutionContext, "rend
 const checkedReturns = new WeakMap<readonly Entry[], readonly string[]>();
 
 /** Every returned name must be defined by the plan; checked once per prepared plan, not on every run. */
-export function checkReturns(plan: Plan): void {
+function checkReturns(plan: Plan): void {
   if (checkedReturns.get(plan.entries) === plan.returns) return;
   const defined = new Set<string>();
   collectNames(plan.entries, defined);
@@ -93,24 +100,24 @@ function collectNames(entries: readonly Entry[], names: Set<string>): void {
   }
 }
 
-async function runEntries(
+function* runEntries(
   entries: readonly Entry[],
   context: ExecutionContext,
   variables: Map<string, Stream>,
   parameters: Readonly<Record<string, unknown>>,
   appendToVariables: boolean,
-): Promise<void> {
+): Op<void> {
   let previous: Stream | undefined;
   for (const entry of entries) {
     if (entry.kind === "for_each") {
-      await runForEach(entry, context, variables, parameters);
+      yield* runForEach(entry, context, variables, parameters);
       continue;
     }
     if (entry.kind === "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): index operations run in the coordinator, not the executor");
-    if (context.deadline.checkSlice()) await context.deadline.pause();
+    if (context.deadline.checkSlice()) yield context.deadline.pause();
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
-    const stream = await evalStep(entry.root, { context, variables, parameters, evalStep });
+    const stream = yield* evalStep(entry.root, { context, variables, parameters, evalStep });
     previous = stream;
     if (entry.name === undefined) continue;
     const earlier = variables.get(entry.name);
@@ -130,12 +137,12 @@ async function runEntries(
  * parameter; without, each element must be an object whose fields become parameters. Over a variable (`source`
  * "var"), each of its records is bound in turn as the one-record variable `as`, which is gone after the loop.
  */
-async function runForEach(
+function* runForEach(
   entry: Extract<Entry, { kind: "for_each" }>,
   context: ExecutionContext,
   variables: Map<string, Stream>,
   parameters: Readonly<Record<string, unknown>>,
-): Promise<void> {
+): Op<void> {
   if (entry.source === "var") {
     const as = entry.as as string; // the decoder requires it with var
     const stream = variables.get(entry.over);
@@ -143,9 +150,9 @@ async function runForEach(
     const elements = elementsOf(stream, "for_each");
     const shadowed = variables.get(as);
     for (const element of elements) {
-      if (context.deadline.checkSlice()) await context.deadline.pause();
+      if (context.deadline.checkSlice()) yield context.deadline.pause();
       variables.set(as, { kind: "elements", items: [element] });
-      await runEntries(entry.body, context, variables, parameters, true);
+      yield* runEntries(entry.body, context, variables, parameters, true);
     }
     if (shadowed === undefined) variables.delete(as);
     else variables.set(as, shadowed);
@@ -154,15 +161,15 @@ async function runForEach(
   const rows = lookupParameter(entry.over, parameters, "for_each");
   if (!Array.isArray(rows)) throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must be an array`);
   for (const row of rows) {
-    if (context.deadline.checkSlice()) await context.deadline.pause();
+    if (context.deadline.checkSlice()) yield context.deadline.pause();
     if (entry.as !== undefined) {
-      await runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
+      yield* runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
       continue;
     }
     if (typeof row !== "object" || row === null || Array.isArray(row)) {
       throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must hold objects (or name them with "as")`);
     }
-    await runEntries(entry.body, context, variables, { ...parameters, ...row }, true);
+    yield* runEntries(entry.body, context, variables, { ...parameters, ...row }, true);
   }
 }
 
@@ -185,17 +192,17 @@ function conditionHolds(condition: NonNullable<Extract<Entry, { kind: "query" }>
   }
 }
 
-async function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string): Promise<Element[]> {
+function* resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string): Op<Element[]> {
   const { view } = scope.context;
   switch (ref.kind) {
     case "all":
-      return (await view.allIds(kind)).map((id) => ({ kind, id }));
+      return (yield* wait(view.allIds(kind))).map((id) => ({ kind, id }));
     case "ids":
-      return existing(view, kind, ref.ids);
+      return yield* existing(view, kind, ref.ids);
     case "var":
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
-      return existing(view, kind, parameterIds(scope.parameters, ref.name, where));
+      return yield* existing(view, kind, parameterIds(scope.parameters, ref.name, where));
     default:
       return unreachable(ref, "reference");
   }
@@ -210,9 +217,9 @@ function contextAt(depth: number, scope: EvalScope): Stream {
   throw new SilkError("malformed_tree", `context at depth ${depth} needs ${depth} enclosing sub-traversals with a current element`);
 }
 
-async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
+function* evalBound(bound: Bound, scope: EvalScope): Op<number> {
   if (bound.kind === "literal") return bound.value;
-  const value = await evaluateExpr(bound.expr, undefined, scope);
+  const value = yield* evaluateExpr(bound.expr, undefined, scope);
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
     throw new SilkError("invalid_type", "a limit, skip or range bound must be a non-negative integer");
@@ -220,22 +227,22 @@ async function evalBound(bound: Bound, scope: EvalScope): Promise<number> {
   return number;
 }
 
-export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
+export function* evalStep(step: Step, scope: EvalScope): Op<Stream> {
   const { view, deadline } = scope.context;
   // Every step, a sub-traversal's included, is a point where the invocation may let other requests run.
-  if (deadline.checkSlice()) await deadline.pause();
+  if (deadline.checkSlice()) yield deadline.pause();
   switch (step.op) {
     case "nodes":
     case "edges":
     case "vectors":
-      return elements(await resolveRef(step.ref, sourceKind(step.op), scope, step.op));
+      return elements(yield* resolveRef(step.ref, sourceKind(step.op), scope, step.op));
     case "nodes_where":
     case "edges_where":
     case "vectors_where": {
       const kind = sourceKind(step.op);
-      const ids = await sourceIds(step.op, kind, step.predicate, scope);
-      const candidates = await loaded(view, ids.map((id) => ({ kind, id })));
-      return elements(await filterElements(candidates, (element) => evaluatePredicate(step.predicate, element, scope), scope));
+      const ids = yield* sourceIds(step.op, kind, step.predicate, scope);
+      const candidates = yield* loaded(view, ids.map((id) => ({ kind, id })));
+      return elements(yield* filterElements(candidates, step.predicate, scope));
     }
     case "context":
       return contextAt(step.depth ?? 0, scope);
@@ -248,77 +255,77 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "out_n":
     case "in_n":
     case "other_n":
-      return traverse(step, scope);
+      return yield* traverse(step, scope);
     case "has":
     case "has_label":
     case "has_key":
     case "where":
-      return elements(await filterStep(step, scope));
+      return elements(yield* filterStep(step, scope));
     case "dedup":
     case "within":
     case "without":
-      return distinct(step, scope);
+      return yield* distinct(step, scope);
     case "limit":
     case "skip":
     case "range":
-      return page(step, scope);
+      return yield* page(step, scope);
     case "order_by":
     case "order_by_multiple":
     case "fold":
     case "unfold":
     case "edge_has":
     case "edge_has_label":
-      return reshape(step, await evalStep(step.input, scope), scope);
+      return yield* reshape(step, yield* evalStep(step.input, scope), scope);
     case "union":
     case "coalesce":
     case "optional":
     case "choose":
-      return branch(step, await evalStep(step.input, scope), scope);
+      return yield* branch(step, yield* evalStep(step.input, scope), scope);
     case "repeat":
-      return repeat(step, await evalStep(step.input, scope), scope);
+      return yield* repeat(step, yield* evalStep(step.input, scope), scope);
     case "intersect":
-      return intersect(step, await evalStep(step.input, scope), scope);
+      return yield* intersect(step, yield* evalStep(step.input, scope), scope);
     case "inject":
     case "as":
     case "store":
     case "select":
-      return named(step, scope);
+      return yield* named(step, scope);
     case "count":
     case "exists":
     case "id":
     case "label":
-      return summarize(step, scope);
+      return yield* summarize(step, scope);
     case "values":
     case "value_map":
     case "project":
-      return project(step, scope);
+      return yield* project(step, scope);
     case "aggregate":
-      return aggregate(step, await evalStep(step.input, scope), scope);
+      return yield* aggregate(step, yield* evalStep(step.input, scope), scope);
     case "group_count":
     case "aggregate_by":
-      return group(step, await evalStep(step.input, scope), scope);
+      return yield* group(step, yield* evalStep(step.input, scope), scope);
     case "group":
-      return groupsByValue(step.path, true, await evalStep(step.input, scope), scope);
+      return yield* groupsByValue(step.path, true, yield* evalStep(step.input, scope), scope);
     case "shortest_path":
-      return shortestPaths(step, await evalStep(step.input, scope), scope);
+      return yield* shortestPaths(step, yield* evalStep(step.input, scope), scope);
     case "path":
     case "simple_path":
-      return walk(step, scope);
+      return yield* walk(step, scope);
     case "bind":
     case "project_bindings":
     case "edge_properties":
-      return bindings(step, scope);
+      return yield* bindings(step, scope);
     case "with_sack":
     case "sack_set":
     case "sack_add":
     case "sack_get":
-      return sack(step, await evalStep(step.input, scope), scope);
+      return yield* sack(step, yield* evalStep(step.input, scope), scope);
     case "vector_search":
     case "text_search":
-      return search(step, scope);
+      return yield* search(step, scope);
     case "rerank_rrf":
     case "rerank_mmr":
-      return rerank(step, scope);
+      return yield* rerank(step, scope);
     case "add_n":
     case "add_e":
     case "add_v":
@@ -327,24 +334,24 @@ export async function evalStep(step: Step, scope: EvalScope): Promise<Stream> {
     case "remove_property":
     case "drop":
       requireWritable(scope, step.op);
-      return mutate(step, scope);
+      return yield* mutate(step, scope);
     case "drop_edge":
     case "drop_edge_by_id":
       requireWritable(scope, step.op);
-      return dropEdges(step, scope);
+      return yield* dropEdges(step, scope);
     case "upsert_n":
     case "upsert_v":
     case "upsert_e":
       requireWritable(scope, step.op);
-      return upsert(step, await evalStep(step.input, scope), scope);
+      return yield* upsert(step, yield* evalStep(step.input, scope), scope);
     default:
       return unreachable(step, "step");
   }
 }
 
 /** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
-async function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Promise<Stream> {
-  const input = await evalStep(step.input, scope);
+function* distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Op<Stream> {
+  const input = yield* evalStep(step.input, scope);
   if (step.op !== "dedup") {
     const other = scope.variables.get(step.variable);
     if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
@@ -361,12 +368,12 @@ async function distinct(step: Extract<Step, { op: "dedup" | "within" | "without"
 }
 
 /** `count` and `exists` of any stream; `id` and `label` of records. */
-async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Promise<Stream> {
+function* summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Op<Stream> {
   if (step.op === "count") {
-    const counted = await countWithoutElements(step.input, scope);
+    const counted = yield* countWithoutElements(step.input, scope);
     if (counted !== undefined) return { kind: "scalar", value: counted };
   }
-  const input = await evalStep(step.input, scope);
+  const input = yield* evalStep(step.input, scope);
   const op = step.op;
   switch (op) {
     case "count":
@@ -376,7 +383,7 @@ async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "
     case "id":
       return { kind: "values", items: elementsOf(input, "id").map((item) => scope.context.renderId(item.id)) };
     case "label":
-      return { kind: "values", items: (await loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
+      return { kind: "values", items: (yield* loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
     default:
       return unreachable(op, "step");
   }
@@ -385,22 +392,22 @@ async function summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "
 type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;
 
 /** Node → node (`out`, `in`, `both`), node → edge (`*_e`) and edge → node (`*_n`). */
-async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> {
+function* traverse(step: TraversalStep, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
-  const items = elementsOf(await evalStep(step.input, scope), step.op);
-  if (carriesRows(items, scope)) return traverseRows(step, items, scope);
+  const items = elementsOf(yield* evalStep(step.input, scope), step.op);
+  if (carriesRows(items, scope)) return yield* traverseRows(step, items, scope);
   switch (step.op) {
     case "out":
     case "in":
-      return elements(await view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label));
+      return elements(yield* wait(view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label)));
     case "both":
-      return elements(neighboursOf(await adjacencyOf(view, items, ["out", "in"], step.label)));
+      return elements(neighboursOf(yield* adjacencyOf(view, items, ["out", "in"], step.label)));
     case "out_e":
     case "in_e":
     case "both_e": {
       const directions: Direction[] = step.op === "both_e" ? ["out", "in"] : [step.op === "out_e" ? "out" : "in"];
       const owners = items.filter((item) => item.kind !== "edge");
-      const lists = await adjacencyOf(view, owners, directions, step.label);
+      const lists = yield* adjacencyOf(view, owners, directions, step.label);
       const edges: Element[] = [];
       lists.forEach((list, i) => {
         for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
@@ -411,7 +418,7 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
     case "in_n":
     case "other_n": {
       const ends: Element[] = [];
-      for (const element of await loaded(view, items.filter((item) => item.kind === "edge"))) {
+      for (const element of yield* loaded(view, items.filter((item) => item.kind === "edge"))) {
         const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
         // other_n: the end the edge was not reached from; an edge not reached from a record gives its target.
         const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
@@ -425,46 +432,45 @@ async function traverse(step: TraversalStep, scope: EvalScope): Promise<Stream> 
 }
 
 
-async function filterElements(items: Element[], keep: (element: Element) => boolean | Promise<boolean>, scope: EvalScope): Promise<Element[]> {
+/** The elements the predicate holds for; decided without a generator per element where it reads nothing (predicateNow). */
+function* filterElements(items: Element[], predicate: Predicate, scope: EvalScope): Op<Element[]> {
   const kept: Element[] = [];
   for (const element of items) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    if (await keep(element)) kept.push(element);
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    const now = predicateNow(predicate, element, scope);
+    if (now === LATER ? yield* evaluatePredicate(predicate, element, scope) : now) kept.push(element);
   }
   return kept;
 }
 
-async function filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>, scope: EvalScope): Promise<Element[]> {
-  const items = await loaded(scope.context.view, elementsOf(await evalStep(step.input, scope), step.op));
+function* filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>, scope: EvalScope): Op<Element[]> {
+  const items = yield* loaded(scope.context.view, elementsOf(yield* evalStep(step.input, scope), step.op));
   switch (step.op) {
     case "has":
-      return filterElements(items, (element) =>
-        evaluatePredicate({ kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, element, scope),
-        scope,
-      );
+      return yield* filterElements(items, { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, scope);
     case "has_label":
       return items.filter((element) => element.record!.label === step.label);
     case "has_key":
-      return filterElements(items, (element) => evaluatePredicate({ kind: "has_key", path: step.path }, element, scope), scope);
+      return yield* filterElements(items, { kind: "has_key", path: step.path }, scope);
     case "where":
-      return filterElements(items, (element) => evaluatePredicate(step.predicate, element, scope), scope);
+      return yield* filterElements(items, step.predicate, scope);
     default:
       return unreachable(step, "filter");
   }
 }
 
-async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<Stream> {
-  const paged = step.op === "skip" ? undefined : await pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
+function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Op<Stream> {
+  const paged = step.op === "skip" ? undefined : yield* pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
   if (paged !== undefined) return elements(paged);
-  const input = await evalStep(step.input, scope);
+  const input = yield* evalStep(step.input, scope);
   if (input.kind === "scalar") return input;
   let start = 0;
   let end = Number.MAX_SAFE_INTEGER;
-  if (step.op === "limit") end = await evalBound(step.count, scope);
-  if (step.op === "skip") start = await evalBound(step.count, scope);
+  if (step.op === "limit") end = yield* evalBound(step.count, scope);
+  if (step.op === "skip") start = yield* evalBound(step.count, scope);
   if (step.op === "range") {
-    start = await evalBound(step.start, scope);
-    end = await evalBound(step.end, scope);
+    start = yield* evalBound(step.start, scope);
+    end = yield* evalBound(step.end, scope);
   }
   return input.kind === "values" ? { kind: "values", items: input.items.slice(start, end) } : elements(input.items.slice(start, end));
 }
@@ -474,13 +480,13 @@ async function page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, sco
  * without building the stream; undefined when a bound is not plain or fails, and then `page` evaluates it after the input,
  * so an error of the input is still the one answered.
  */
-async function boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Promise<[number, number] | undefined> {
+function* boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Op<[number, number] | undefined> {
   // A skip keeps every element after its count: nothing short of the whole stream answers it.
   if (step.op === "skip") return undefined;
   const [start, end] = step.op === "range" ? [step.start, step.end] : [undefined, step.count];
   if ((start !== undefined && !plainBound(start)) || !plainBound(end)) return undefined;
   try {
-    return [start === undefined ? 0 : await evalBound(start, scope), await evalBound(end, scope)];
+    return [start === undefined ? 0 : yield* evalBound(start, scope), yield* evalBound(end, scope)];
   } catch (cause) {
     if (cause instanceof SilkError) return undefined;
     throw cause;
@@ -491,9 +497,9 @@ async function boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "r
  * Renders a returned stream. Records show their state at the end of the transaction: after a write, every record is
  * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
  */
-async function render(stream: Stream, context: ExecutionContext): Promise<unknown> {
-  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToAnswer(stream, context.view, context.renderId);
+function* render(stream: Stream, context: ExecutionContext): Op<unknown> {
+  if (stream.kind !== "elements" || !context.view.hasWrites) return yield* streamToAnswer(stream, context.view, context.renderId);
   // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
   const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
-  return streamToJson({ kind: "elements", items }, context.view, context.renderId);
+  return yield* streamToJson({ kind: "elements", items }, context.view, context.renderId);
 }

@@ -4,6 +4,7 @@
  * view's mutations, or abandons them.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { idToString, JsonId, parseId } from "../../protocol/ids.js";
 import type { EndpointKind, RecordKind, StoredRecord } from "../../protocol/records.js";
 import type { Input, PropertyAssignments, Ref, Step } from "../../protocol/tree.js";
@@ -15,12 +16,12 @@ import { checkLabel, prepareCreate, prepareUpdate, toVector } from "./validation
 export type MutationStep = Extract<Step, { op: "add_n" | "add_e" | "add_v" | "set_property" | "update" | "remove_property" | "drop" }>;
 
 /** A mutation's value; undefined only for an optional parameter that the call left out (or sent as null). */
-export async function evalInput(input: Input, scope: EvalScope): Promise<unknown> {
+export function* evalInput(input: Input, scope: EvalScope): Op<unknown> {
   switch (input.kind) {
     case "value":
       return input.value;
     case "expr":
-      return storedIds(await evaluateExpr(input.expr, undefined, scope));
+      return storedIds(yield* evaluateExpr(input.expr, undefined, scope));
     case "optional_param": {
       const value = Object.hasOwn(scope.parameters, input.name) ? scope.parameters[input.name] : undefined;
       return value === null ? undefined : value;
@@ -51,10 +52,10 @@ function storedIds(value: unknown): unknown {
 }
 
 /** The properties of a mutation; those given by an omitted optional parameter are left out (not set, or unchanged). */
-export async function assignments(properties: PropertyAssignments, scope: EvalScope): Promise<Record<string, unknown>> {
+export function* assignments(properties: PropertyAssignments, scope: EvalScope): Op<Record<string, unknown>> {
   const object: Record<string, unknown> = {};
   for (const [name, input] of properties) {
-    const value = await evalInput(input, scope);
+    const value = yield* evalInput(input, scope);
     if (value !== undefined) object[name] = value;
   }
   return object;
@@ -64,41 +65,41 @@ export function requireWritable(scope: EvalScope, op: string): void {
   if (!scope.context.writable) throw new SilkError("write_in_read", `step ${op} writes, but this invocation is read-only`);
 }
 
-export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stream> {
+export function* mutate(step: MutationStep, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
   switch (step.op) {
     case "add_n": {
-      const count = step.input === undefined ? 1 : elementsOf(await scope.evalStep(step.input, scope), "add_n").length;
-      const props = await createProps("node", step.label, step.properties, scope);
+      const count = step.input === undefined ? 1 : elementsOf(yield* scope.evalStep(step.input, scope), "add_n").length;
+      const props = yield* createProps("node", step.label, step.properties, scope);
       const created: Element[] = [];
       for (let i = 0; i < count; i += 1) {
-        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-        const record: StoredRecord = { kind: "node", id: await view.allocate("node"), label: step.label, props };
+        if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+        const record: StoredRecord = { kind: "node", id: yield* wait(view.allocate("node")), label: step.label, props };
         view.create(record);
         created.push({ kind: "node", id: record.id, record });
       }
       return elements(created);
     }
     case "add_v":
-      return elements([await createVector("add_v", step.label, await evalInput(step.vector, scope), step.properties, scope)]);
+      return elements([yield* createVector("add_v", step.label, yield* evalInput(step.vector, scope), step.properties, scope)]);
     case "add_e":
-      return addEdges(step, scope);
+      return yield* addEdges(step, scope);
     case "set_property":
     case "update":
     case "remove_property": {
-      const items = await loaded(view, elementsOf(await scope.evalStep(step.input, scope), step.op));
+      const items = yield* loaded(view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
       const patch: Record<string, unknown> =
         step.op === "update"
-          ? await assignments(step.properties, scope)
+          ? yield* assignments(step.properties, scope)
           : step.op === "set_property"
-            ? { [step.name]: await evalInput(step.value, scope) }
+            ? { [step.name]: yield* evalInput(step.value, scope) }
             : { [step.name]: null };
       updateAll(items, patch, scope, undefined, step.op === "remove_property");
       return elements(items);
     }
     case "drop": {
-      const items = await loaded(view, elementsOf(await scope.evalStep(step.input, scope), "drop"));
-      await dropAll(items, scope);
+      const items = yield* loaded(view, elementsOf(yield* scope.evalStep(step.input, scope), "drop"));
+      yield* dropAll(items, scope);
       return elements([]);
     }
     default:
@@ -107,18 +108,18 @@ export async function mutate(step: MutationStep, scope: EvalScope): Promise<Stre
 }
 
 /** The checked properties of a new record of this label. */
-export async function createProps(kind: RecordKind, label: string, properties: PropertyAssignments, scope: EvalScope): Promise<Properties> {
+export function* createProps(kind: RecordKind, label: string, properties: PropertyAssignments, scope: EvalScope): Op<Properties> {
   const { schema, now } = scope.context;
   checkLabel(schema, kind, label);
-  return prepareCreate(schema, kind, label, await assignments(properties, scope), now);
+  return prepareCreate(schema, kind, label, yield* assignments(properties, scope), now);
 }
 
-export async function createVector(op: string, label: string, rawVector: unknown, properties: PropertyAssignments, scope: EvalScope): Promise<Element> {
+export function* createVector(op: string, label: string, rawVector: unknown, properties: PropertyAssignments, scope: EvalScope): Op<Element> {
   const { view, schema, now } = scope.context;
   checkLabel(schema, "vector", label);
   const vector = toVector(rawVector, `${op}.vector`);
-  const props = prepareCreate(schema, "vector", label, await assignments(properties, scope), now);
-  const record: StoredRecord = { kind: "vector", id: await view.allocate("vector"), label, vector, props };
+  const props = prepareCreate(schema, "vector", label, yield* assignments(properties, scope), now);
+  const record: StoredRecord = { kind: "vector", id: yield* wait(view.allocate("vector")), label, vector, props };
   view.create(record);
   return { kind: "vector", id: record.id, record };
 }
@@ -144,25 +145,25 @@ export function updateAll(items: Element[], patch: Record<string, unknown>, scop
   }
 }
 
-async function addEdges(step: Extract<Step, { op: "add_e" }>, scope: EvalScope): Promise<Stream> {
+function* addEdges(step: Extract<Step, { op: "add_e" }>, scope: EvalScope): Op<Stream> {
   // Sources named by ID must exist, as targets must: an edge from a missing node is an error, not nothing.
   const input = step.input;
   const namedSources = (input.op === "nodes" || input.op === "vectors") && (input.ref.kind === "ids" || input.ref.kind === "param");
   const sources = namedSources
-    ? await resolveEndpoints(input.ref, scope, "add_e")
-    : await loaded(scope.context.view, elementsOf(await scope.evalStep(input, scope), "add_e").filter((item) => item.kind !== "edge"));
-  const targets = await resolveEndpoints(step.to, scope, "add_e.to");
-  return elements(await createEdges(step.label, sources, targets, step.properties, scope));
+    ? yield* resolveEndpoints(input.ref, scope, "add_e")
+    : yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(input, scope), "add_e").filter((item) => item.kind !== "edge"));
+  const targets = yield* resolveEndpoints(step.to, scope, "add_e.to");
+  return elements(yield* createEdges(step.label, sources, targets, step.properties, scope));
 }
 
 /** Creates one edge of the label for each source × target pair, after checking the endpoints' declared labels. */
-export async function createEdges(
+export function* createEdges(
   label: string,
   sources: readonly Element[],
   targets: readonly Element[],
   properties: PropertyAssignments,
   scope: EvalScope,
-): Promise<Element[]> {
+): Op<Element[]> {
   const { view, schema } = scope.context;
   checkLabel(schema, "edge", label);
   const declared = schema?.edges.get(label);
@@ -176,14 +177,14 @@ export async function createEdges(
       }
     }
   }
-  const props = await createProps("edge", label, properties, scope);
+  const props = yield* createProps("edge", label, properties, scope);
   const created: Element[] = [];
   for (const source of sources) {
     for (const target of targets) {
-      if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+      if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
       const record: StoredRecord = {
         kind: "edge",
-        id: await view.allocate("edge", source.id),
+        id: yield* wait(view.allocate("edge", source.id)),
         label,
         from: source.id,
         to: target.id,
@@ -199,31 +200,31 @@ export async function createEdges(
 }
 
 /** An edge's endpoints named by reference: nodes or vectors, which must exist (an ID naming nothing is `node_not_found`). */
-export async function resolveEndpoints(ref: Ref, scope: EvalScope, where: string): Promise<Element[]> {
+export function* resolveEndpoints(ref: Ref, scope: EvalScope, where: string): Op<Element[]> {
   const { view } = scope.context;
   switch (ref.kind) {
     case "var": {
       const stream = scope.variables.get(ref.name);
       if (stream === undefined) throw new SilkError("unknown_variable", `${where}: no earlier entry defines ${JSON.stringify(ref.name)}`);
-      return loaded(view, elementsOf(stream, where).filter((item) => item.kind !== "edge"));
+      return yield* loaded(view, elementsOf(stream, where).filter((item) => item.kind !== "edge"));
     }
     case "all":
-      return loaded(view, (await view.allIds("node")).map((id) => ({ kind: "node" as const, id })));
+      return yield* loaded(view, (yield* wait(view.allIds("node"))).map((id) => ({ kind: "node" as const, id })));
     case "ids":
     case "param":
-      return endpointsById(ref.kind === "ids" ? ref.ids : lookupParameter(ref.name, scope.parameters, where), scope, where);
+      return yield* endpointsById(ref.kind === "ids" ? ref.ids : lookupParameter(ref.name, scope.parameters, where), scope, where);
     default:
       return unreachable(ref, "reference");
   }
 }
 
-async function endpointsById(raw: unknown, scope: EvalScope, where: string): Promise<Element[]> {
+function* endpointsById(raw: unknown, scope: EvalScope, where: string): Op<Element[]> {
   const { view } = scope.context;
   const ids = (Array.isArray(raw) ? raw : [raw]).map((id, i) => parseId(id, `${where} endpoint [${i}]`));
   const found: Element[] = [];
   for (const id of ids) {
-    const [node] = await view.records("node", [id]);
-    const record = node ?? (await view.records("vector", [id]))[0];
+    const [node] = yield* wait(view.records("node", [id]));
+    const record = node ?? (yield* wait(view.records("vector", [id])))[0];
     if (record === undefined) throw new SilkError("node_not_found", `${where}: no node or vector has id ${idToString(id)}`);
     found.push({ kind: record.kind, id, record });
   }
@@ -231,13 +232,13 @@ async function endpointsById(raw: unknown, scope: EvalScope, where: string): Pro
 }
 
 /** Drops records; a node or vector takes all its edges, on both sides and of every label, with it. */
-export async function dropAll(items: Element[], scope: EvalScope): Promise<void> {
+export function* dropAll(items: Element[], scope: EvalScope): Op<void> {
   const { view } = scope.context;
   const owners = items.filter((item) => item.kind !== "edge");
-  const incident = await adjacencyOf(view, owners, ["out", "in"], undefined);
+  const incident = yield* adjacencyOf(view, owners, ["out", "in"], undefined);
   const edgeIds = new Set<bigint>(items.filter((item) => item.kind === "edge").map((item) => item.id));
   for (const list of incident) for (const entry of list) edgeIds.add(entry.edge);
-  const edges = await view.records("edge", [...edgeIds]);
+  const edges = yield* wait(view.records("edge", [...edgeIds]));
   for (const edge of edges) if (edge !== undefined) view.drop(edge);
   for (const owner of owners) view.drop(owner.record!);
 }

@@ -7,16 +7,17 @@
  * deadline. A stream of at most one run is sorted in place, with no pause.
  */
 import type { Deadline } from "./deadline.js";
+import { type Op } from "./ops.js";
 
 /** Elements per run sorted in one synchronous call: small enough to take well under a slice. */
 export const SORT_RUN_ELEMENTS = 4_096;
 
-export async function pacedSort<T>(items: T[], compare: (a: T, b: T) => number, deadline: Deadline): Promise<T[]> {
+export function* pacedSort<T>(items: T[], compare: (a: T, b: T) => number, deadline: Deadline): Op<T[]> {
   if (items.length <= SORT_RUN_ELEMENTS) return items.sort(compare);
   for (let start = 0; start < items.length; start += SORT_RUN_ELEMENTS) {
     const run = items.slice(start, start + SORT_RUN_ELEMENTS).sort(compare);
     for (let i = 0; i < run.length; i += 1) items[start + i] = run[i];
-    if (deadline.tick(run.length)) await deadline.pause();
+    if (deadline.tick(run.length)) yield deadline.pause();
   }
   let from = items;
   let to: T[] = new Array<T>(items.length);
@@ -29,7 +30,7 @@ export async function pacedSort<T>(items: T[], compare: (a: T, b: T) => number, 
       for (let k = left; k < end; k += 1) {
         // Take from the left run on ties: equal elements keep their order.
         to[k] = j >= end || (i < middle && compare(from[i], from[j]) <= 0) ? from[i++] : from[j++];
-        if (deadline.tick()) await deadline.pause();
+        if (deadline.tick()) yield deadline.pause();
       }
     }
     [from, to] = [to, from];

@@ -7,6 +7,7 @@
  * searches from one node to one node, at most `maxDepth` hops, and answers the path's node IDs.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { PATH_VISITED_NODES_MAX } from "../../protocol/limits.js";
 import { parseId } from "../../protocol/ids.js";
 import type { AdjacencyEntry, Direction, EndpointKind } from "../../protocol/records.js";
@@ -36,14 +37,14 @@ interface Search {
   readonly scope: EvalScope;
 }
 
-export async function shortestPaths(step: ShortestPathStep, input: Stream, scope: EvalScope): Promise<Stream> {
-  const search: Search = { step, targets: await pathTargets(step.to, scope), directions: DIRECTIONS[step.direction], scope };
-  const sources = await loaded(scope.context.view, elementsOf(input, "shortest_path").filter((item) => item.kind !== "edge"));
-  if (step.helixForm !== undefined) return nodeIdPath(sources, search);
+export function* shortestPaths(step: ShortestPathStep, input: Stream, scope: EvalScope): Op<Stream> {
+  const search: Search = { step, targets: yield* pathTargets(step.to, scope), directions: DIRECTIONS[step.direction], scope };
+  const sources = yield* loaded(scope.context.view, elementsOf(input, "shortest_path").filter((item) => item.kind !== "edge"));
+  if (step.helixForm !== undefined) return yield* nodeIdPath(sources, search);
   const rows: unknown[] = [];
   for (const source of sources) {
-    const found = step.algorithm.kind === "bfs" ? await breadthFirst(source, search) : await leastWeight(source, step.algorithm, search);
-    if (found !== undefined) rows.push(await renderPath(found, scope));
+    const found = step.algorithm.kind === "bfs" ? yield* breadthFirst(source, search) : yield* leastWeight(source, step.algorithm, search);
+    if (found !== undefined) rows.push(yield* renderPath(found, scope));
   }
   return valuesStream(rows);
 }
@@ -54,11 +55,11 @@ const DIRECTIONS: Record<PathDirection, Direction[]> = { out: ["out"], in: ["in"
  * HelixDB's form: the IDs of the path's nodes, source first, or none. Its ends name one node each: a variable or
  * parameter that names several is refused, one that names a missing node finds no path.
  */
-async function nodeIdPath(sources: readonly Element[], search: Search): Promise<Stream> {
+function* nodeIdPath(sources: readonly Element[], search: Search): Op<Stream> {
   for (const [end, count] of [["source", sources.length], ["target", search.targets.size]] as const) {
     if (count > 1) throw new SilkError("invalid_value", `shortest_path.${end} must name exactly one node, not ${count}`);
   }
-  const found = sources.length === 0 ? undefined : await breadthFirst(sources[0], search);
+  const found = sources.length === 0 ? undefined : yield* breadthFirst(sources[0], search);
   if (found === undefined) return valuesStream([]);
   const ids: unknown[] = [];
   const { renderId } = search.scope.context;
@@ -67,10 +68,10 @@ async function nodeIdPath(sources: readonly Element[], search: Search): Promise<
 }
 
 /** The IDs a path may end at. IDs that name nothing are simply never reached. */
-async function pathTargets(ref: Ref, scope: EvalScope): Promise<Set<bigint>> {
+function* pathTargets(ref: Ref, scope: EvalScope): Op<Set<bigint>> {
   switch (ref.kind) {
     case "all":
-      return new Set([...(await scope.context.view.allIds("node")), ...(await scope.context.view.allIds("vector"))]);
+      return new Set([...(yield* wait(scope.context.view.allIds("node"))), ...(yield* wait(scope.context.view.allIds("vector")))]);
     case "ids":
       return new Set(ref.ids);
     case "param": {
@@ -102,13 +103,13 @@ function checkVisited(reached: Map<bigint, Reached>): void {
   }
 }
 
-async function breadthFirst(source: Element, search: Search): Promise<Found | undefined> {
+function* breadthFirst(source: Element, search: Search): Op<Found | undefined> {
   const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
   if (search.targets.has(source.id)) return { target: source.id, reached };
   let frontier: Element[] = [source];
   // Silk's form has no depth bound (PATH_VISITED_NODES_MAX bounds the work); HelixDB's stops after maxDepth hops.
   for (let hops = 0; frontier.length > 0 && hops < (search.step.helixForm?.maxDepth ?? Infinity); hops += 1) {
-    const lists = await adjacencyOf(search.scope.context.view, frontier, search.directions, search.step.label);
+    const lists = yield* adjacencyOf(search.scope.context.view, frontier, search.directions, search.step.label);
     const next: Element[] = [];
     for (let i = 0; i < frontier.length; i += 1) {
       for (const entry of ordered(lists[i])) {
@@ -116,7 +117,7 @@ async function breadthFirst(source: Element, search: Search): Promise<Found | un
         reached.set(entry.other, { kind: entry.otherKind, previous: frontier[i].id, edge: entry.edge });
         if (search.targets.has(entry.other)) return { target: entry.other, reached };
         checkVisited(reached);
-        if (search.scope.context.deadline.tick()) await search.scope.context.deadline.pause();
+        if (search.scope.context.deadline.tick()) yield search.scope.context.deadline.pause();
         next.push({ kind: entry.otherKind, id: entry.other });
       }
     }
@@ -132,37 +133,37 @@ async function breadthFirst(source: Element, search: Search): Promise<Found | un
  * its cost is final), so edges back to one are not weighed; A* may reopen one when a cheaper way to it turns up, as a
  * heuristic that is admissible but not consistent requires to still find the least total weight.
  */
-async function leastWeight(source: Element, algorithm: WeightedAlgorithm, search: Search): Promise<Found | undefined> {
+function* leastWeight(source: Element, algorithm: WeightedAlgorithm, search: Search): Op<Found | undefined> {
   const { view } = search.scope.context;
-  const estimate = algorithm.kind === "astar" ? heuristic(algorithm.heuristic, search.scope) : async (items: Element[]) => items.map(() => 0);
+  const estimate = algorithm.kind === "astar" ? heuristic(algorithm.heuristic, search.scope) : noEstimate;
   const reached = new Map<bigint, Reached>([[source.id, { kind: source.kind as EndpointKind }]]);
   const cost = new Map<bigint, number>([[source.id, 0]]);
   const expanded = new Set<bigint>();
   const queue = new MinHeap();
-  const [sourceEstimate] = await estimate([source]);
+  const [sourceEstimate] = yield* estimate([source]);
   queue.push(sourceEstimate, source.id, 0);
   for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
     const { id, cost: current } = next;
     if (current > cost.get(id)!) continue;
     if (search.targets.has(id)) return { target: id, reached, weight: current };
     expanded.add(id);
-    const [list] = await adjacencyOf(view, [{ kind: reached.get(id)!.kind, id }], search.directions, search.step.label);
+    const [list] = yield* adjacencyOf(view, [{ kind: reached.get(id)!.kind, id }], search.directions, search.step.label);
     const entries = ordered(list).filter((entry) => algorithm.kind === "astar" || !expanded.has(entry.other));
-    const edges = await view.records("edge", entries.map((entry) => entry.edge));
+    const edges = yield* wait(view.records("edge", entries.map((entry) => entry.edge)));
     const improved: { entry: AdjacencyEntry; cost: number }[] = [];
     for (let i = 0; i < entries.length; i += 1) {
       const entry = entries[i];
       const edge = edges[i];
       if (edge === undefined) continue;
-      const candidate = current + (await edgeWeight(algorithm.weight, { kind: "edge", id: edge.id, record: edge }, search.scope));
+      const candidate = current + (yield* edgeWeight(algorithm.weight, { kind: "edge", id: edge.id, record: edge }, search.scope));
       if (candidate >= (cost.get(entry.other) ?? Infinity)) continue;
       cost.set(entry.other, candidate);
       reached.set(entry.other, { kind: entry.otherKind, previous: id, edge: entry.edge });
       checkVisited(reached);
-      if (search.scope.context.deadline.tick()) await search.scope.context.deadline.pause();
+      if (search.scope.context.deadline.tick()) yield search.scope.context.deadline.pause();
       improved.push({ entry, cost: candidate });
     }
-    const estimates = await estimate(improved.map(({ entry }) => ({ kind: entry.otherKind, id: entry.other })));
+    const estimates = yield* estimate(improved.map(({ entry }) => ({ kind: entry.otherKind, id: entry.other })));
     improved.forEach(({ entry, cost: candidate }, i) => queue.push(candidate + estimates[i], entry.other, candidate));
   }
   return undefined;
@@ -175,11 +176,16 @@ type WeightedAlgorithm = Exclude<PathAlgorithm, { kind: "bfs" }>;
  * (`invalid_value` otherwise, as HelixDB refuses a heuristic that is missing or not numeric). Records are read in one
  * batch per call and each record's estimate once per search.
  */
-function heuristic(property: string, scope: EvalScope): (items: Element[]) => Promise<number[]> {
+/** Dijkstra's estimate: none. */
+function* noEstimate(items: Element[]): Op<number[]> {
+  return items.map(() => 0);
+}
+
+function heuristic(property: string, scope: EvalScope): (items: Element[]) => Op<number[]> {
   const known = new Map<bigint, number>();
-  return async (items) => {
+  return function* (items) {
     const missing: Element[] = items.filter((item) => !known.has(item.id)).map((item) => ({ kind: item.kind, id: item.id }));
-    await loaded(scope.context.view, missing);
+    yield* loaded(scope.context.view, missing);
     for (const item of missing) {
       const value = item.record === undefined ? undefined : recordField(item.record, property);
       const number = typeof value === "bigint" ? Number(value) : value;
@@ -192,8 +198,8 @@ function heuristic(property: string, scope: EvalScope): (items: Element[]) => Pr
   };
 }
 
-async function edgeWeight(weight: Expr, edge: Element, scope: EvalScope): Promise<number> {
-  const value = await evaluateExpr(weight, edge, scope);
+function* edgeWeight(weight: Expr, edge: Element, scope: EvalScope): Op<number> {
+  const value = yield* evaluateExpr(weight, edge, scope);
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isFinite(number) || number < 0) {
     throw new SilkError("invalid_value", `shortest_path: the weight of edge ${edge.id} is ${shown(value)}, not a non-negative finite number`);
@@ -207,7 +213,7 @@ function shown(value: unknown): string {
 }
 
 /** `{nodes, edges, hops, weight}`, nodes from source to target inclusive, as records in their JSON form. */
-async function renderPath(found: Found, scope: EvalScope): Promise<Record<string, unknown>> {
+function* renderPath(found: Found, scope: EvalScope): Op<Record<string, unknown>> {
   const nodes: Element[] = [];
   const edges: Element[] = [];
   for (let id: bigint | undefined = found.target; id !== undefined; ) {
@@ -220,8 +226,8 @@ async function renderPath(found: Found, scope: EvalScope): Promise<Record<string
   edges.reverse();
   const { view } = scope.context;
   return {
-    nodes: (await loaded(view, nodes)).map((item) => recordToJson(item.record!, scope.context.renderId)),
-    edges: (await loaded(view, edges)).map((item) => recordToJson(item.record!, scope.context.renderId)),
+    nodes: (yield* loaded(view, nodes)).map((item) => recordToJson(item.record!, scope.context.renderId)),
+    edges: (yield* loaded(view, edges)).map((item) => recordToJson(item.record!, scope.context.renderId)),
     hops: edges.length,
     weight: found.weight ?? edges.length,
   };

@@ -20,6 +20,7 @@
  * are empty seeks.
  */
 import type { IndexRange, RecordKind } from "../../protocol/records.js";
+import { wait, type Op } from "./ops.js";
 import type { FieldDecl, ScalarTypeName, Schema } from "../../protocol/schema.js";
 import type { CompareOp, Expr, Predicate } from "../../protocol/tree.js";
 import type { Value } from "../../protocol/values.js";
@@ -56,23 +57,23 @@ export class ExplainLog {
 }
 
 /** The candidate IDs of a source step, in the order a scan gives them. */
-export async function sourceIds(op: SourceOp, kind: RecordKind, predicate: Predicate, scope: EvalScope): Promise<bigint[]> {
+export function* sourceIds(op: SourceOp, kind: RecordKind, predicate: Predicate, scope: EvalScope): Op<bigint[]> {
   const { view, schema, explain } = scope.context;
   const label = labelOfPredicate(predicate);
   if (label === undefined) {
-    const ids = await view.allIds(kind);
+    const ids = yield* wait(view.allIds(kind));
     explain?.record({ step: op, access: "full_scan", candidates: ids.length });
     return ids;
   }
   const lookup = chooseIndex(schema, kind, label, predicate, scope);
   if (lookup !== undefined) {
-    const ids = await view.indexIds(kind, label, lookup.field, lookup.ranges);
+    const ids = yield* wait(view.indexIds(kind, label, lookup.field, lookup.ranges));
     if (ids !== undefined) {
       explain?.record({ step: op, access: "index", index: `${label}.${lookup.field}`, candidates: ids.length });
       return ids;
     }
   }
-  const ids = await view.idsOfLabel(kind, label);
+  const ids = yield* wait(view.idsOfLabel(kind, label));
   explain?.record({ step: op, access: "label_scan", candidates: ids.length });
   return ids;
 }

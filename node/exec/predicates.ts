@@ -12,6 +12,7 @@
  * missing property matches nothing (and so NEQ matches it).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { idOf, JsonId } from "../../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../../protocol/tree.js";
 import { compareValues, valuesEqual, type Value } from "../../protocol/values.js";
@@ -32,7 +33,7 @@ export interface EvalScope {
    */
   readonly outerContexts?: readonly (Stream | undefined)[];
   /** The executor's step evaluator, passed in so that expressions can run sub-traversals without importing it. */
-  readonly evalStep: (step: Step, scope: EvalScope) => Promise<Stream>;
+  readonly evalStep: (step: Step, scope: EvalScope) => Op<Stream>;
   /** Set while a `path` or `simple_path` step evaluates its input: traversals then record each row's path (walks.ts). */
   readonly trackPaths?: boolean;
 }
@@ -80,13 +81,13 @@ const ENDPOINT_PATH = /^\$(from|to)\.(.+)$/;
  * `toEndpoint` project): the endpoint record's field, `$id`, `$label` or dotted path, read through the invocation's
  * view. On any other record the name is an ordinary (and absent) property, as there.
  */
-async function endpointProperty(element: Element | undefined, end: "from" | "to", path: string, scope: EvalScope): Promise<Value | undefined> {
+function* endpointProperty(element: Element | undefined, end: "from" | "to", path: string, scope: EvalScope): Op<Value | undefined> {
   const record = element?.record;
   if (record === undefined) throw new SilkError("malformed_tree", `property ${JSON.stringify(`$${end}.${path}`)} needs a record in scope`);
   if (record.kind !== "edge") return undefined;
   const [kind, id] = end === "from" ? [record.fromKind, record.from] : [record.toKind, record.to];
   if (path === "$id") return id;
-  const [endpoint] = await scope.context.view.records(kind, [id]);
+  const [endpoint] = yield* wait(scope.context.view.records(kind, [id]));
   return endpoint === undefined ? undefined : recordField(endpoint, path);
 }
 
@@ -94,20 +95,20 @@ async function endpointProperty(element: Element | undefined, end: "from" | "to"
  * A value a row reads from an element (binding projections, `sack_set`, `sack_add`): rows.ts `elementValue`, and an
  * edge's endpoint path (`$from.name`) read as expressions read it.
  */
-export async function rowValue(element: Element, source: string, scope: EvalScope): Promise<Value | undefined> {
+export function* rowValue(element: Element, source: string, scope: EvalScope): Op<Value | undefined> {
   const endpoint = source.startsWith("$") ? ENDPOINT_PATH.exec(source) : null;
   // A row's element whose record is gone has no values, as elementValue answers.
   if (endpoint === null || element.record === undefined) return elementValue(element, source);
-  return endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
+  return yield* endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
 }
 
 /**
  * Runs a sub-traversal with `context` bound to the current element; without one (a bound, a mutation value) the
  * enclosing context stays, and a traversal that reads `context` where there is none is refused by the executor.
  */
-async function subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Promise<Stream> {
-  if (element === undefined) return scope.evalStep(traversal, scope);
-  return scope.evalStep(traversal, enterSubTraversal(scope, { kind: "elements", items: [element] }));
+function* subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Op<Stream> {
+  if (element === undefined) return yield* scope.evalStep(traversal, scope);
+  return yield* scope.evalStep(traversal, enterSubTraversal(scope, { kind: "elements", items: [element] }));
 }
 
 /**
@@ -118,48 +119,29 @@ export function enterSubTraversal(scope: EvalScope, unit: Stream): EvalScope {
   return { ...scope, contextStream: unit, outerContexts: [...(scope.outerContexts ?? []), scope.contextStream] };
 }
 
-export async function evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Promise<Value | undefined> {
+/** What `exprNow` and `predicateNow` answer for an expression that may have to wait: `evaluateExpr` runs it. */
+export const LATER: unique symbol = Symbol("later");
+
+/**
+ * The value of an expression that reads nothing beyond the element's own record (a field, a constant, a parameter, a
+ * variable, the element's ID, the clock), or LATER for one that may read or wait (an endpoint's field, a
+ * sub-traversal, a call, Embed): `evaluateExpr` runs those. A plain function, so a filter, a projection or an
+ * ordering over many elements builds no generator per element for the common expressions.
+ */
+export function exprNow(expr: Expr, element: Element | undefined, scope: EvalScope): Value | undefined | typeof LATER {
   switch (expr.kind) {
-    case "property": {
+    case "property":
       // Most paths are plain field names: only one that starts with "$" can name an endpoint.
-      const endpoint = expr.path.startsWith("$") ? ENDPOINT_PATH.exec(expr.path) : null;
-      return endpoint === null ? property(element, expr.path) : endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
-    }
+      return expr.path.startsWith("$") && ENDPOINT_PATH.test(expr.path) ? LATER : property(element, expr.path);
     case "constant":
       return expr.value;
     case "param":
       return lookupParameter(expr.name, scope.parameters, "param") as Value;
     case "var":
       return variable(expr.name, scope);
-    case "traversal":
-      return (await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId)) as Value;
-    case "first": {
-      const json = await streamToJson(await subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId);
-      return (Array.isArray(json) ? (json[0] ?? null) : json) as Value;
-    }
-    case "call": {
-      const args: (Value | undefined)[] = [];
-      for (const arg of expr.args) args.push(await evaluateExpr(arg, element, scope));
-      return callMath(expr.fn, args);
-    }
     case "id":
       if (element === undefined) throw new SilkError("malformed_tree", "id needs a record in scope");
       return element.id;
-    case "count": {
-      const stream = await subTraversal(expr.traversal, element, scope);
-      return stream.kind === "scalar" ? 1 : stream.items.length;
-    }
-    case "arith":
-      return arithmetic(expr.op, await evaluateExpr(expr.left, element, scope), await evaluateExpr(expr.right, element, scope));
-    case "embed":
-      return embed(await evaluateExpr(expr.text, element, scope), expr.model, scope.context);
-    case "neg":
-      return negate(await evaluateExpr(expr.expr, element, scope));
-    case "case":
-      for (const branch of expr.branches) {
-        if (await evaluatePredicate(branch.when, element, scope)) return evaluateExpr(branch.then, element, scope);
-      }
-      return expr.otherwise === undefined ? null : evaluateExpr(expr.otherwise, element, scope);
     case "timestamp":
       // The invocation's clock, passed in (ExecutionContext.now), so tests can fix the time.
       return scope.context.now().getTime();
@@ -167,7 +149,47 @@ export async function evaluateExpr(expr: Expr, element: Element | undefined, sco
       // A date of its own: the value may be stored, and the clock's Date must not be shared with it.
       return new Date(scope.context.now().getTime());
     default:
-      return unreachable(expr, "expression");
+      return LATER;
+  }
+}
+
+export function* evaluateExpr(expr: Expr, element: Element | undefined, scope: EvalScope): Op<Value | undefined> {
+  const now = exprNow(expr, element, scope);
+  if (now !== LATER) return now;
+  switch (expr.kind) {
+    case "property": {
+      const endpoint = ENDPOINT_PATH.exec(expr.path)!;
+      return yield* endpointProperty(element, endpoint[1] as "from" | "to", endpoint[2], scope);
+    }
+    case "traversal":
+      return (yield* streamToJson(yield* subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId)) as Value;
+    case "first": {
+      const json = yield* streamToJson(yield* subTraversal(expr.traversal, element, scope), scope.context.view, scope.context.renderId);
+      return (Array.isArray(json) ? (json[0] ?? null) : json) as Value;
+    }
+    case "call": {
+      const args: (Value | undefined)[] = [];
+      for (const arg of expr.args) args.push(yield* evaluateExpr(arg, element, scope));
+      return callMath(expr.fn, args);
+    }
+    case "count": {
+      const stream = yield* subTraversal(expr.traversal, element, scope);
+      return stream.kind === "scalar" ? 1 : stream.items.length;
+    }
+    case "arith":
+      return arithmetic(expr.op, yield* evaluateExpr(expr.left, element, scope), yield* evaluateExpr(expr.right, element, scope));
+    case "embed":
+      return yield* embed(yield* evaluateExpr(expr.text, element, scope), expr.model, scope.context);
+    case "neg":
+      return negate(yield* evaluateExpr(expr.expr, element, scope));
+    case "case":
+      for (const branch of expr.branches) {
+        if (yield* evaluatePredicate(branch.when, element, scope)) return yield* evaluateExpr(branch.then, element, scope);
+      }
+      return expr.otherwise === undefined ? null : yield* evaluateExpr(expr.otherwise, element, scope);
+    default:
+      // exprNow answered every other kind.
+      throw new SilkError("internal", `internal error (a bug in Silk): expression ${expr.kind} was left to evaluateExpr`);
   }
 }
 
@@ -266,56 +288,122 @@ function asString(value: Value | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-export async function evaluatePredicate(predicate: Predicate, element: Element | undefined, scope: EvalScope): Promise<boolean> {
-  const expr = (e: Expr): Promise<Value | undefined> => evaluateExpr(e, element, scope);
+/** The expressions a leaf predicate compares, in the order they are evaluated. */
+function operands(predicate: Exclude<Predicate, { kind: "and" | "or" | "not" | "exists" }>): Expr[] {
   switch (predicate.kind) {
     case "compare":
-      return compare(predicate.op, await expr(predicate.left), await expr(predicate.right));
-    case "between": {
-      const value = await expr(predicate.value);
-      return compare("gte", value, await expr(predicate.min)) && compare("lte", value, await expr(predicate.max));
-    }
-    case "is_null": {
-      const value = await evaluateExpr({ kind: "property", path: predicate.path }, element, scope);
-      return value === undefined || value === null;
-    }
+      return [predicate.left, predicate.right];
+    case "between":
+      return [predicate.value, predicate.min, predicate.max];
+    case "is_null":
     case "is_not_null":
-    case "has_key": {
-      const value = await evaluateExpr({ kind: "property", path: predicate.path }, element, scope);
-      return value !== undefined && value !== null;
-    }
+    case "has_key":
+      return [{ kind: "property", path: predicate.path }];
+    case "contains":
+      return [predicate.value, predicate.needle];
+    case "starts_with":
+    case "ends_with":
+      return [predicate.value, predicate.affix];
+    case "is_in":
+      return [predicate.value, predicate.values];
+    default:
+      return unreachable(predicate, "predicate");
+  }
+}
+
+/** A leaf predicate's verdict on its operands' values (`operands`, same order). */
+function decide(predicate: Exclude<Predicate, { kind: "and" | "or" | "not" | "exists" }>, values: readonly (Value | undefined)[]): boolean {
+  switch (predicate.kind) {
+    case "compare":
+      return compare(predicate.op, values[0], values[1]);
+    case "between":
+      return compare("gte", values[0], values[1]) && compare("lte", values[0], values[2]);
+    case "is_null":
+      return values[0] === undefined || values[0] === null;
+    case "is_not_null":
+    case "has_key":
+      return values[0] !== undefined && values[0] !== null;
     case "contains": {
-      const value = asString(await expr(predicate.value));
-      const needle = asString(await expr(predicate.needle));
+      const value = asString(values[0]);
+      const needle = asString(values[1]);
       return value !== undefined && needle !== undefined && value.includes(needle);
     }
     case "starts_with":
     case "ends_with": {
-      const value = asString(await expr(predicate.value));
-      const affix = asString(await expr(predicate.affix));
+      const value = asString(values[0]);
+      const affix = asString(values[1]);
       if (value === undefined || affix === undefined) return false;
       return predicate.kind === "starts_with" ? value.startsWith(affix) : value.endsWith(affix);
     }
     case "is_in": {
-      const value = await expr(predicate.value);
-      const values = await expr(predicate.values);
+      const [value, members] = values;
       if (value === undefined || value === null) return false;
       // HelixDB v3's membership: any member equal to the value; a value that is not an array is compared itself.
-      return Array.isArray(values) ? values.some((candidate) => compare("eq", value, candidate)) : compare("eq", value, values);
-    }
-    case "and":
-      for (const inner of predicate.predicates) if (!(await evaluatePredicate(inner, element, scope))) return false;
-      return true;
-    case "or":
-      for (const inner of predicate.predicates) if (await evaluatePredicate(inner, element, scope)) return true;
-      return false;
-    case "not":
-      return !(await evaluatePredicate(predicate.predicate, element, scope));
-    case "exists": {
-      const stream = await subTraversal(predicate.traversal, element, scope);
-      return stream.kind === "scalar" ? Boolean(stream.value) : stream.items.length > 0;
+      return Array.isArray(members) ? members.some((candidate) => compare("eq", value, candidate)) : compare("eq", value, members);
     }
     default:
       return unreachable(predicate, "predicate");
+  }
+}
+
+/**
+ * A predicate's verdict when every expression it evaluates needs no wait (`exprNow`), or LATER: then
+ * `evaluatePredicate` decides it (evaluating again what was evaluated here, which reads nothing and changes nothing).
+ * A plain function: a filter over many elements builds no generator per element for the common predicates.
+ */
+export function predicateNow(predicate: Predicate, element: Element | undefined, scope: EvalScope): boolean | typeof LATER {
+  switch (predicate.kind) {
+    case "and":
+      for (const inner of predicate.predicates) {
+        const verdict = predicateNow(inner, element, scope);
+        if (verdict !== true) return verdict;
+      }
+      return true;
+    case "or":
+      for (const inner of predicate.predicates) {
+        const verdict = predicateNow(inner, element, scope);
+        if (verdict !== false) return verdict;
+      }
+      return false;
+    case "not": {
+      const verdict = predicateNow(predicate.predicate, element, scope);
+      return verdict === LATER ? LATER : !verdict;
+    }
+    case "exists":
+      return LATER;
+    default: {
+      const exprs = operands(predicate);
+      const values: (Value | undefined)[] = [];
+      for (const expr of exprs) {
+        const value = exprNow(expr, element, scope);
+        if (value === LATER) return LATER;
+        values.push(value);
+      }
+      return decide(predicate, values);
+    }
+  }
+}
+
+export function* evaluatePredicate(predicate: Predicate, element: Element | undefined, scope: EvalScope): Op<boolean> {
+  const now = predicateNow(predicate, element, scope);
+  if (now !== LATER) return now;
+  switch (predicate.kind) {
+    case "and":
+      for (const inner of predicate.predicates) if (!(yield* evaluatePredicate(inner, element, scope))) return false;
+      return true;
+    case "or":
+      for (const inner of predicate.predicates) if (yield* evaluatePredicate(inner, element, scope)) return true;
+      return false;
+    case "not":
+      return !(yield* evaluatePredicate(predicate.predicate, element, scope));
+    case "exists": {
+      const stream = yield* subTraversal(predicate.traversal, element, scope);
+      return stream.kind === "scalar" ? Boolean(stream.value) : stream.items.length > 0;
+    }
+    default: {
+      const values: (Value | undefined)[] = [];
+      for (const expr of operands(predicate)) values.push(yield* evaluateExpr(expr, element, scope));
+      return decide(predicate, values);
+    }
   }
 }

@@ -8,8 +8,9 @@
  * property. Expression items of `project` are always present, null when they evaluate to nothing, as there.
  */
 import type { Step } from "../../protocol/tree.js";
+import { type Op } from "./ops.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
-import { evaluateExpr, type EvalScope } from "./predicates.js";
+import { evaluateExpr, exprNow, LATER, type EvalScope } from "./predicates.js";
 import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
 import { unreachable } from "../../protocol/errors.js";
 
@@ -18,18 +19,26 @@ import { unreachable } from "../../protocol/errors.js";
  * `$label`, an edge's `$from` and `$to`, and a search hit's `$distance` (vector searches) or `$score` (text searches
  * and rerankers), which the hit keeps until a step leaves the hit stream.
  */
-export async function propertyJson(element: Element, path: string, scope: EvalScope): Promise<unknown> {
+export function* propertyJson(element: Element, path: string, scope: EvalScope): Op<unknown> {
+  const now = propertyJsonNow(element, path, scope);
+  if (now !== LATER) return now;
+  const value = yield* evaluateExpr({ kind: "property", path }, element, scope);
+  return value === undefined ? undefined : valueToJson(value);
+}
+
+/** `propertyJson` of a path that reads nothing but the element's record; LATER for an endpoint's (`$from.name`). */
+export function propertyJsonNow(element: Element, path: string, scope: EvalScope): unknown {
   const virtual = virtualPropertyJson(element.record!, path, scope.context.renderId);
   if (virtual !== undefined) return virtual;
   const { hit } = element;
   if (path === "$distance") return hit?.measure === "distance" ? hit.score : undefined;
   if (path === "$score") return hit?.measure === "relevance" ? hit.score : undefined;
-  const value = await evaluateExpr({ kind: "property", path }, element, scope);
-  return value === undefined ? undefined : valueToJson(value);
+  const value = exprNow({ kind: "property", path }, element, scope);
+  return value === undefined || value === LATER ? value : valueToJson(value);
 }
 
-export async function project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Promise<Stream> {
-  const items = await loaded(scope.context.view, elementsOf(await scope.evalStep(step.input, scope), step.op));
+export function* project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Op<Stream> {
+  const items = yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
   const { deadline } = scope.context;
   switch (step.op) {
     case "values": {
@@ -38,8 +47,9 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
       const values: unknown[] = [];
       const rows: Record<string, unknown>[] = [];
       for (const element of items) {
-        if (deadline.tick()) await deadline.pause();
-        const row = await selectedRow(element, step.properties, scope);
+        if (deadline.tick()) yield deadline.pause();
+        const now = selectedRowNow(element, step.properties, scope);
+        const row = now !== LATER ? now : yield* selectedRow(element, step.properties, scope);
         for (const path of step.properties) values.push(row[path] ?? null);
         if (Object.keys(row).length > 0) rows.push(row);
       }
@@ -48,16 +58,21 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
     case "value_map": {
       const rows: unknown[] = [];
       for (const element of items) {
-        if (deadline.tick()) await deadline.pause();
-        rows.push(step.properties === undefined ? recordToJson(element.record!, scope.context.renderId) : await selectedRow(element, step.properties, scope));
+        if (deadline.tick()) yield deadline.pause();
+        if (step.properties === undefined) {
+          rows.push(recordToJson(element.record!, scope.context.renderId));
+          continue;
+        }
+        const now = selectedRowNow(element, step.properties, scope);
+        rows.push(now !== LATER ? now : yield* selectedRow(element, step.properties, scope));
       }
       return valuesStream(rows);
     }
     case "project": {
       const rows: unknown[] = [];
       for (const element of items) {
-        if (deadline.tick()) await deadline.pause();
-        rows.push(await projectRow(step, element, scope));
+        if (deadline.tick()) yield deadline.pause();
+        rows.push(yield* projectRow(step, element, scope));
       }
       return valuesStream(rows);
     }
@@ -67,28 +82,39 @@ export async function project(step: Extract<Step, { op: "values" | "value_map" |
 }
 
 /** The listed properties the element has, keyed by path as written; missing ones are left out. */
-async function selectedRow(element: Element, paths: readonly string[], scope: EvalScope): Promise<Record<string, unknown>> {
+/** `selectedRow` when no path reads another record, else LATER. */
+function selectedRowNow(element: Element, paths: readonly string[], scope: EvalScope): Record<string, unknown> | typeof LATER {
   const row: Record<string, unknown> = {};
   for (const path of paths) {
-    const value = await propertyJson(element, path, scope);
+    const value = propertyJsonNow(element, path, scope);
+    if (value === LATER) return LATER;
+    if (value !== undefined) row[path] = value;
+  }
+  return row;
+}
+
+function* selectedRow(element: Element, paths: readonly string[], scope: EvalScope): Op<Record<string, unknown>> {
+  const row: Record<string, unknown> = {};
+  for (const path of paths) {
+    const value = yield* propertyJson(element, path, scope);
     if (value !== undefined) row[path] = value;
   }
   return row;
 }
 
 /** One row of `project`: the whole record first when `all` (less `exclude`), then each projection in order. */
-async function projectRow(step: Extract<Step, { op: "project" }>, element: Element, scope: EvalScope): Promise<Record<string, unknown>> {
+function* projectRow(step: Extract<Step, { op: "project" }>, element: Element, scope: EvalScope): Op<Record<string, unknown>> {
   const row: Record<string, unknown> = step.all ? recordToJson(element.record!, scope.context.renderId) : {};
   for (const name of step.exclude) delete row[name];
   for (const projection of step.projections) {
     if (projection.kind === "property") {
-      const value = await propertyJson(element, projection.source, scope);
+      const value = yield* propertyJson(element, projection.source, scope);
       if (value !== undefined) row[projection.alias] = value;
     } else if (projection.expr.kind === "id") {
       // The `id` expression's value is an ID: written as the answer writes IDs (a JSON number on `/v2/query`).
       row[projection.alias] = scope.context.renderId(element.id);
     } else {
-      const value = await evaluateExpr(projection.expr, element, scope);
+      const value = yield* evaluateExpr(projection.expr, element, scope);
       row[projection.alias] = value === undefined ? null : valueToJson(value as Value);
     }
   }

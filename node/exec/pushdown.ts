@@ -17,6 +17,7 @@
  * `$explain` (which lists the access path of every source step, so the stream is built).
  */
 import { unreachable } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { sourceKind, type Bound, type Entry, type Expr, type Predicate, type Step } from "../../protocol/tree.js";
 import type { RecordKind } from "../../protocol/records.js";
 import { labelOfPredicate } from "./planner.js";
@@ -25,14 +26,14 @@ import { tooManyElements, type Element } from "./streams.js";
 import { RESULT_ELEMENTS_MAX } from "../../protocol/limits.js";
 
 /** The length of the stream `input` yields, or undefined when it must be built and counted. */
-export async function countWithoutElements(input: Step, scope: EvalScope): Promise<number | undefined> {
+export function* countWithoutElements(input: Step, scope: EvalScope): Op<number | undefined> {
   const { view, explain } = scope.context;
   if (explain !== undefined || view.hasWrites) return undefined;
   const whole = wholeKindOrLabel(input);
-  let count = whole === undefined ? undefined : await view.countIds(whole.kind, whole.label);
+  let count = whole === undefined ? undefined : yield* wait(view.countIds(whole.kind, whole.label));
   if (count === undefined) {
     const local = localStep(input);
-    if (local !== undefined) count = await view.countWhereStored(input, parametersNamed(local.parameters, scope.parameters));
+    if (local !== undefined) count = yield* wait(view.countWhereStored(input, parametersNamed(local.parameters, scope.parameters)));
   }
   // The stream itself would have been refused past this size: so is its count, as it is everywhere else.
   if (count !== undefined && count > RESULT_ELEMENTS_MAX) throw tooManyElements();
@@ -45,21 +46,21 @@ export async function countWithoutElements(input: Step, scope: EvalScope): Promi
  * scan (nothing past it is read or decoded); a partition-local stream is paged from the partitions' first `end` IDs.
  * `bounds` evaluates the page's [start, end) before the input (undefined: it cannot, and the caller builds the stream).
  */
-export async function pageWithoutElements(input: Step, scope: EvalScope, bounds: () => Promise<[number, number] | undefined>): Promise<Element[] | undefined> {
+export function* pageWithoutElements(input: Step, scope: EvalScope, bounds: () => Op<[number, number] | undefined>): Op<Element[] | undefined> {
   const { view, explain } = scope.context;
   if (explain !== undefined || view.hasWrites) return undefined;
   const whole = wholeKindOrLabel(input);
   const local = view.pagesWhereStored ? localStep(input) : undefined;
   if (whole === undefined && local === undefined) return undefined;
-  const page = await bounds();
+  const page = yield* bounds();
   if (page === undefined) return undefined;
   const [start, end] = page;
   if (whole !== undefined) {
-    const ids = await view.firstIds(whole.kind, whole.label, end);
+    const ids = yield* wait(view.firstIds(whole.kind, whole.label, end));
     if (ids !== undefined) return ids.slice(start, end).map((id) => ({ kind: whole.kind, id }));
   }
   if (local === undefined) return undefined;
-  const first = await view.firstIdsWhereStored(input, local.kind, end, parametersNamed(local.parameters, scope.parameters));
+  const first = yield* wait(view.firstIdsWhereStored(input, local.kind, end, parametersNamed(local.parameters, scope.parameters)));
   if (first === undefined) return undefined;
   // The stream itself would have been refused past this size, whatever the page kept of it.
   if (first.total > RESULT_ELEMENTS_MAX) throw tooManyElements();

@@ -4,43 +4,44 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { type Op } from "./ops.js";
 import type { RecordKind } from "../../protocol/records.js";
 import type { Expr, Order, OrderRule, Step } from "../../protocol/tree.js";
 import { compareValues, type Value } from "../../protocol/values.js";
 import { evalInput } from "./mutations.js";
 import { pacedSort } from "./paced-sort.js";
-import { evaluateExpr, evaluatePredicate, type EvalScope } from "./predicates.js";
+import { evaluateExpr, evaluatePredicate, exprNow, LATER, type EvalScope } from "./predicates.js";
 import { concatStreams, elements, elementsOf, loaded, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
 type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
 
-export async function reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
   switch (step.op) {
     case "fold":
       // One array of the stream's JSON form (records as record objects): a barrier, like Gremlin's fold.
-      return { kind: "scalar", value: input.kind === "scalar" ? [await streamToJson(input, view, scope.context.renderId)] : await streamToJson(input, view, scope.context.renderId) };
+      return { kind: "scalar", value: input.kind === "scalar" ? [yield* streamToJson(input, view, scope.context.renderId)] : yield* streamToJson(input, view, scope.context.renderId) };
     case "unfold":
       return unfold(input);
     case "order_by":
-      return elements(await ordered(elementsOf(input, step.op), [[step.by, step.order]], step.rule, scope));
+      return elements(yield* ordered(elementsOf(input, step.op), [[step.by, step.order]], step.rule, scope));
     case "order_by_multiple": {
       const orderings = step.orderings.map(([path, order]): [Expr, Order] => [{ kind: "property", path }, order]);
-      return elements(await ordered(elementsOf(input, step.op), orderings, step.rule, scope));
+      return elements(yield* ordered(elementsOf(input, step.op), orderings, step.rule, scope));
     }
     case "edge_has": {
-      const value = (await evalInput(step.value, scope)) as Value;
-      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      const value = (yield* evalInput(step.value, scope)) as Value;
+      const edges = yield* loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
       const kept: Element[] = [];
       for (const edge of edges) {
-        if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+        if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
         const predicate = { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value } } as const;
-        if (await evaluatePredicate(predicate, edge, scope)) kept.push(edge);
+        if (yield* evaluatePredicate(predicate, edge, scope)) kept.push(edge);
       }
       return elements(kept);
     }
     case "edge_has_label": {
-      const edges = await loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
+      const edges = yield* loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
       return elements(edges.filter((edge) => edge.record!.label === step.label));
     }
     default:
@@ -68,15 +69,18 @@ function unfold(input: Stream): Stream {
  * OrderRule): HelixDB v3 ranks a missing key below every value and breaks ties by element, HelixQL puts missing keys
  * last in either order and keeps ties in stream order (the sort is stable).
  */
-async function ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, scope: EvalScope): Promise<Element[]> {
+function* ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, scope: EvalScope): Op<Element[]> {
   const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
-  for (const element of await loaded(scope.context.view, items)) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
+  for (const element of yield* loaded(scope.context.view, items)) {
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
     const keys: (Value | undefined)[] = [];
-    for (const [by] of orderings) keys.push(await evaluateExpr(by, element, scope));
+    for (const [by] of orderings) {
+      const now = exprNow(by, element, scope);
+      keys.push(now !== LATER ? now : yield* evaluateExpr(by, element, scope));
+    }
     keyed.push({ element, keys });
   }
-  const sorted = await pacedSort(keyed, (a, b) => {
+  const sorted = yield* pacedSort(keyed, (a, b) => {
     for (let i = 0; i < orderings.length; i += 1) {
       const [left, right] = [a.keys[i], b.keys[i]];
       const direction = orderings[i][1] === "asc" ? 1 : -1;
@@ -107,7 +111,7 @@ function compareElements(left: Element, right: Element): number {
 type NamedStep = Extract<Step, { op: "inject" | "as" | "store" | "select" }>;
 
 /** `as` binds the stream to a name and passes it on; `store` appends to the name; `select` and `inject` read one. */
-export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> {
+export function* named(step: NamedStep, scope: EvalScope): Op<Stream> {
   const { variables } = scope;
   const lookup = (name: string): Stream => {
     const stream = variables.get(name);
@@ -116,23 +120,23 @@ export async function named(step: NamedStep, scope: EvalScope): Promise<Stream> 
   };
   switch (step.op) {
     case "as": {
-      const stream = await scope.evalStep(step.input, scope);
+      const stream = yield* scope.evalStep(step.input, scope);
       variables.set(step.name, stream);
       return stream;
     }
     case "store": {
-      const stream = await scope.evalStep(step.input, scope);
+      const stream = yield* scope.evalStep(step.input, scope);
       const earlier = variables.get(step.name);
-      variables.set(step.name, earlier === undefined ? stream : await concatStreams([earlier, stream], scope.context.view, scope.context.renderId));
+      variables.set(step.name, earlier === undefined ? stream : yield* concatStreams([earlier, stream], scope.context.view, scope.context.renderId));
       return stream;
     }
     case "select":
-      await scope.evalStep(step.input, scope);
+      yield* scope.evalStep(step.input, scope);
       return lookup(step.name);
     case "inject": {
       const injected = lookup(step.variable);
       if (step.input === undefined) return injected;
-      return concatStreams([await scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
+      return yield* concatStreams([yield* scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
     }
     default:
       return unreachable(step, "step");

@@ -11,6 +11,7 @@
  * - `sack_get` shows each row's sack in the answer (`"sack": v`, null for a row without one).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { type Op } from "./ops.js";
 import type { Step } from "../../protocol/tree.js";
 import type { Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
@@ -22,26 +23,26 @@ const I64_MAX = 2n ** 63n - 1n;
 
 type SackStep = Extract<Step, { op: "with_sack" | "sack_set" | "sack_add" | "sack_get" }>;
 
-export async function sack(step: SackStep, input: Stream, scope: EvalScope): Promise<Stream> {
+export function* sack(step: SackStep, input: Stream, scope: EvalScope): Op<Stream> {
   const items = elementsOf(input, step.op);
   // sack_set and sack_add read a property of each current element.
-  const rows = step.op === "sack_set" || step.op === "sack_add" ? await loaded(scope.context.view, items) : items;
+  const rows = step.op === "sack_set" || step.op === "sack_add" ? yield* loaded(scope.context.view, items) : items;
   const result: Element[] = [];
   for (const element of rows) {
-    if (scope.context.deadline.tick()) await scope.context.deadline.pause();
-    result.push(await nextSack(step, element, scope));
+    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+    result.push(yield* nextSack(step, element, scope));
   }
   return elements(result);
 }
 
-async function nextSack(step: SackStep, element: Element, scope: EvalScope): Promise<Element> {
+function* nextSack(step: SackStep, element: Element, scope: EvalScope): Op<Element> {
   switch (step.op) {
     case "with_sack":
       return withRow(element, { sack: step.initial });
     case "sack_set":
-      return withRow(element, { sack: await rowValue(element, step.path, scope) });
+      return withRow(element, { sack: yield* rowValue(element, step.path, scope) });
     case "sack_add": {
-      const value = await rowValue(element, step.path, scope);
+      const value = yield* rowValue(element, step.path, scope);
       if (value === undefined) return element;
       return withRow(element, { sack: added(rowOf(element).sack, value, step.path) });
     }

@@ -26,6 +26,7 @@ import { indexPrefix, ID_BYTES, KEY_BYTES_MAX } from "../keys.js";
 import { longStringPrefixBytes } from "../indexes/index-encoding.js";
 import { chooseIndex, labelOfPredicate, type IndexLookup } from "./planner.js";
 import { evaluatePredicate, type EvalScope } from "./predicates.js";
+import type { Op } from "./ops.js";
 
 /** Field types whose index entries are exact for every comparison the planner plans on them. */
 const EXACT_TYPES: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "U128", "ID", "Boolean"]);
@@ -34,7 +35,7 @@ const EXACT_TYPES: ReadonlySet<ScalarTypeName> = new Set<ScalarTypeName>(["F32",
  * The IDs of the records `input` would give, of `kind`, or undefined when the indexes do not answer its
  * predicate exactly (then evaluate `input`). An empty list: no record matches.
  */
-export async function indexedCandidates(input: Step, kind: RecordKind, scope: EvalScope): Promise<bigint[] | undefined> {
+export function* indexedCandidates(input: Step, kind: RecordKind, scope: EvalScope): Op<bigint[] | undefined> {
   if (input.op !== "nodes_where" && input.op !== "vectors_where") return undefined;
   if ((input.op === "nodes_where" ? "node" : "vector") !== kind) return undefined;
   const { schema, view, explain } = scope.context;
@@ -55,11 +56,11 @@ export async function indexedCandidates(input: Step, kind: RecordKind, scope: Ev
   if (lookups.length === 0) return undefined; // the label alone: a label scan, as the source step does
   let ids: bigint[] | undefined;
   for (const lookup of lookups) {
-    const hits = await view.indexIds(kind, label, lookup.field, lookup.ranges);
+    const hits = yield* view.indexIds(kind, label, lookup.field, lookup.ranges);
     if (hits === undefined) return undefined; // an index not active: the record path
     ids = ids === undefined ? hits : intersect(ids, hits);
   }
-  const result = await withoutStaleWrites(ids!, kind, label, predicate, scope);
+  const result = yield* withoutStaleWrites(ids!, kind, label, predicate, scope);
   explain?.record({ step: input.op, access: "index", index: lookups.map((lookup) => `${label}.${lookup.field}`).join(" & "), candidates: result.length, recordsRead: false });
   return result;
 }
@@ -85,11 +86,11 @@ function intersect(a: readonly bigint[], b: readonly bigint[]): bigint[] {
  * The hits less the records this invocation wrote whose current form fails the predicate (their committed entries
  * are stale; indexIds lists every written record of the label, so the matching ones are already among the hits).
  */
-async function withoutStaleWrites(ids: bigint[], kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): Promise<bigint[]> {
+function* withoutStaleWrites(ids: bigint[], kind: RecordKind, label: string, predicate: Predicate, scope: EvalScope): Op<bigint[]> {
   const failing = new Set<bigint>();
   for (const record of scope.context.view.writtenRecords()) {
     if (record.kind !== kind || record.label !== label) continue;
-    if (!(await evaluatePredicate(predicate, { kind, id: record.id, record }, scope))) failing.add(record.id);
+    if (!(yield* evaluatePredicate(predicate, { kind, id: record.id, record }, scope))) failing.add(record.id);
   }
   return failing.size === 0 ? ids : ids.filter((id) => !failing.has(id));
 }

@@ -9,6 +9,7 @@
  * Invariant: a hit whose record the view no longer holds (dropped by this invocation) is left out, never rendered.
  */
 import { SilkError } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import { SEARCH_K_MAX } from "../../protocol/limits.js";
 import { tenantKey, VECTOR_FIELD } from "../../protocol/indexes.js";
 import type { Step } from "../../protocol/tree.js";
@@ -37,36 +38,36 @@ function numbersOnly(value: unknown): value is number[] {
   return true;
 }
 
-export async function search(step: SearchStep, scope: EvalScope): Promise<Stream> {
+export function* search(step: SearchStep, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
-  const k = searchSize(await evalInput(step.k, scope));
-  const tenantValue = step.tenant === undefined ? undefined : await evalInput(step.tenant, scope);
+  const k = searchSize(yield* evalInput(step.k, scope));
+  const tenantValue = step.tenant === undefined ? undefined : yield* evalInput(step.tenant, scope);
   const tenant = tenantValue === undefined || tenantValue === null ? undefined : tenantKey(tenantValue as Value);
   let candidates: bigint[] | undefined;
   if (step.input !== undefined) {
-    candidates = await indexedCandidates(step.input, step.kind, scope);
+    candidates = yield* indexedCandidates(step.input, step.kind, scope);
     if (candidates === undefined) {
-      const input = elementsOf(await scope.evalStep(step.input, scope), step.op);
+      const input = elementsOf(yield* scope.evalStep(step.input, scope), step.op);
       candidates = [...new Set(input.filter((item) => item.kind === step.kind).map((item) => item.id))];
     }
     if (candidates.length === 0) return elements([]);
   }
   const number = nextSearchNumber(scope.context);
-  const query = await evalInput(step.query, scope);
+  const query = yield* evalInput(step.query, scope);
   const base = { kind: step.kind, label: step.label, k, ...(tenant === undefined ? {} : { tenant }), ...(candidates === undefined ? {} : { candidates }) };
   let items: Element[];
   if (step.op === "vector_search") {
     const vector = indexVector(query as Value | undefined);
     if (vector === undefined) throw new SilkError("invalid_type", `${step.op}: the query vector is missing (null)`);
     const components = numbersOnly(query) ? query : undefined;
-    const hits = await view.vectorSearch({ ...base, field: step.property, vector, ...(components === undefined ? {} : { components }), ...(step.ef === undefined ? {} : { ef: step.ef }) });
+    const hits = yield* wait(view.vectorSearch({ ...base, field: step.property, vector, ...(components === undefined ? {} : { components }), ...(step.ef === undefined ? {} : { ef: step.ef }) }));
     items = hits.map((hit, i) => ({ kind: step.kind, id: hit.id, hit: { search: number, rank: i + 1, score: hit.score, measure: "distance", field: step.property } }));
   } else {
     if (typeof query !== "string") throw new SilkError("invalid_type", `${step.op}: the query is a text (a string), not ${query === null || query === undefined ? "null" : typeof query}`);
-    const hits = await view.textSearch({ ...base, ...(step.property === undefined ? {} : { field: step.property }), text: query });
+    const hits = yield* wait(view.textSearch({ ...base, ...(step.property === undefined ? {} : { field: step.property }), text: query }));
     items = hits.map((hit, i) => ({ kind: step.kind, id: hit.id, hit: { search: number, rank: i + 1, score: hit.score, measure: "relevance" } }));
   }
-  return elements(await loaded(view, items));
+  return elements(yield* loaded(view, items));
 }
 
 /** k: a whole number from 1 to SEARCH_K_MAX. */
@@ -92,13 +93,13 @@ export function vectorOfHit(element: Element): Float32Array | undefined {
 }
 
 /** RerankRRF (fusion of the stream's rankings) and RerankMMR (diversification), over the input's loaded records. */
-export async function rerank(step: Extract<Step, { op: "rerank_rrf" | "rerank_mmr" }>, scope: EvalScope): Promise<Stream> {
-  const input = await loaded(scope.context.view, elementsOf(await scope.evalStep(step.input, scope), step.op));
+export function* rerank(step: Extract<Step, { op: "rerank_rrf" | "rerank_mmr" }>, scope: EvalScope): Op<Stream> {
+  const input = yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
   if (step.op === "rerank_rrf") {
-    const k = step.k === undefined ? RRF_K_DEFAULT : numberOf(await evalInput(step.k, scope), "RerankRRF's k");
+    const k = step.k === undefined ? RRF_K_DEFAULT : numberOf(yield* evalInput(step.k, scope), "RerankRRF's k");
     return elements(rerankRrf(input, k, nextSearchNumber(scope.context)));
   }
-  const lambda = numberOf(await evalInput(step.lambda, scope), "RerankMMR's lambda");
+  const lambda = numberOf(yield* evalInput(step.lambda, scope), "RerankMMR's lambda");
   return elements(rerankMmr(input, lambda, step.distance, vectorOfHit, nextSearchNumber(scope.context)));
 }
 

@@ -4,6 +4,7 @@
  * of them imports another's step logic.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
+import { ready, wait, type Op } from "./ops.js";
 import { RESULT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import { idOf, idToString, parseId, type IdRenderer } from "../../protocol/ids.js";
 import type { Embedder } from "../../protocol/embedding.js";
@@ -96,9 +97,9 @@ export function valuesStream(items: unknown[], answer?: readonly unknown[]): Str
 }
 
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
-export async function loaded(view: TxnView, items: Element[]): Promise<Element[]> {
+export function* loaded(view: TxnView, items: Element[]): Op<Element[]> {
   for (const [kind, list] of unloadedByKind(items)) {
-    const records = await view.records(kind, list.map((item) => item.id));
+    const records = yield* wait(view.records(kind, list.map((item) => item.id)));
     list.forEach((item, i) => (item.record = records[i]));
   }
   return items.filter((item) => item.record !== undefined);
@@ -148,8 +149,8 @@ export function parameterIds(parameters: Readonly<Record<string, unknown>>, name
 }
 
 /** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
-export async function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Promise<Element[]> {
-  const found = await view.exists(kind, ids);
+export function* existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Op<Element[]> {
+  const found = yield* wait(view.exists(kind, ids));
   const items: Element[] = [];
   ids.forEach((id, i) => {
     if (found[i]) items.push({ kind, id });
@@ -205,10 +206,10 @@ export function recordToJson(record: StoredRecord, renderId: IdRenderer): Record
 }
 
 /** A stream in its JSON form: records as `recordToJson` objects, values as they are, a scalar as its JSON value. */
-export async function streamToJson(stream: Stream, view: TxnView, renderId: IdRenderer): Promise<unknown> {
+export function* streamToJson(stream: Stream, view: TxnView, renderId: IdRenderer): Op<unknown> {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return (await loaded(view, stream.items)).map((item) => {
+  return (yield* loaded(view, stream.items)).map((item) => {
     if (showsRow(item.row)) return rowToJson(item, item.row, renderId);
     return item.hit === undefined ? recordToJson(item.record!, renderId) : hitToJson(item.record!, item.hit, renderId);
   });
@@ -218,9 +219,9 @@ export async function streamToJson(stream: Stream, view: TxnView, renderId: IdRe
  * What a returned entry answers: the stream's JSON form (`streamToJson`), except that a values stream with an
  * `answer` (a `values` step's one object per element) answers that.
  */
-export async function streamToAnswer(stream: Stream, view: TxnView, renderId: IdRenderer): Promise<unknown> {
+export function* streamToAnswer(stream: Stream, view: TxnView, renderId: IdRenderer): Op<unknown> {
   if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
-  return streamToJson(stream, view, renderId);
+  return yield* streamToJson(stream, view, renderId);
 }
 
 /** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */
@@ -250,10 +251,13 @@ export function virtualPropertyJson(record: StoredRecord, name: string, renderId
 }
 
 /** The adjacency of the node and vector elements (edges have none), in one or both directions, one list per owner. */
-export async function adjacencyOf(view: TxnView, items: Element[], directions: Direction[], label: string | undefined): Promise<AdjacencyEntry[][]> {
+export function* adjacencyOf(view: TxnView, items: Element[], directions: Direction[], label: string | undefined): Op<AdjacencyEntry[][]> {
   const ids = items.filter((item) => item.kind !== "edge").map((item) => item.id);
-  if (directions.length === 1) return view.adjacency(ids, directions[0], label);
-  const perDirection = await Promise.all(directions.map((direction) => view.adjacency(ids, direction, label)));
+  if (directions.length === 1) return yield* wait(view.adjacency(ids, directions[0], label));
+  // Both reads start before either is waited for: a remote base answers them at the same time.
+  const reads = directions.map((direction) => view.adjacency(ids, direction, label));
+  const perDirection: AdjacencyEntry[][][] = [];
+  for (const read of reads) perDirection.push(ready(read) ? read : yield* wait(read));
   return ids.map((_, i) => perDirection.flatMap((lists) => lists[i]));
 }
 
@@ -280,11 +284,11 @@ export function yieldsSomething(stream: Stream): boolean {
  * Streams one after another: records stay records when every piece is records; otherwise every piece becomes
  * values (records in their JSON form, a scalar as one value), so a mix still renders as one array.
  */
-export async function concatStreams(pieces: readonly Stream[], view: TxnView, renderId: IdRenderer): Promise<Stream> {
+export function* concatStreams(pieces: readonly Stream[], view: TxnView, renderId: IdRenderer): Op<Stream> {
   if (pieces.every((piece) => piece.kind === "elements")) return elements(pieces.flatMap((piece) => (piece as { items: Element[] }).items));
   const items: unknown[] = [];
   for (const piece of pieces) {
-    const json = await streamToJson(piece, view, renderId);
+    const json = yield* streamToJson(piece, view, renderId);
     if (piece.kind === "scalar") items.push(json);
     // One push per value: spreading a piece of a million values into push's arguments overflows the stack.
     else for (const value of json as unknown[]) items.push(value);

@@ -27,6 +27,7 @@ import type {
 } from "../../protocol/records.js";
 import { RESULT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import type { Step } from "../../protocol/tree.js";
+import { ready, wait, type Maybe, type Op } from "./ops.js";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -187,12 +188,16 @@ export class TxnView {
    * stops with limit_exceeded, before reading the rest. Every chunk reads the same state across a pause: the base is
    * a held snapshot, or the coordinator's reader under its lock.
    */
-  private async chunked<T>(ids: readonly bigint[], read: (chunk: readonly bigint[]) => MaybePromise<T[]>, resultsMax = Infinity): Promise<T[]> {
-    if (ids.length <= BASE_READ_CHUNK_IDS) return read(ids);
+  private chunked<T>(ids: readonly bigint[], read: (chunk: readonly bigint[]) => Maybe<T[]>, resultsMax = Infinity): Maybe<T[]> {
+    return ids.length <= BASE_READ_CHUNK_IDS ? read(ids) : this.inChunks(ids, read, resultsMax);
+  }
+
+  private *inChunks<T>(ids: readonly bigint[], read: (chunk: readonly bigint[]) => Maybe<T[]>, resultsMax: number): Op<T[]> {
     const results: T[] = [];
     for (let start = 0; start < ids.length; start += BASE_READ_CHUNK_IDS) {
-      if (start > 0 && this.deadline.checkSlice()) await this.deadline.pause();
-      for (const result of await read(ids.slice(start, start + BASE_READ_CHUNK_IDS))) results.push(result);
+      if (start > 0 && this.deadline.checkSlice()) yield this.deadline.pause();
+      const part = read(ids.slice(start, start + BASE_READ_CHUNK_IDS));
+      for (const result of ready(part) ? part : yield* wait(part)) results.push(result);
       if (results.length > resultsMax) throw tooManyElements();
     }
     return results;
@@ -203,13 +208,13 @@ export class TxnView {
   }
 
   /** The base's count of a kind or label (BaseReader `countIds`); undefined once this view wrote (its writes are in no store). */
-  async countIds(kind: RecordKind, label?: string): Promise<number | undefined> {
+  countIds(kind: RecordKind, label?: string): Maybe<number | undefined> {
     if (this.hasWrites || this.base.countIds === undefined) return undefined;
     return this.base.countIds(kind, label);
   }
 
   /** The base's count of a partition-local step (BaseReader `countWhereStored`); undefined where it has none, or once this view wrote. */
-  async countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>): Promise<number | undefined> {
+  countWhereStored(step: Step, parameters: Readonly<Record<string, unknown>>): Maybe<number | undefined> {
     if (this.hasWrites || this.base.countWhereStored === undefined) return undefined;
     return this.base.countWhereStored(step, parameters, this.deadline);
   }
@@ -219,13 +224,13 @@ export class TxnView {
    * rest; undefined once this view wrote, or where the base cannot scan or count (then the caller takes the whole
    * list). Past RESULT_ELEMENTS_MAX records, limit_exceeded, as the whole list would be.
    */
-  async firstIds(kind: RecordKind, label: string | undefined, count: number): Promise<bigint[] | undefined> {
+  *firstIds(kind: RecordKind, label: string | undefined, count: number): Op<bigint[] | undefined> {
     if (this.hasWrites) return undefined;
     const scan = this.base.scanIds?.(kind, label);
-    const total = scan === undefined ? undefined : await this.base.countIds?.(kind, label);
+    const total = scan === undefined ? undefined : yield* wait(this.base.countIds?.(kind, label));
     if (scan === undefined || total === undefined) return undefined;
     if (total > RESULT_ELEMENTS_MAX) throw tooManyElements();
-    return this.paced(scan, count);
+    return yield* this.paced(scan, count);
   }
 
   /** Whether `firstIdsWhereStored` can answer: the base reads from partitions and this view wrote nothing. */
@@ -234,18 +239,22 @@ export class TxnView {
   }
 
   /** The base's first IDs of a partition-local step (BaseReader `firstIdsWhereStored`); undefined unless `pagesWhereStored`. */
-  async firstIdsWhereStored(
+  firstIdsWhereStored(
     step: Step,
     kind: RecordKind,
     count: number,
     parameters: Readonly<Record<string, unknown>>,
-  ): Promise<{ ids: bigint[]; total: number } | undefined> {
+  ): Maybe<{ ids: bigint[]; total: number } | undefined> {
     if (this.hasWrites || this.base.firstIdsWhereStored === undefined) return undefined;
     return this.base.firstIdsWhereStored(step, kind, count, parameters, this.deadline);
   }
 
-  async records(kind: RecordKind, ids: readonly bigint[]): Promise<(StoredRecord | undefined)[]> {
+  records(kind: RecordKind, ids: readonly bigint[]): Maybe<(StoredRecord | undefined)[]> {
     if (this.changed.size === 0) return this.chunked(ids, (chunk) => this.base.records(kind, chunk));
+    return this.recordsOverlaid(kind, ids);
+  }
+
+  private *recordsOverlaid(kind: RecordKind, ids: readonly bigint[]): Op<(StoredRecord | undefined)[]> {
     const result: (StoredRecord | undefined)[] = new Array(ids.length);
     const missing: number[] = [];
     ids.forEach((id, i) => {
@@ -254,23 +263,28 @@ export class TxnView {
       else result[i] = local !== null && local.kind === kind ? local : undefined;
     });
     if (missing.length > 0) {
-      const fetched = await this.chunked(missing.map((i) => ids[i]), (chunk) => this.base.records(kind, chunk));
+      const fetched = yield* wait(this.chunked(missing.map((i) => ids[i]), (chunk) => this.base.records(kind, chunk)));
       missing.forEach((index, j) => (result[index] = fetched[j]));
     }
     return result;
   }
 
-  async exists(kind: RecordKind, ids: readonly bigint[]): Promise<boolean[]> {
+  exists(kind: RecordKind, ids: readonly bigint[]): Maybe<boolean[]> {
     if (this.changed.size === 0) return this.chunked(ids, (chunk) => this.base.exists(kind, chunk));
-    return (await this.records(kind, ids)).map((record) => record !== undefined);
+    return this.existsOverlaid(kind, ids);
   }
 
-  async adjacency(owners: readonly bigint[], direction: Direction, label?: string): Promise<AdjacencyEntry[][]> {
+  private *existsOverlaid(kind: RecordKind, ids: readonly bigint[]): Op<boolean[]> {
+    return (yield* this.recordsOverlaid(kind, ids)).map((record) => record !== undefined);
+  }
+
+  adjacency(owners: readonly bigint[], direction: Direction, label?: string): Maybe<AdjacencyEntry[][]> {
+    if (this.changed.size === 0) return this.chunked(owners, (chunk) => this.base.adjacency(chunk, direction, label));
     return this.chunked(owners, (chunk) => this.adjacencyOfChunk(chunk, direction, label));
   }
 
-  private async adjacencyOfChunk(owners: readonly bigint[], direction: Direction, label: string | undefined): Promise<AdjacencyEntry[][]> {
-    const committed = await this.base.adjacency(owners, direction, label);
+  private *adjacencyOfChunk(owners: readonly bigint[], direction: Direction, label: string | undefined): Op<AdjacencyEntry[][]> {
+    const committed = yield* wait(this.base.adjacency(owners, direction, label));
     if (this.changed.size === 0) return committed;
     const createdHere = this.writes.createdAdjacency[direction];
     return owners.map((owner, i) => {
@@ -287,12 +301,16 @@ export class TxnView {
    * them a stream, so past RESULT_ELEMENTS_MAX of them the read stops with the stream's limit_exceeded: a repeat
    * over a dense graph is refused after a million neighbours, not after building twenty million.
    */
-  async neighbours(owners: readonly bigint[], direction: Direction, label?: string): Promise<Neighbour[]> {
+  neighbours(owners: readonly bigint[], direction: Direction, label?: string): Maybe<Neighbour[]> {
     const read =
       this.changed.size === 0
         ? (chunk: readonly bigint[]) => this.base.neighbours(chunk, direction, label)
-        : async (chunk: readonly bigint[]) => neighboursOf(await this.adjacencyOfChunk(chunk, direction, label));
+        : (chunk: readonly bigint[]) => this.neighboursOverlaid(chunk, direction, label);
     return this.chunked(owners, read, RESULT_ELEMENTS_MAX);
+  }
+
+  private *neighboursOverlaid(owners: readonly bigint[], direction: Direction, label: string | undefined): Op<Neighbour[]> {
+    return neighboursOf(yield* this.adjacencyOfChunk(owners, direction, label));
   }
 
   /**
@@ -300,7 +318,7 @@ export class TxnView {
    * the committed ranking, and the current forms are ranked exactly (index-catalog.ts), so a search sees the
    * invocation's inserts, updates and drops.
    */
-  async vectorSearch(request: VectorSearchRequest): Promise<SearchHit[]> {
+  vectorSearch(request: VectorSearchRequest): Maybe<SearchHit[]> {
     if (this.changed.size === 0) return this.base.vectorSearch(request);
     // A view stacked on this one (a later member of a write group) sent its own changes: they are newer than these.
     const above = request.overlay;
@@ -326,20 +344,20 @@ export class TxnView {
     return this.base.textSearch(request);
   }
 
-  async idsOfLabel(kind: RecordKind, label: string): Promise<bigint[]> {
+  *idsOfLabel(kind: RecordKind, label: string): Op<bigint[]> {
     const scan = this.base.scanIds?.(kind, label);
-    const base = scan === undefined ? await this.base.idsOfLabel(kind, label) : await this.paced(scan);
+    const base = scan === undefined ? yield* wait(this.base.idsOfLabel(kind, label)) : yield* this.paced(scan);
     return this.mergeCreated(base, this.writeState?.createdByLabel.get(`${kind}:${label}`) ?? []);
   }
 
-  async allIds(kind: RecordKind): Promise<bigint[]> {
+  *allIds(kind: RecordKind): Op<bigint[]> {
     const created: bigint[] = [];
     for (const id of this.writeState?.created ?? []) {
       const record = this.changed.get(id);
       if (record && record.kind === kind) created.push(id);
     }
     const scan = this.base.scanIds?.(kind);
-    return this.mergeCreated(scan === undefined ? await this.base.allIds(kind) : await this.paced(scan), created);
+    return this.mergeCreated(scan === undefined ? yield* wait(this.base.allIds(kind)) : yield* this.paced(scan), created);
   }
 
   /**
@@ -347,12 +365,12 @@ export class TxnView {
    * deadline reads its clock once every DEADLINE_CHECK_INTERVAL_ELEMENTS keys): a label or the whole store of a large
    * partition is otherwise one uninterrupted read on the event loop.
    */
-  private async paced(scan: Iterable<bigint>, count = Infinity): Promise<bigint[]> {
+  private *paced(scan: Iterable<bigint>, count = Infinity): Op<bigint[]> {
     const ids: bigint[] = [];
     for (const id of scan) {
       if (ids.length >= count) break;
       ids.push(id);
-      if (this.deadline.tick()) await this.deadline.pause();
+      if (this.deadline.tick()) yield this.deadline.pause();
     }
     return ids;
   }
@@ -362,8 +380,8 @@ export class TxnView {
    * records this invocation updated, whose committed entries may be stale) in ID order, then the records it created
    * in creation order; dropped records left out. The caller evaluates the whole predicate on each.
    */
-  async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
-    const committed = await this.base.indexIds(kind, label, field, ranges);
+  *indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Op<bigint[] | undefined> {
+    const committed = yield* wait(this.base.indexIds(kind, label, field, ranges));
     if (committed === undefined || this.changed.size === 0) return committed;
     const live = committed.filter((id) => this.changed.get(id) !== null);
     const seen = new Set(live);
@@ -409,7 +427,7 @@ export class TxnView {
     return live;
   }
 
-  async allocate(kind: RecordKind, near?: bigint): Promise<bigint> {
+  allocate(kind: RecordKind, near?: bigint): Maybe<bigint> {
     return this.ids.allocate(kind, near);
   }
 

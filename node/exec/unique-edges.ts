@@ -14,6 +14,7 @@
  * declared UNIQUE stay as they are (a new one of such a pair is refused).
  */
 import type { AdjacencyEntry, EdgeRecord } from "../../protocol/records.js";
+import { wait, type Op } from "./ops.js";
 import type { Schema } from "../../protocol/schema.js";
 import type { TxnView } from "./txn-view.js";
 import { uniqueEdgeViolation } from "../unique-edge-violation.js";
@@ -26,7 +27,7 @@ export function uniqueEdgeLabels(schema: Schema | undefined): string[] {
 }
 
 /** The transaction's created edges of UNIQUE types against the out-adjacency of their sources, as the view reads it. */
-export async function checkUniqueEdges(view: TxnView, schema: Schema | undefined): Promise<void> {
+export function* checkUniqueEdges(view: TxnView, schema: Schema | undefined): Op<void> {
   if (schema === undefined) return;
   const byLabel = new Map<string, EdgeRecord[]>();
   for (const edge of view.createdEdges()) {
@@ -37,7 +38,7 @@ export async function checkUniqueEdges(view: TxnView, schema: Schema | undefined
   }
   for (const [label, edges] of byLabel) {
     const sources = [...new Set(edges.map((edge) => edge.from))];
-    const lists = await view.adjacency(sources, "out", label);
+    const lists = yield* wait(view.adjacency(sources, "out", label));
     const outOf = new Map<bigint, AdjacencyEntry[]>();
     sources.forEach((source, i) => outOf.set(source, lists[i]));
     // The last create first: its holder is then the committed edge, or the pair's first create (adjacency lists

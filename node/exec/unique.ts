@@ -13,6 +13,7 @@
  * a `create_index` made unique.
  */
 import { SilkError } from "../../protocol/errors.js";
+import { wait, type Op } from "./ops.js";
 import type { RuntimeIndexLookup } from "../../protocol/indexes.js";
 import type { IndexRange, RecordKind, StoredRecord } from "../../protocol/records.js";
 import type { Schema } from "../../protocol/schema.js";
@@ -20,7 +21,7 @@ import { valueToJson, type Value } from "../../protocol/values.js";
 import { encodeIndexValue } from "../indexes/index-encoding.js";
 import type { TxnView } from "./txn-view.js";
 
-export function checkUniqueWrites(view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+export function checkUniqueWrites(view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Op<void> {
   return checkUniqueRecords(view.writtenRecords(), view, schema, runtimeIndex);
 }
 
@@ -39,7 +40,7 @@ export function uniqueFields(schema: Schema, runtimeIndex: RuntimeIndexLookup | 
  * `records` (new or changed, of one transaction) against each other and against the committed holders `view` reads
  * (records the view changed excepted); `unique_violation` for the first value two records would share.
  */
-export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Promise<void> {
+export function* checkUniqueRecords(records: Iterable<StoredRecord>, view: TxnView, schema: Schema | undefined, runtimeIndex: RuntimeIndexLookup | undefined): Op<void> {
   const byLabel = new Map<string, StoredRecord[]>();
   for (const record of records) {
     const key = `${record.kind}:${record.label}`;
@@ -50,7 +51,7 @@ export async function checkUniqueRecords(records: Iterable<StoredRecord>, view: 
   for (const labelled of byLabel.values()) {
     const { kind, label } = labelled[0];
     const fields = schema === undefined ? schemalessUniqueFields(runtimeIndex, kind, label, labelled) : uniqueFields(schema, runtimeIndex, kind, label);
-    for (const field of fields) await checkField(view, kind, label, field, labelled);
+    for (const field of fields) yield* checkField(view, kind, label, field, labelled);
   }
 }
 
@@ -65,7 +66,7 @@ function schemalessUniqueFields(runtimeIndex: RuntimeIndexLookup | undefined, ki
   return [...held].filter((field) => runtimeIndex(kind, label, field)?.unique === true);
 }
 
-async function checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Promise<void> {
+function* checkField(view: TxnView, kind: RecordKind, label: string, field: string, records: readonly StoredRecord[]): Op<void> {
   const holders = new Map<string, StoredRecord>();
   const ranges: IndexRange[] = [];
   let duplicate: [StoredRecord, StoredRecord] | undefined;
@@ -82,7 +83,7 @@ async function checkField(view: TxnView, kind: RecordKind, label: string, field:
     }
   }
   if (ranges.length === 0) return;
-  const committed = await view.committedIndexIds(kind, label, field, ranges);
+  const committed = yield* wait(view.committedIndexIds(kind, label, field, ranges));
   if (committed === undefined) return; // not active yet: see the module comment
   if (duplicate !== undefined) throw violation(label, field, duplicate[1].props[field], duplicate[0].id);
   // A committed holder this transaction did not touch keeps its value. The index may name a few records that hold
@@ -90,7 +91,7 @@ async function checkField(view: TxnView, kind: RecordKind, label: string, field:
   // with the written ones, by its exact encoding.
   const others = committed.filter((id) => !view.isChanged(id));
   if (others.length === 0) return;
-  for (const holder of await view.records(kind, others)) {
+  for (const holder of yield* wait(view.records(kind, others))) {
     const value = holder?.props[field];
     const encoded = value === undefined ? undefined : encodeIndexValue(value);
     if (holder !== undefined && encoded !== undefined && holders.has(encoded.toString("latin1"))) throw violation(label, field, value ?? null, holder.id);

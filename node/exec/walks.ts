@@ -10,6 +10,7 @@
  * `simple_path` step is evaluating its input (`EvalScope.trackPaths`), so a plain traversal pays nothing for rows.
  */
 import type { Direction, StoredRecord } from "../../protocol/records.js";
+import { type Op } from "./ops.js";
 import type { Step } from "../../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { isSimplePath, movedTo, rowOf, withRow } from "./rows.js";
@@ -25,7 +26,7 @@ export function carriesRows(items: readonly Element[], scope: EvalScope): boolea
 }
 
 /** The executor's traversal (executor.ts `traverse`) with each result moved on from the row it was reached from. */
-export async function traverseRows(step: TraversalStep, items: Element[], scope: EvalScope): Promise<Stream> {
+export function* traverseRows(step: TraversalStep, items: Element[], scope: EvalScope): Op<Stream> {
   const { view, deadline } = scope.context;
   const moved: Element[] = [];
   const push = (from: Element, next: Element): void => {
@@ -41,10 +42,10 @@ export async function traverseRows(step: TraversalStep, items: Element[], scope:
     case "both_e": {
       const directions: Direction[] = step.op === "both" || step.op === "both_e" ? ["out", "in"] : [step.op.startsWith("out") ? "out" : "in"];
       const owners = items.filter((item) => item.kind !== "edge");
-      const lists = await adjacencyOf(view, owners, directions, step.label);
+      const lists = yield* adjacencyOf(view, owners, directions, step.label);
       const toEdges = step.op.endsWith("_e");
       for (let i = 0; i < owners.length; i++) {
-        if (deadline.tick()) await deadline.pause();
+        if (deadline.tick()) yield deadline.pause();
         for (const entry of lists[i]) {
           push(owners[i], toEdges ? { kind: "edge", id: entry.edge, via: owners[i].id } : { kind: entry.otherKind, id: entry.other });
         }
@@ -54,8 +55,8 @@ export async function traverseRows(step: TraversalStep, items: Element[], scope:
     case "out_n":
     case "in_n":
     case "other_n":
-      for (const element of await loaded(view, items.filter((item) => item.kind === "edge"))) {
-        if (deadline.tick()) await deadline.pause();
+      for (const element of yield* loaded(view, items.filter((item) => item.kind === "edge"))) {
+        if (deadline.tick()) yield deadline.pause();
         const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
         // As the executor's: other_n is the end the edge was not reached from; an edge not reached from one, its target.
         const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
@@ -68,13 +69,13 @@ export async function traverseRows(step: TraversalStep, items: Element[], scope:
 }
 
 /** `path` shows each row's path; `simple_path` keeps the rows whose path repeats no element. */
-export async function walk(step: Extract<Step, { op: "path" | "simple_path" }>, scope: EvalScope): Promise<Stream> {
+export function* walk(step: Extract<Step, { op: "path" | "simple_path" }>, scope: EvalScope): Op<Stream> {
   // The input's traversals record paths only while some step will read them.
-  const items = elementsOf(await scope.evalStep(step.input, { ...scope, trackPaths: true }), step.op);
+  const items = elementsOf(yield* scope.evalStep(step.input, { ...scope, trackPaths: true }), step.op);
   const { deadline } = scope.context;
   const result: Element[] = [];
   for (const element of items) {
-    if (deadline.tick()) await deadline.pause();
+    if (deadline.tick()) yield deadline.pause();
     if (step.op === "path") result.push(withRow(element, { pathVisible: true }));
     else if (isSimplePath(rowOf(element).path)) result.push(element);
   }

@@ -32,7 +32,7 @@ import { rangeMutationsOf } from "./range-mutations.js";
  * Close it when the invocation ends so LMDB can reuse the pages it pins.
  *
  * A snapshot is `held` (it takes a read transaction at once and keeps it until closed: reads may await in between)
- * or a synchronous one, for a run of reads that neither yields nor commits (the partition actor's fast reads): its
+ * or a synchronous one, for a run of reads that neither yields nor commits (the partition actor's reads at once): its
  * reads go through lmdb-js's shared read transaction, which lmdb-js resets only when this process commits and in a
  * timer callback, so every read of such a run sees one state (other processes' commits included, as with a held
  * snapshot) without taking and releasing a transaction, a fifth of a point read's own cost. It takes that same

@@ -11,6 +11,7 @@ import { Deadline } from "../../node/exec/deadline.js";
 import { SnapshotReader } from "../../node/actor/partition-actor.js";
 import { PartitionStore } from "../../node/store/partition-store.js";
 import { TxnView } from "../../node/exec/txn-view.js";
+import { runAsync, type Op } from "../../node/exec/ops.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
 
 /** Enough keys for the deadline to read its clock (once every DEADLINE_CHECK_INTERVAL_ELEMENTS) past a slice. */
@@ -37,11 +38,11 @@ function tickingClock(): () => number {
 }
 
 /** Runs `scan` and says whether a callback queued before it ran before it ended. */
-async function yields(scan: () => Promise<bigint[]>): Promise<{ ids: bigint[]; ranWhileScanning: boolean }> {
+async function yields(scan: () => Op<bigint[]>): Promise<{ ids: bigint[]; ranWhileScanning: boolean }> {
   let finished = false;
   let ranWhileScanning = false;
   setImmediate(() => (ranWhileScanning = !finished));
-  const ids = await scan();
+  const ids = await runAsync(scan());
   finished = true;
   return { ids, ranWhileScanning };
 }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { Deadline } from "../../node/exec/deadline.js";
 import { pacedSort, SORT_RUN_ELEMENTS } from "../../node/exec/paced-sort.js";
+import { runAsync } from "../../node/exec/ops.js";
 import { SilkError } from "../../protocol/errors.js";
 
 /** A clock that moves one millisecond per reading: a slice is spent after a few readings. */
@@ -30,7 +31,7 @@ describe("pacedSort", () => {
     for (const count of [0, 1, SORT_RUN_ELEMENTS, SORT_RUN_ELEMENTS + 1, 3 * SORT_RUN_ELEMENTS + 17, 40_000]) {
       const input = items(count, 97);
       const expected = [...input].sort(byKey);
-      const sorted = await pacedSort([...input], byKey, Deadline.none(() => 0));
+      const sorted = await runAsync(pacedSort([...input], byKey, Deadline.none(() => 0)));
       expect(sorted.map((item) => item.at)).toEqual(expected.map((item) => item.at));
     }
   });
@@ -39,14 +40,14 @@ describe("pacedSort", () => {
     let finished = false;
     let ranWhileSorting = false;
     setImmediate(() => (ranWhileSorting = !finished));
-    const sorted = await pacedSort(items(100_000, 1_000), byKey, Deadline.none(tickingClock()));
+    const sorted = await runAsync(pacedSort(items(100_000, 1_000), byKey, Deadline.none(tickingClock())));
     finished = true;
     expect(ranWhileSorting).toBe(true);
     expect(sorted.every((item, i) => i === 0 || sorted[i - 1].key <= item.key)).toBe(true);
   });
 
   it("fails with query_timeout once the deadline passes mid-sort", async () => {
-    const error = await pacedSort(items(100_000, 1_000), byKey, Deadline.after(50, tickingClock())).catch((cause: unknown) => cause);
+    const error = await runAsync(pacedSort(items(100_000, 1_000), byKey, Deadline.after(50, tickingClock()))).catch((cause: unknown) => cause);
     expect(error).toBeInstanceOf(SilkError);
     expect((error as SilkError).code).toBe("query_timeout");
   });

@@ -1,8 +1,11 @@
 /**
- * The synchronous read path (node/actor/fast-read.ts) against the general executor: random plans of the steps it accepts,
- * run on the same LMDB state by both (the fast path through a synchronous snapshot, as the partition actor runs it),
- * must give equal results or the same error code. Also: which plans it refuses, that the embedded runtime's answers
- * do not depend on which path ran, and that a synchronous snapshot keeps one state until its caller yields.
+ * One executor, two ways to run it (node/exec/ops.ts): synchronously on lmdb-js's shared read transaction, as the
+ * partition actor answers a prepared read at once (`runNow`, `readPreparedNow`), and asynchronously where a read
+ * must wait. Random plans run both ways on the same LMDB state must give equal results or the same error code (the
+ * asynchronous side reads through a base that answers every read with a promise, so every step waits); a run that
+ * outruns its slice is given up synchronously and answers the same when driven; the actor answers reads of every
+ * kind at once and leaves writes and runs that must wait to the held snapshot. Also: a synchronous snapshot keeps one
+ * state until its caller yields.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,15 +17,16 @@ import { open } from "../../runtime/embedded.js";
 import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { Deadline, EXECUTION_SLICE_MS } from "../../node/exec/deadline.js";
-import { executePlan } from "../../node/exec/executor.js";
-import { executeFastRead, fastReadable } from "../../node/actor/fast-read.js";
-import { SnapshotReader } from "../../node/actor/partition-actor.js";
+import { executePlan, planRun } from "../../node/exec/executor.js";
+import { drive, NOT_NOW, runAsync, runNow, type Op } from "../../node/exec/ops.js";
+import { PartitionActor, SnapshotReader } from "../../node/actor/partition-actor.js";
 import { PartitionStore } from "../../node/store/partition-store.js";
-import { BASE_READ_CHUNK_IDS, TxnView } from "../../node/exec/txn-view.js";
+import { BASE_READ_CHUNK_IDS, TxnView, type BaseReader } from "../../node/exec/txn-view.js";
 import { SilkError } from "../../protocol/errors.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
+import type { QueryResult } from "../../protocol/messages.js";
 import type { StoredRecord } from "../../protocol/records.js";
-import { decodeRequest } from "../../protocol/tree.js";
+import { decodeRequest, type Plan } from "../../protocol/tree.js";
 import {
   count,
   dedup,
@@ -37,6 +41,7 @@ import {
   label,
   limit,
   nodes,
+  orderBy,
   out,
   outE,
   outN,
@@ -65,7 +70,7 @@ let nodeIds: string[];
 let edgeIds: string[];
 
 beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), "silk-fast-read-"));
+  directory = mkdtempSync(join(tmpdir(), "silk-sync-runs-"));
   const db = await open({ storage: { disk: directory } });
   const nodesResult = await db.importBatch({
     nodes: Array.from({ length: NODES }, (_, i) => ({ label: NODE_LABELS[i % 2], props: { n: i, name: `node ${i}` } })),
@@ -105,31 +110,54 @@ async function settle(run: () => unknown): Promise<Outcome> {
   }
 }
 
-/** Runs a request through the executor and through the fast path, each on its own snapshot of the same store. */
-async function bothWays(request: unknown): Promise<{ general: Outcome; fast: Outcome }> {
+/** A snapshot's reads, each answered with a promise: every step of a run over it has to wait. */
+class PromisedReader implements BaseReader {
+  constructor(private readonly reader: SnapshotReader) {}
+  records = (...args: Parameters<SnapshotReader["records"]>) => Promise.resolve(this.reader.records(...args));
+  exists = (...args: Parameters<SnapshotReader["exists"]>) => Promise.resolve(this.reader.exists(...args));
+  adjacency = (...args: Parameters<SnapshotReader["adjacency"]>) => Promise.resolve(this.reader.adjacency(...args));
+  neighbours = (...args: Parameters<SnapshotReader["neighbours"]>) => Promise.resolve(this.reader.neighbours(...args));
+  idsOfLabel = (...args: Parameters<SnapshotReader["idsOfLabel"]>) => Promise.resolve(this.reader.idsOfLabel(...args));
+  allIds = (...args: Parameters<SnapshotReader["allIds"]>) => Promise.resolve(this.reader.allIds(...args));
+  countIds = (...args: Parameters<SnapshotReader["countIds"]>) => Promise.resolve(this.reader.countIds(...args));
+  indexIds = (...args: Parameters<SnapshotReader["indexIds"]>) => Promise.resolve(this.reader.indexIds(...args));
+  vectorSearch = (...args: Parameters<SnapshotReader["vectorSearch"]>) => Promise.resolve(this.reader.vectorSearch(...args));
+  textSearch = (...args: Parameters<SnapshotReader["textSearch"]>) => Promise.resolve(this.reader.textSearch(...args));
+}
+
+const ids = { allocate: (): bigint => 0n };
+
+/** The executor's run of a read plan over `base`. */
+function runOver(plan: Plan, base: BaseReader, deadline: Deadline): Op<QueryResult> {
+  return planRun(plan, { view: new TxnView(base, ids, deadline), schema: undefined, now: () => new Date(0), writable: false, deadline });
+}
+
+/**
+ * Runs a request synchronously on a synchronous snapshot (`runNow`, a clock that stands still so it never gives up)
+ * and asynchronously on a held snapshot whose every read is a promise.
+ */
+async function bothWays(request: unknown): Promise<{ waiting: Outcome; now: Outcome }> {
   const plan = decodeRequest(request as Json);
-  expect(fastReadable(plan)).toBe(true);
-  const ids = { allocate: (): bigint => 0n };
-  const general = await settle(() => {
+  const waiting = await settle(() => {
     const snapshot = store.snapshot();
-    const view = new TxnView(new SnapshotReader(snapshot), ids);
-    return executePlan(plan, { view, schema: undefined, now: () => new Date(0), writable: false, deadline: Deadline.none() }).finally(() => snapshot.close());
+    return executePlan(plan, { view: new TxnView(new PromisedReader(new SnapshotReader(snapshot)), ids), schema: undefined, now: () => new Date(0), writable: false, deadline: Deadline.none() }).finally(() => snapshot.close());
   });
-  const fast = await settle(() => {
+  const now = await settle(() => {
     const snapshot = store.synchronousSnapshot();
     try {
-      // A clock that stands still: the fast read never outruns its slice, so it always answers (see below).
-      return executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => 0));
+      const result = runNow(runOver(plan, new SnapshotReader(snapshot), Deadline.none(() => 0)));
+      expect(result).not.toBe(NOT_NOW);
+      return result;
     } finally {
       snapshot.close();
     }
   });
-  return { general, fast };
+  return { waiting, now };
 }
 
 const hasLabel = (input: TreeNode, name: string): TreeNode => ({ has_label: { input: input as Json, label: name } });
 
-/** Random plans of the fast path's steps, over IDs that exist, IDs that do not, parameters and variables. */
+/** Random read plans: sources by ID, parameter, variable and scan, traversals, filters, paging, ordering, projections. */
 function plans(): fc.Arbitrary<{ request: unknown }> {
   const anyId = fc.oneof(
     fc.constantFrom(...nodeIds),
@@ -158,6 +186,8 @@ function plans(): fc.Arbitrary<{ request: unknown }> {
       tie("step").map((input) => outN(input)),
       tie("step").map((input) => inN(input)),
       fc.tuple(tie("step"), fc.constantFrom(...NODE_LABELS, ...EDGE_LABELS)).map(([input, name]) => hasLabel(input, name)),
+      fc.tuple(tie("step"), fc.nat(24)).map(([input, n]) => where(input, gt(prop("n"), n))),
+      tie("step").map((input) => orderBy(input, "n", "desc")),
       tie("step").map((input) => dedup(input)),
       fc.tuple(tie("step"), fc.nat(30)).map(([input, n]) => limit(input, n)),
       fc.tuple(tie("step"), fc.nat(30)).map(([input, n]) => skip(input, n)),
@@ -172,6 +202,10 @@ function plans(): fc.Arbitrary<{ request: unknown }> {
     step.map((input) => id(input)),
     step.map((input) => label(input)),
     step.map((input) => valueMap(input)),
+    step.map((input) => valueMap(input, ["n"])),
+    step.map((input) => values(input, "name")),
+    step.map((input) => dedup(values(input, "n"))),
+    step.map((input): TreeNode => ({ group_count: { input: input as Json, properties: ["n"] } })),
   );
   const parameter = fc.oneof(
     anyId,
@@ -185,55 +219,111 @@ function plans(): fc.Arbitrary<{ request: unknown }> {
     }));
 }
 
-describe("fast read path", () => {
-  it("gives the executor's results and errors on random plans of its steps", async () => {
+describe("one executor, run at once or waiting", () => {
+  it("gives the same results and errors on random read plans, whether every read waits or none does", async () => {
     await fc.assert(
       fc.asyncProperty(plans(), async ({ request }) => {
-        const { general, fast } = await bothWays(request);
-        expect(fast).toEqual(general);
+        const { waiting, now } = await bothWays(request);
+        expect(now).toEqual(waiting);
       }),
-      { numRuns: 400, seed: 20261123 },
+      { numRuns: 300, seed: 20261126 },
     );
   });
 
   it("answers a traversal with records, IDs and counts (not only errors)", async () => {
     const request = read([entry("a", out(nodes(ref.param("p")), "X")), entry("r", count(nodes(ref.var("a"))))], ["a", "r"], { p: nodeIds.slice(0, 6) });
-    const { general, fast } = await bothWays(request);
-    expect(fast).toEqual(general);
-    expect(fast.ok).toBe(true);
-    const result = (fast as { result: { a: unknown[]; r: number } }).result;
+    const { waiting, now } = await bothWays(request);
+    expect(now).toEqual(waiting);
+    expect(now.ok).toBe(true);
+    const result = (now as { result: { a: unknown[]; r: number } }).result;
     expect(result.a.length).toBeGreaterThan(0);
     expect(result.r).toBeGreaterThan(0);
   });
 
-  it("gives up, answering undefined, once a large read outruns its slice of time; the executor answers instead", async () => {
+  it("gives a run up at its first wait once a large read outruns its slice; driven on a held snapshot it answers the same", async () => {
     // More IDs than one read chunk, so the slice is checked between chunks; the clock moves a whole slice per reading.
     const request = read([entry("r", count(nodes(ref.param("p"))))], ["r"], { p: Array.from({ length: BASE_READ_CHUNK_IDS * 3 }, (_, i) => nodeIds[i % NODES]) });
     const plan = decodeRequest(request as unknown as Json);
-    let nowMs = 0;
-    const snapshot = store.synchronousSnapshot();
+    const moving = (): Deadline => {
+      let nowMs = 0;
+      return Deadline.none(() => (nowMs += EXECUTION_SLICE_MS));
+    };
+    const shared = store.synchronousSnapshot();
     try {
-      expect(executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => (nowMs += EXECUTION_SLICE_MS)))).toBeUndefined();
-      expect(executeFastRead(plan, new SnapshotReader(snapshot), plan.parameters, Deadline.none(() => 0))).toEqual({ r: BASE_READ_CHUNK_IDS * 3 });
+      expect(runNow(runOver(plan, new SnapshotReader(shared), moving()))).toBe(NOT_NOW);
+      expect(runNow(runOver(plan, new SnapshotReader(shared), Deadline.none(() => 0)))).toEqual({ r: BASE_READ_CHUNK_IDS * 3 });
     } finally {
-      snapshot.close();
+      shared.close();
     }
-    const { general } = await bothWays(request);
-    expect(general).toEqual({ ok: true, result: { r: BASE_READ_CHUNK_IDS * 3 } });
+    const held = store.snapshot();
+    try {
+      const driven = drive(runOver(plan, new SnapshotReader(held), moving()));
+      expect(driven).toBeInstanceOf(Promise);
+      expect(await driven).toEqual({ r: BASE_READ_CHUNK_IDS * 3 });
+    } finally {
+      held.close();
+    }
+  });
+});
+
+describe("the partition actor's reads at once", () => {
+  const prepared = async (actor: PartitionActor, planId: number, request: unknown): Promise<void> => {
+    const reply = await actor.handle({ type: "register_plan", planId, plan: decodeRequest(request as Json) });
+    expect(reply.ok).toBe(true);
+  };
+  const run = (planId: number, parameters: Record<string, unknown> = {}) => ({ type: "execute_prepared" as const, planId, parameters, timeoutMs: undefined });
+
+  it("answers reads of every kind synchronously, as execute_prepared answers them, and leaves writes to the queue", async () => {
+    // A clock that stands still: no run outruns its slice, however slow the machine.
+    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => 0 });
+    const union: TreeNode = { union: { input: nodes(ref.param("p")) as Json, traversals: [{ root: out("context" as TreeNode, "X") as Json }, { root: in_("context" as TreeNode) as Json }] } };
+    const reads: TreeNode[] = [
+      valueMap(nodes(ref.param("p"))),
+      values(out(nodes(ref.param("p"))), "name"),
+      valueMap(where(out(nodes(ref.param("p"))), gt(prop("n"), 5)), ["n"]),
+      range(orderBy(nodes(ref.all), "n", "desc"), 2, 6),
+      dedup(union),
+      { aggregate: { input: nodes(ref.all) as Json, fn: "sum", property: "n" } } as TreeNode,
+      { group_count: { input: out(nodes(ref.param("p"))) as Json, properties: ["n"] } },
+    ];
+    for (const [i, root] of reads.entries()) {
+      await prepared(actor, i + 1, read([entry("r", root)], ["r"]));
+      const request = run(i + 1, { p: nodeIds.slice(0, 5) });
+      const now = actor.readPreparedNow(request);
+      expect(now, JSON.stringify(root)).toBeDefined();
+      const reply = await actor.handle(request);
+      expect(reply).toEqual({ ok: true, body: { type: "result", result: now } });
+    }
+    await prepared(actor, 100, writeOne(addN("A", { n: 1 })));
+    expect(actor.readPreparedNow(run(100))).toBeUndefined();
   });
 
-  it("refuses what it does not run: writes, explain, filters, property projections, computed bounds, conditions", () => {
-    const refused = [
-      writeOne(addN("A", { n: 1 })),
-      { ...read([entry("r", nodes(ref.all))], ["r"]), explain: true },
-      read([entry("r", where(nodes(ref.all), gt(prop("n"), 3)))], ["r"]),
-      read([entry("r", values(nodes(ref.all), "n"))], ["r"]),
-      read([entry("r", valueMap(nodes(ref.all), ["n"]))], ["r"]),
-      read([entry("r", { limit: { input: nodes(ref.all), count: { expr: { param: "n" } } } } as TreeNode)], ["r"], { n: 2 }),
-      read([{ query: { name: "r", root: nodes(ref.all) as Json, condition: { var_not_empty: "r" } } }], ["r"]),
-    ];
-    for (const request of refused) expect(fastReadable(decodeRequest(request as unknown as Json))).toBe(false);
-    expect(fastReadable(decodeRequest(read([entry("r", count(out(nodes(ref.all))))], ["r"]) as unknown as Json))).toBe(true);
+  it("leaves a read that had to wait to execute_prepared, from then on", async () => {
+    let nowMs = 0;
+    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => (nowMs += EXECUTION_SLICE_MS) });
+    await prepared(actor, 1, read([entry("r", count(nodes(ref.param("p"))))], ["r"]));
+    const request = run(1, { p: Array.from({ length: BASE_READ_CHUNK_IDS * 3 }, (_, i) => nodeIds[i % NODES]) });
+    expect(actor.readPreparedNow(request)).toBeUndefined();
+    expect(await actor.handle(request)).toEqual({ ok: true, body: { type: "result", result: { r: BASE_READ_CHUNK_IDS * 3 } } });
+    // Marked: not tried at once again, even for a run that would not have to wait.
+    expect(actor.readPreparedNow(run(1, { p: nodeIds[0] }))).toBeUndefined();
+  });
+
+  it("answers an error at once as execute_prepared answers it", async () => {
+    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => 0 });
+    await prepared(actor, 1, read([entry("r", valueMap(nodes(ref.param("p"))))], ["r"]));
+    const request = run(1, { p: "not an id" });
+    const thrown = (() => {
+      try {
+        actor.readPreparedNow(request);
+      } catch (cause) {
+        return cause;
+      }
+      return undefined;
+    })();
+    expect(thrown).toBeInstanceOf(SilkError);
+    const reply = await actor.handle(request);
+    expect(reply).toMatchObject({ ok: false, code: (thrown as SilkError).code });
   });
 });
 
