@@ -182,6 +182,13 @@ export interface ShippingLog {
   stage(entry: LogEntry, apply: (sequence: number) => void): void;
 }
 
+/**
+ * The most runs of a prepared read `readPreparedNow` leaves to the held snapshot after runs of it were given up in a
+ * row: such a run wasted at most about a slice (EXECUTION_SLICE_MS), and the runs of a plan that always waits take
+ * longer than that, so trying again once per this many runs costs it at most a tenth of a percent.
+ */
+export const SLOW_PLAN_SKIPS_MAX = 1_024;
+
 /** IDs a replicated leader reserves through the log at a time (one log entry per block). */
 export const ID_RESERVATION_BLOCK = 4_096;
 
@@ -190,11 +197,14 @@ export class PartitionActor {
   private writeQueue: Promise<void> = Promise.resolve();
   private readonly plans = new Map<number, Plan>();
   /**
-   * Prepared plans (by their entries, which a prepared plan's runs share) whose run on the shared read transaction
-   * once had to wait (a slice spent, an embedder's call): `readPreparedNow` leaves them to the held snapshot from then
-   * on, rather than start a run that is likely to be given up again.
+   * Prepared plans (by their entries, which a prepared plan's runs share) whose last runs on the shared read
+   * transaction had to wait (a slice spent, an embedder's call), rather than start runs likely to be given up again:
+   * `readPreparedNow` leaves the next `skip` runs to the held snapshot, twice as many after each run given up in a
+   * row (at most SLOW_PLAN_SKIPS_MAX), and forgets the plan once a run answers at once. One run descheduled past
+   * its slice on a busy machine costs a few runs, not the plan's every later run; a plan that always waits tries
+   * again once every SLOW_PLAN_SKIPS_MAX runs.
    */
-  private readonly slowPlans = new WeakSet<readonly Entry[]>();
+  private readonly slowPlans = new WeakMap<readonly Entry[], { skip: number; left: number }>();
   private building: Promise<void> | undefined;
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
@@ -275,13 +285,22 @@ export class PartitionActor {
    */
   readPreparedNow(request: Extract<PartitionRequest, { type: "execute_prepared" }>): QueryResult | undefined {
     const plan = this.plans.get(request.planId);
-    if (plan === undefined || plan.requestType !== "read" || this.slowPlans.has(plan.entries)) return undefined;
+    if (plan === undefined || plan.requestType !== "read") return undefined;
+    const slow = this.slowPlans.get(plan.entries);
+    if (slow !== undefined && slow.left > 0) {
+      slow.left -= 1;
+      return undefined;
+    }
     const deadline = Deadline.after(request.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     const snapshot = this.options.store.synchronousSnapshot();
     try {
       const result = runNow(this.run(plan, snapshot, request.parameters, deadline, undefined));
-      if (result !== NOT_NOW) return result;
-      this.slowPlans.add(plan.entries);
+      if (result !== NOT_NOW) {
+        if (slow !== undefined) this.slowPlans.delete(plan.entries);
+        return result;
+      }
+      const skip = Math.min(SLOW_PLAN_SKIPS_MAX, slow === undefined ? 1 : slow.skip * 2);
+      this.slowPlans.set(plan.entries, { skip, left: skip });
       return undefined;
     } finally {
       snapshot.close();

@@ -11,7 +11,7 @@
  * else is skipped), with 0 for min, max and mean of nothing.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { AggregateFunction, Step } from "../../protocol/tree.js";
 import { compareStringsByCodePoint, compareValues, getPath, isPlainObject, totalOrder, type Properties, type Value } from "../../protocol/values.js";
 import { evaluateExpr, exprNow, LATER, type EvalScope } from "./predicates.js";

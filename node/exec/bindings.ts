@@ -13,7 +13,7 @@
  *   Silk's is the whole record (with `$label`), as its other answers are.
  */
 import type { Step } from "../../protocol/tree.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { BindingProjection, BindingTarget } from "../../protocol/tree-rows.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";

@@ -6,7 +6,7 @@
  * runs its sub-traversal once per element too, and keeps what every run reached.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import { REPEAT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import type { Predicate, Step } from "../../protocol/tree.js";
 import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";

@@ -7,7 +7,7 @@
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { runAsync, wait, type Op } from "./ops.js";
+import { ready, runAsync, wait, type Op } from "./ops.js";
 import { idRendererOf } from "../../protocol/ids.js";
 import type { QueryResult } from "../../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../../protocol/records.js";
@@ -25,7 +25,7 @@ import { named, reshape } from "./reshape.js";
 import { bindings } from "./bindings.js";
 import { sack } from "./sacks.js";
 import { carriesRows, traverseRows, walk } from "./walks.js";
-import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToAnswer, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
 import { countWithoutElements, pageWithoutElements, plainBound } from "./pushdown.js";
@@ -196,7 +196,7 @@ function* resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string
   const { view } = scope.context;
   switch (ref.kind) {
     case "all":
-      return (yield* wait(view.allIds(kind))).map((id) => ({ kind, id }));
+      return (yield* view.allIds(kind)).map((id) => ({ kind, id }));
     case "ids":
       return yield* existing(view, kind, ref.ids);
     case "var":
@@ -398,8 +398,10 @@ function* traverse(step: TraversalStep, scope: EvalScope): Op<Stream> {
   if (carriesRows(items, scope)) return yield* traverseRows(step, items, scope);
   switch (step.op) {
     case "out":
-    case "in":
-      return elements(yield* wait(view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label)));
+    case "in": {
+      const read = view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label);
+      return elements(ready(read) ? read : yield* wait(read));
+    }
     case "both":
       return elements(neighboursOf(yield* adjacencyOf(view, items, ["out", "in"], step.label)));
     case "out_e":
@@ -498,7 +500,9 @@ function* boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range"
  * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
  */
 function* render(stream: Stream, context: ExecutionContext): Op<unknown> {
-  if (stream.kind !== "elements" || !context.view.hasWrites) return yield* streamToAnswer(stream, context.view, context.renderId);
+  // A values stream with an `answer` (a `values` step's one object per element) answers that.
+  if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
+  if (stream.kind !== "elements" || !context.view.hasWrites) return yield* streamToJson(stream, context.view, context.renderId);
   // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
   const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
   return yield* streamToJson({ kind: "elements", items }, context.view, context.renderId);

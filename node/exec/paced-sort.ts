@@ -7,7 +7,7 @@
  * deadline. A stream of at most one run is sorted in place, with no pause.
  */
 import type { Deadline } from "./deadline.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 
 /** Elements per run sorted in one synchronous call: small enough to take well under a slice. */
 export const SORT_RUN_ELEMENTS = 4_096;

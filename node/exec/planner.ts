@@ -20,7 +20,7 @@
  * are empty seeks.
  */
 import type { IndexRange, RecordKind } from "../../protocol/records.js";
-import { wait, type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { FieldDecl, ScalarTypeName, Schema } from "../../protocol/schema.js";
 import type { CompareOp, Expr, Predicate } from "../../protocol/tree.js";
 import type { Value } from "../../protocol/values.js";
@@ -61,19 +61,19 @@ export function* sourceIds(op: SourceOp, kind: RecordKind, predicate: Predicate,
   const { view, schema, explain } = scope.context;
   const label = labelOfPredicate(predicate);
   if (label === undefined) {
-    const ids = yield* wait(view.allIds(kind));
+    const ids = yield* view.allIds(kind);
     explain?.record({ step: op, access: "full_scan", candidates: ids.length });
     return ids;
   }
   const lookup = chooseIndex(schema, kind, label, predicate, scope);
   if (lookup !== undefined) {
-    const ids = yield* wait(view.indexIds(kind, label, lookup.field, lookup.ranges));
+    const ids = yield* view.indexIds(kind, label, lookup.field, lookup.ranges);
     if (ids !== undefined) {
       explain?.record({ step: op, access: "index", index: `${label}.${lookup.field}`, candidates: ids.length });
       return ids;
     }
   }
-  const ids = yield* wait(view.idsOfLabel(kind, label));
+  const ids = yield* view.idsOfLabel(kind, label);
   explain?.record({ step: op, access: "label_scan", candidates: ids.length });
   return ids;
 }

@@ -8,7 +8,7 @@
  * property. Expression items of `project` are always present, null when they evaluate to nothing, as there.
  */
 import type { Step } from "../../protocol/tree.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { evaluateExpr, exprNow, LATER, type EvalScope } from "./predicates.js";
 import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";

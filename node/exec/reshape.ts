@@ -4,7 +4,7 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { RecordKind } from "../../protocol/records.js";
 import type { Expr, Order, OrderRule, Step } from "../../protocol/tree.js";
 import { compareValues, type Value } from "../../protocol/values.js";

@@ -11,7 +11,7 @@
  * - `sack_get` shows each row's sack in the answer (`"sack": v`, null for a row without one).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { Step } from "../../protocol/tree.js";
 import type { Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";

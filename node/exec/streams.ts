@@ -99,7 +99,8 @@ export function valuesStream(items: unknown[], answer?: readonly unknown[]): Str
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
 export function* loaded(view: TxnView, items: Element[]): Op<Element[]> {
   for (const [kind, list] of unloadedByKind(items)) {
-    const records = yield* wait(view.records(kind, list.map((item) => item.id)));
+    const read = view.records(kind, list.map((item) => item.id));
+    const records = ready(read) ? read : yield* wait(read);
     list.forEach((item, i) => (item.record = records[i]));
   }
   return items.filter((item) => item.record !== undefined);
@@ -150,7 +151,8 @@ export function parameterIds(parameters: Readonly<Record<string, unknown>>, name
 
 /** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
 export function* existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Op<Element[]> {
-  const found = yield* wait(view.exists(kind, ids));
+  const read = view.exists(kind, ids);
+  const found = ready(read) ? read : yield* wait(read);
   const items: Element[] = [];
   ids.forEach((id, i) => {
     if (found[i]) items.push({ kind, id });
@@ -215,15 +217,6 @@ export function* streamToJson(stream: Stream, view: TxnView, renderId: IdRendere
   });
 }
 
-/**
- * What a returned entry answers: the stream's JSON form (`streamToJson`), except that a values stream with an
- * `answer` (a `values` step's one object per element) answers that.
- */
-export function* streamToAnswer(stream: Stream, view: TxnView, renderId: IdRenderer): Op<unknown> {
-  if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
-  return yield* streamToJson(stream, view, renderId);
-}
-
 /** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */
 export function hitToJson(record: StoredRecord, hit: SearchTag, renderId: IdRenderer): Record<string, unknown> {
   return { ...recordToJson(record, renderId), [hit.measure === "distance" ? "$distance" : "$score"]: hit.score };
@@ -253,7 +246,10 @@ export function virtualPropertyJson(record: StoredRecord, name: string, renderId
 /** The adjacency of the node and vector elements (edges have none), in one or both directions, one list per owner. */
 export function* adjacencyOf(view: TxnView, items: Element[], directions: Direction[], label: string | undefined): Op<AdjacencyEntry[][]> {
   const ids = items.filter((item) => item.kind !== "edge").map((item) => item.id);
-  if (directions.length === 1) return yield* wait(view.adjacency(ids, directions[0], label));
+  if (directions.length === 1) {
+    const read = view.adjacency(ids, directions[0], label);
+    return ready(read) ? read : yield* wait(read);
+  }
   // Both reads start before either is waited for: a remote base answers them at the same time.
   const reads = directions.map((direction) => view.adjacency(ids, direction, label));
   const perDirection: AdjacencyEntry[][][] = [];

@@ -10,7 +10,7 @@
  * `simple_path` step is evaluating its input (`EvalScope.trackPaths`), so a plain traversal pays nothing for rows.
  */
 import type { Direction, StoredRecord } from "../../protocol/records.js";
-import { type Op } from "./ops.js";
+import type { Op } from "./ops.js";
 import type { Step } from "../../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { isSimplePath, movedTo, rowOf, withRow } from "./rows.js";

@@ -81,7 +81,7 @@ describe("paced scans", () => {
     const snapshot = store.snapshot();
     try {
       const view = new TxnView(new SnapshotReader(snapshot), { allocate: () => 0n }, Deadline.after(5, tickingClock()));
-      await expect(view.allIds("node")).rejects.toMatchObject({ code: "query_timeout" });
+      await expect(runAsync(view.allIds("node"))).rejects.toMatchObject({ code: "query_timeout" });
     } finally {
       snapshot.close();
     }

@@ -298,15 +298,36 @@ describe("the partition actor's reads at once", () => {
     expect(actor.readPreparedNow(run(100))).toBeUndefined();
   });
 
-  it("leaves a read that had to wait to execute_prepared, from then on", async () => {
-    let nowMs = 0;
-    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => (nowMs += EXECUTION_SLICE_MS) });
+  it("leaves a read that had to wait to execute_prepared for its next runs, twice as many after each run given up in a row", async () => {
+    // The clock moves a whole slice per reading: every run that reads it twice is given up.
+    let readings = 0;
+    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => (readings += 1) * EXECUTION_SLICE_MS });
     await prepared(actor, 1, read([entry("r", count(nodes(ref.param("p"))))], ["r"]));
     const request = run(1, { p: Array.from({ length: BASE_READ_CHUNK_IDS * 3 }, (_, i) => nodeIds[i % NODES]) });
-    expect(actor.readPreparedNow(request)).toBeUndefined();
+    /** Whether readPreparedNow tried the run (it reads the clock) or left it at once; it answers undefined either way. */
+    const tried = (): boolean => {
+      const before = readings;
+      expect(actor.readPreparedNow(request)).toBeUndefined();
+      return readings > before;
+    };
+    expect(tried()).toBe(true);
     expect(await actor.handle(request)).toEqual({ ok: true, body: { type: "result", result: { r: BASE_READ_CHUNK_IDS * 3 } } });
-    // Marked: not tried at once again, even for a run that would not have to wait.
-    expect(actor.readPreparedNow(run(1, { p: nodeIds[0] }))).toBeUndefined();
+    expect([tried(), tried()]).toEqual([false, true]);
+    expect([tried(), tried(), tried()]).toEqual([false, false, true]);
+    expect([tried(), tried(), tried(), tried(), tried()]).toEqual([false, false, false, false, true]);
+  });
+
+  it("tries a plan at once again after a run of it that was given up, and forgets it once a run answers", async () => {
+    let moving = true;
+    let nowMs = 0;
+    const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => (moving ? (nowMs += EXECUTION_SLICE_MS) : nowMs) });
+    await prepared(actor, 1, read([entry("r", valueMap(nodes(ref.param("p"))))], ["r"]));
+    const request = run(1, { p: nodeIds[0] });
+    expect(actor.readPreparedNow(request)).toBeUndefined(); // given up
+    moving = false;
+    expect(actor.readPreparedNow(request)).toBeUndefined(); // left to execute_prepared
+    expect(actor.readPreparedNow(request)).toEqual((await actor.handle(request) as { body: { result: unknown } }).body.result);
+    expect(actor.readPreparedNow(request)).toBeDefined();
   });
 
   it("answers an error at once as execute_prepared answers it", async () => {
