@@ -94,6 +94,11 @@ export class SilkSide {
     for (const workload of workloads) this.prepared.set(workload, await this.db.prepare(buildTree(workload)));
   }
 
+  /** A read of one named query whose result is returned, prepared (bench/read-shapes.ts's trees). */
+  prepareRead(root: unknown): Promise<PreparedQuery> {
+    return this.db.prepare(readRequest(root));
+  }
+
   run(request: WorkloadRequest): Promise<QueryResult> {
     const prepared = this.prepared.get(request.workload);
     if (prepared === undefined) throw new Error(`workload ${request.workload} was not prepared`);
