@@ -39,7 +39,7 @@ import type { Schema } from "../../protocol/schema.js";
 import type { Entry, Plan } from "../../protocol/tree.js";
 import { Deadline, monotonicClockMs, type ClockMs } from "../exec/deadline.js";
 import { planRun } from "../exec/executor.js";
-import { drive, NOT_NOW, runNow, type Op } from "../exec/ops.js";
+import { drive, NOT_NOW, runNow, type Maybe } from "../exec/ops.js";
 import { applyLogEntry, type LogEntry } from "../store/log-entry.js";
 import type { PartitionStore, Snapshot } from "../store/partition-store.js";
 import { indexKey } from "../indexes/index-keys.js";
@@ -311,7 +311,7 @@ export class PartitionActor {
    * The executor's run of a plan on a snapshot (through the write group's pending changes, for a group's member),
    * writing into `view`'s overlay; not started (ops.ts drives it).
    */
-  private run(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline, view: TxnView | undefined): Op<QueryResult> {
+  private run(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline, view: TxnView | undefined): Maybe<QueryResult> {
     const { store, schema, now } = this.options;
     const runView = view ?? new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), { allocate: () => store.allocateId() }, deadline);
     const writable = plan.requestType === "write" && this.options.writable;

@@ -13,7 +13,7 @@
  *   Silk's is the whole record (with `$label`), as its other answers are.
  */
 import type { Step } from "../../protocol/tree.js";
-import type { Op } from "./ops.js";
+import { wait, type Op } from "./ops.js";
 import type { BindingProjection, BindingTarget } from "../../protocol/tree-rows.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { rowValue, type EvalScope } from "./predicates.js";
@@ -22,7 +22,7 @@ import { elements, elementsOf, loaded, recordToJson, valuesStream, virtualProper
 import { unreachable } from "../../protocol/errors.js";
 
 export function* bindings(step: Extract<Step, { op: "bind" | "project_bindings" | "edge_properties" }>, scope: EvalScope): Op<Stream> {
-  const items = elementsOf(yield* scope.evalStep(step.input, scope), step.op);
+  const items = elementsOf(yield* wait(scope.evalStep(step.input, scope)), step.op);
   switch (step.op) {
     case "bind":
       return elements(yield* bind(items, step.name, scope));

@@ -6,7 +6,7 @@
  * runs its sub-traversal once per element too, and keeps what every run reached.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import type { Op } from "./ops.js";
+import { wait, type Op } from "./ops.js";
 import { REPEAT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import type { Predicate, Step } from "../../protocol/tree.js";
 import { enterSubTraversal, evaluatePredicate, type EvalScope } from "./predicates.js";
@@ -15,7 +15,7 @@ import { concatStreams, elements, elementsOf, loaded, unitsOf, yieldsSomething, 
 type BranchStep = Extract<Step, { op: "union" | "coalesce" | "optional" | "choose" }>;
 
 function runFrom(traversal: Step, unit: Stream, scope: EvalScope): Op<Stream> {
-  return scope.evalStep(traversal, enterSubTraversal(scope, unit));
+  return wait(scope.evalStep(traversal, enterSubTraversal(scope, unit)));
 }
 
 export function* branch(step: BranchStep, input: Stream, scope: EvalScope): Op<Stream> {

@@ -43,7 +43,7 @@ function* dropEdgeIds(ids: Iterable<bigint>, scope: EvalScope): Op<void> {
 export function* dropEdges(step: Extract<Step, { op: "drop_edge" | "drop_edge_by_id" }>, scope: EvalScope): Op<Stream> {
   switch (step.op) {
     case "drop_edge": {
-      const input = yield* scope.evalStep(step.input, scope);
+      const input = yield* wait(scope.evalStep(step.input, scope));
       const owners = elementsOf(input, "drop_edge").filter((item) => item.kind !== "edge");
       const targets = referencedIds(step.to, scope, "drop_edge.to");
       const lists = yield* adjacencyOf(scope.context.view, owners, ["out"], step.label);
@@ -53,7 +53,7 @@ export function* dropEdges(step: Extract<Step, { op: "drop_edge" | "drop_edge_by
       return input;
     }
     case "drop_edge_by_id": {
-      const input = step.input === undefined ? elements([]) : yield* scope.evalStep(step.input, scope);
+      const input = step.input === undefined ? elements([]) : yield* wait(scope.evalStep(step.input, scope));
       const named = referencedIds(step.edges, scope, "drop_edge_by_id.edges");
       yield* dropEdgeIds(named === "all" ? yield* wait(scope.context.view.allIds("edge")) : named, scope);
       return input;

@@ -7,7 +7,7 @@
  * others to their modules: projection.ts, aggregates.ts, paths.ts, mutations.ts and upsert.ts.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { ready, runAsync, wait, type Op } from "./ops.js";
+import { andThen, ready, runAsync, wait, type Maybe, type Op } from "./ops.js";
 import { idRendererOf } from "../../protocol/ids.js";
 import type { QueryResult } from "../../protocol/messages.js";
 import type { Direction, RecordKind, StoredRecord } from "../../protocol/records.js";
@@ -25,7 +25,7 @@ import { named, reshape } from "./reshape.js";
 import { bindings } from "./bindings.js";
 import { sack } from "./sacks.js";
 import { carriesRows, traverseRows, walk } from "./walks.js";
-import { adjacencyOf, elements, elementsOf, existing, loaded, lookupParameter, parameterIds, streamToJson, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
+import { adjacencyOf, elements, elementsOf, existing, loaded, loadedNow, lookupParameter, parameterIds, streamToJsonNow, variableElements, type Element, type ExecutionContext, type Stream } from "./streams.js";
 import { neighboursOf } from "./txn-view.js";
 import { checkUniqueWrites } from "./unique.js";
 import { countWithoutElements, pageWithoutElements, plainBound } from "./pushdown.js";
@@ -41,21 +41,46 @@ export function executePlan(plan: Plan, base: Omit<ExecutionContext, "renderId">
 
 /**
  * Runs a plan's entries, checks its writes against UNIQUE indexes and UNIQUE edge types (before the caller commits
- * them) and renders what it returns, plus `$explain` when the plan asks for it. An op (ops.ts): a partition runs it
- * synchronously where nothing must wait.
+ * them) and renders what it returns, plus `$explain` when the plan asks for it. A plain function answering a Maybe
+ * (ops.ts): the result when nothing had to wait, building no generator, else an op a partition drives.
  */
-export function* planRun(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Op<QueryResult> {
-  const renderId = idRendererOf(plan);
-  const context: ExecutionContext = plan.explain ? { ...base, renderId, explain: new ExplainLog() } : { ...base, renderId };
+export function planRun(plan: Plan, base: Omit<ExecutionContext, "renderId">, parameters: Plan["parameters"] = plan.parameters): Maybe<QueryResult> {
+  // Built field by field, not spread: a spread context's shape follows its base's, and its every read site goes megamorphic.
+  const context: ExecutionContext = {
+    view: base.view,
+    schema: base.schema,
+    now: base.now,
+    writable: base.writable,
+    deadline: base.deadline,
+    explain: plan.explain ? new ExplainLog() : undefined,
+    runtimeIndex: base.runtimeIndex,
+    embedder: base.embedder,
+    renderId: idRendererOf(plan),
+  };
   const variables = new Map<string, Stream>();
   checkReturns(plan);
-  yield* runEntries(plan.entries, context, variables, parameters, false);
-  if (context.view.hasWrites) {
-    yield* checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
-    yield* checkUniqueEdges(context.view, context.schema);
+  const scope: EvalScope = { context, variables, parameters, evalStep };
+  return andThen(runEntries(plan.entries, scope, false, plan.returns), () => (context.view.hasWrites ? andThen(checkWrites(context), () => renderReturns(plan, context, variables, 0, {})) : renderReturns(plan, context, variables, 0, {})));
+}
+
+function* checkWrites(context: ExecutionContext): Op<void> {
+  yield* checkUniqueWrites(context.view, context.schema, context.runtimeIndex);
+  yield* checkUniqueEdges(context.view, context.schema);
+}
+
+/** Renders the plan's returns from the `from`th on into `result`, then the `$explain`, and checks the deadline. */
+function renderReturns(plan: Plan, context: ExecutionContext, variables: Map<string, Stream>, from: number, result: QueryResult): Maybe<QueryResult> {
+  for (let i = from; i < plan.returns.length; i++) {
+    const name = plan.returns[i];
+    const json = render(variables.get(name) ?? { kind: "elements", items: [] }, context);
+    if (!ready(json)) {
+      return andThen(json, (value) => {
+        result[name] = value;
+        return renderReturns(plan, context, variables, i + 1, result);
+      });
+    }
+    result[name] = json;
   }
-  const result: QueryResult = {};
-  for (const name of plan.returns) result[name] = yield* render(variables.get(name) ?? { kind: "elements", items: [] }, context);
   if (context.explain !== undefined) result.$explain = context.explain.steps;
   // The last check before the caller commits: an invocation that finished late is rolled back all the same.
   context.deadline.check();
@@ -100,36 +125,46 @@ function collectNames(entries: readonly Entry[], names: Set<string>): void {
   }
 }
 
-function* runEntries(
-  entries: readonly Entry[],
-  context: ExecutionContext,
-  variables: Map<string, Stream>,
-  parameters: Readonly<Record<string, unknown>>,
-  appendToVariables: boolean,
-): Op<void> {
-  let previous: Stream | undefined;
-  for (const entry of entries) {
-    if (entry.kind === "for_each") {
-      yield* runForEach(entry, context, variables, parameters);
-      continue;
-    }
+/**
+ * Runs entries from the `from`th on (`previous`: the stream of the entry before it; `checked`: the `from`th's slice
+ * check is done). Plain while nothing waits; at a wait it answers an op that goes on from there.
+ * `returns`: the names the plan returns, whose source reads load records at once (they are rendered).
+ */
+function runEntries(entries: readonly Entry[], scope: EvalScope, appendToVariables: boolean, returns: readonly string[], from = 0, previous?: Stream, checked = false): Maybe<void> {
+  const { context, variables } = scope;
+  for (let i = from; i < entries.length; i++) {
+    const entry = entries[i];
+    if (entry.kind === "for_each") return andThen(runForEach(entry, scope, returns), () => runEntries(entries, scope, appendToVariables, returns, i + 1, previous));
     if (entry.kind === "index_operation") throw new SilkError("internal", "internal error (a bug in Silk): index operations run in the coordinator, not the executor");
-    if (context.deadline.checkSlice()) yield context.deadline.pause();
+    if (!checked && context.deadline.checkSlice()) return andThen(context.deadline.pause(), () => runEntries(entries, scope, appendToVariables, returns, i, previous, true));
+    checked = false;
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
-    const stream = yield* evalStep(entry.root, { context, variables, parameters, evalStep });
+    const stream = evalStep(entry.root, scope, entry.name !== undefined && returns.includes(entry.name));
+    if (!ready(stream)) {
+      return andThen(stream, (value) => {
+        bindEntry(entry, value, variables, appendToVariables);
+        return runEntries(entries, scope, appendToVariables, returns, i + 1, value);
+      });
+    }
+    bindEntry(entry, stream, variables, appendToVariables);
     previous = stream;
-    if (entry.name === undefined) continue;
-    const earlier = variables.get(entry.name);
-    if (!appendToVariables) variables.set(entry.name, stream);
-    else if (stream.kind === "scalar") {
-      // A FOR body's count or EXISTS collects one value per iteration, as its records and values do.
-      const before = earlier === undefined ? [] : earlier.kind === "values" ? earlier.items : earlier.kind === "scalar" ? [earlier.value] : undefined;
-      variables.set(entry.name, before === undefined ? stream : { kind: "values", items: [...before, stream.value] });
-    } else if (earlier && earlier.kind === stream.kind) {
-      variables.set(entry.name, { kind: stream.kind, items: [...(earlier as typeof stream).items, ...stream.items] } as Stream);
-    } else variables.set(entry.name, stream);
   }
+  return undefined;
+}
+
+/** Binds an entry's stream to its name (a FOR body's entries collect theirs over its iterations). */
+function bindEntry(entry: Extract<Entry, { kind: "query" }>, stream: Stream, variables: Map<string, Stream>, appendToVariables: boolean): void {
+  if (entry.name === undefined) return;
+  const earlier = variables.get(entry.name);
+  if (!appendToVariables) variables.set(entry.name, stream);
+  else if (stream.kind === "scalar") {
+    // A FOR body's count or EXISTS collects one value per iteration, as its records and values do.
+    const before = earlier === undefined ? [] : earlier.kind === "values" ? earlier.items : earlier.kind === "scalar" ? [earlier.value] : undefined;
+    variables.set(entry.name, before === undefined ? stream : { kind: "values", items: [...before, stream.value] });
+  } else if (earlier && earlier.kind === stream.kind) {
+    variables.set(entry.name, { kind: stream.kind, items: [...(earlier as typeof stream).items, ...stream.items] } as Stream);
+  } else variables.set(entry.name, stream);
 }
 
 /**
@@ -137,12 +172,8 @@ function* runEntries(
  * parameter; without, each element must be an object whose fields become parameters. Over a variable (`source`
  * "var"), each of its records is bound in turn as the one-record variable `as`, which is gone after the loop.
  */
-function* runForEach(
-  entry: Extract<Entry, { kind: "for_each" }>,
-  context: ExecutionContext,
-  variables: Map<string, Stream>,
-  parameters: Readonly<Record<string, unknown>>,
-): Op<void> {
+function* runForEach(entry: Extract<Entry, { kind: "for_each" }>, scope: EvalScope, returns: readonly string[]): Op<void> {
+  const { context, variables, parameters } = scope;
   if (entry.source === "var") {
     const as = entry.as as string; // the decoder requires it with var
     const stream = variables.get(entry.over);
@@ -152,7 +183,7 @@ function* runForEach(
     for (const element of elements) {
       if (context.deadline.checkSlice()) yield context.deadline.pause();
       variables.set(as, { kind: "elements", items: [element] });
-      yield* runEntries(entry.body, context, variables, parameters, true);
+      yield* wait(runEntries(entry.body, scope, true, returns));
     }
     if (shadowed === undefined) variables.delete(as);
     else variables.set(as, shadowed);
@@ -163,13 +194,13 @@ function* runForEach(
   for (const row of rows) {
     if (context.deadline.checkSlice()) yield context.deadline.pause();
     if (entry.as !== undefined) {
-      yield* runEntries(entry.body, context, variables, { ...parameters, [entry.as]: row }, true);
+      yield* wait(runEntries(entry.body, { ...scope, parameters: { ...parameters, [entry.as]: row } }, true, returns));
       continue;
     }
     if (typeof row !== "object" || row === null || Array.isArray(row)) {
       throw new SilkError("invalid_type", `for_each parameter ${JSON.stringify(entry.over)} must hold objects (or name them with "as")`);
     }
-    yield* runEntries(entry.body, context, variables, { ...parameters, ...row }, true);
+    yield* wait(runEntries(entry.body, { ...scope, parameters: { ...parameters, ...row } }, true, returns));
   }
 }
 
@@ -192,17 +223,18 @@ function conditionHolds(condition: NonNullable<Extract<Entry, { kind: "query" }>
   }
 }
 
-function* resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string): Op<Element[]> {
+/** A source's elements; with `withRecords` (its consumer reads them), IDs and parameters read records, not existence. */
+function resolveRef(ref: Ref, kind: RecordKind, scope: EvalScope, where: string, withRecords: boolean): Maybe<Element[]> {
   const { view } = scope.context;
   switch (ref.kind) {
     case "all":
-      return (yield* view.allIds(kind)).map((id) => ({ kind, id }));
+      return andThen(view.allIds(kind), (ids) => ids.map((id): Element => ({ kind, id })));
     case "ids":
-      return yield* existing(view, kind, ref.ids);
+      return existing(view, kind, ref.ids, withRecords);
     case "var":
       return variableElements(scope.variables, ref.name, kind, where);
     case "param":
-      return yield* existing(view, kind, parameterIds(scope.parameters, ref.name, where));
+      return existing(view, kind, parameterIds(scope.parameters, ref.name, where), withRecords);
     default:
       return unreachable(ref, "reference");
   }
@@ -227,23 +259,29 @@ function* evalBound(bound: Bound, scope: EvalScope): Op<number> {
   return number;
 }
 
-export function* evalStep(step: Step, scope: EvalScope): Op<Stream> {
-  const { view, deadline } = scope.context;
+/**
+ * A step's stream: a plain function answering the stream when nothing had to wait (the steps a common read passes
+ * through are plain too, so it builds no generator), else an op. `withRecords`: the consumer reads the records, so a
+ * source by IDs or parameter reads them at once (one read where existence and then records would be two).
+ */
+export function evalStep(step: Step, scope: EvalScope, withRecords = false): Maybe<Stream> {
+  const { deadline } = scope.context;
   // Every step, a sub-traversal's included, is a point where the invocation may let other requests run.
-  if (deadline.checkSlice()) yield deadline.pause();
+  if (deadline.checkSlice()) return andThen(deadline.pause(), () => stepStream(step, scope, withRecords));
+  return stepStream(step, scope, withRecords);
+}
+
+/** `evalStep` past its slice check. */
+function stepStream(step: Step, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
   switch (step.op) {
     case "nodes":
     case "edges":
     case "vectors":
-      return elements(yield* resolveRef(step.ref, sourceKind(step.op), scope, step.op));
+      return andThen(resolveRef(step.ref, sourceKind(step.op), scope, step.op, withRecords), elements);
     case "nodes_where":
     case "edges_where":
-    case "vectors_where": {
-      const kind = sourceKind(step.op);
-      const ids = yield* sourceIds(step.op, kind, step.predicate, scope);
-      const candidates = yield* loaded(view, ids.map((id) => ({ kind, id })));
-      return elements(yield* filterElements(candidates, step.predicate, scope));
-    }
+    case "vectors_where":
+      return sourceWhere(step, scope);
     case "context":
       return contextAt(step.depth ?? 0, scope);
     case "out":
@@ -255,77 +293,77 @@ export function* evalStep(step: Step, scope: EvalScope): Op<Stream> {
     case "out_n":
     case "in_n":
     case "other_n":
-      return yield* traverse(step, scope);
+      return traverse(step, scope);
     case "has":
     case "has_label":
     case "has_key":
     case "where":
-      return elements(yield* filterStep(step, scope));
+      return andThen(filterStep(step, scope), elements);
     case "dedup":
     case "within":
     case "without":
-      return yield* distinct(step, scope);
+      return distinct(step, scope);
     case "limit":
     case "skip":
     case "range":
-      return yield* page(step, scope);
+      return page(step, scope);
     case "order_by":
     case "order_by_multiple":
     case "fold":
     case "unfold":
     case "edge_has":
     case "edge_has_label":
-      return yield* reshape(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => reshape(step, input, scope));
     case "union":
     case "coalesce":
     case "optional":
     case "choose":
-      return yield* branch(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => branch(step, input, scope));
     case "repeat":
-      return yield* repeat(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => repeat(step, input, scope));
     case "intersect":
-      return yield* intersect(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => intersect(step, input, scope));
     case "inject":
     case "as":
     case "store":
     case "select":
-      return yield* named(step, scope);
+      return named(step, scope);
     case "count":
     case "exists":
     case "id":
     case "label":
-      return yield* summarize(step, scope);
+      return summarize(step, scope);
     case "values":
     case "value_map":
     case "project":
-      return yield* project(step, scope);
+      return project(step, scope);
     case "aggregate":
-      return yield* aggregate(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => aggregate(step, input, scope));
     case "group_count":
     case "aggregate_by":
-      return yield* group(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => group(step, input, scope));
     case "group":
-      return yield* groupsByValue(step.path, true, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => groupsByValue(step.path, true, input, scope));
     case "shortest_path":
-      return yield* shortestPaths(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => shortestPaths(step, input, scope));
     case "path":
     case "simple_path":
-      return yield* walk(step, scope);
+      return walk(step, scope);
     case "bind":
     case "project_bindings":
     case "edge_properties":
-      return yield* bindings(step, scope);
+      return bindings(step, scope);
     case "with_sack":
     case "sack_set":
     case "sack_add":
     case "sack_get":
-      return yield* sack(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => sack(step, input, scope));
     case "vector_search":
     case "text_search":
-      return yield* search(step, scope);
+      return search(step, scope);
     case "rerank_rrf":
     case "rerank_mmr":
-      return yield* rerank(step, scope);
+      return rerank(step, scope);
     case "add_n":
     case "add_e":
     case "add_v":
@@ -334,46 +372,61 @@ export function* evalStep(step: Step, scope: EvalScope): Op<Stream> {
     case "remove_property":
     case "drop":
       requireWritable(scope, step.op);
-      return yield* mutate(step, scope);
+      return mutate(step, scope);
     case "drop_edge":
     case "drop_edge_by_id":
       requireWritable(scope, step.op);
-      return yield* dropEdges(step, scope);
+      return dropEdges(step, scope);
     case "upsert_n":
     case "upsert_v":
     case "upsert_e":
       requireWritable(scope, step.op);
-      return yield* upsert(step, yield* evalStep(step.input, scope), scope);
+      return andThen(evalStep(step.input, scope), (input) => upsert(step, input, scope));
     default:
       return unreachable(step, "step");
   }
 }
 
-/** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
-function* distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Op<Stream> {
-  const input = yield* evalStep(step.input, scope);
-  if (step.op !== "dedup") {
-    const other = scope.variables.get(step.variable);
-    if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
-    const members = new Set(elementsOf(other, step.op).map((item) => item.id));
-    return elements(elementsOf(input, step.op).filter((item) => members.has(item.id) === (step.op === "within")));
-  }
-  if (input.kind === "scalar") return input;
-  if (input.kind === "values") {
-    const seen = new Set<string>();
-    return { kind: "values", items: input.items.filter((item) => !seen.has(JSON.stringify(item)) && (seen.add(JSON.stringify(item)), true)) };
-  }
-  const seen = new Set<bigint>();
-  return elements(input.items.filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+/** `nodes_where`, `edges_where`, `vectors_where`: the planner's candidates (planner.ts), filtered by the predicate. */
+function* sourceWhere(step: Extract<Step, { op: "nodes_where" | "edges_where" | "vectors_where" }>, scope: EvalScope): Op<Stream> {
+  const kind = sourceKind(step.op);
+  const ids = yield* sourceIds(step.op, kind, step.predicate, scope);
+  const candidates = yield* loaded(scope.context.view, ids.map((id) => ({ kind, id })));
+  return elements(yield* filterElements(candidates, step.predicate, scope));
 }
 
+/** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
+function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Maybe<Stream> {
+  return andThen(evalStep(step.input, scope), (input): Stream => {
+    if (step.op !== "dedup") {
+      const other = scope.variables.get(step.variable);
+      if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
+      const members = new Set(elementsOf(other, step.op).map((item) => item.id));
+      return elements(elementsOf(input, step.op).filter((item) => members.has(item.id) === (step.op === "within")));
+    }
+    if (input.kind === "scalar") return input;
+    if (input.kind === "values") {
+      const seen = new Set<string>();
+      return { kind: "values", items: input.items.filter((item) => !seen.has(JSON.stringify(item)) && (seen.add(JSON.stringify(item)), true)) };
+    }
+    const seen = new Set<bigint>();
+    return elements(input.items.filter((item) => !seen.has(item.id) && (seen.add(item.id), true)));
+  });
+}
+
+type SummaryStep = Extract<Step, { op: "count" | "exists" | "id" | "label" }>;
+
 /** `count` and `exists` of any stream; `id` and `label` of records. */
-function* summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label" }>, scope: EvalScope): Op<Stream> {
+function summarize(step: SummaryStep, scope: EvalScope): Maybe<Stream> {
   if (step.op === "count") {
-    const counted = yield* countWithoutElements(step.input, scope);
-    if (counted !== undefined) return { kind: "scalar", value: counted };
+    return andThen(countWithoutElements(step.input, scope), (counted) =>
+      counted !== undefined ? { kind: "scalar", value: counted } : andThen(evalStep(step.input, scope), (input) => summary(step, input, scope)),
+    );
   }
-  const input = yield* evalStep(step.input, scope);
+  return andThen(evalStep(step.input, scope, step.op === "label"), (input) => summary(step, input, scope));
+}
+
+function summary(step: SummaryStep, input: Stream, scope: EvalScope): Maybe<Stream> {
   const op = step.op;
   switch (op) {
     case "count":
@@ -383,7 +436,7 @@ function* summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label
     case "id":
       return { kind: "values", items: elementsOf(input, "id").map((item) => scope.context.renderId(item.id)) };
     case "label":
-      return { kind: "values", items: (yield* loaded(scope.context.view, elementsOf(input, "label"))).map((item) => item.record!.label) };
+      return andThen(loadedNow(scope.context.view, elementsOf(input, "label")), (items): Stream => ({ kind: "values", items: items.map((item) => item.record!.label) }));
     default:
       return unreachable(op, "step");
   }
@@ -392,47 +445,56 @@ function* summarize(step: Extract<Step, { op: "count" | "exists" | "id" | "label
 type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;
 
 /** Node → node (`out`, `in`, `both`), node → edge (`*_e`) and edge → node (`*_n`). */
-function* traverse(step: TraversalStep, scope: EvalScope): Op<Stream> {
+function traverse(step: TraversalStep, scope: EvalScope): Maybe<Stream> {
+  return andThen(evalStep(step.input, scope), (input) => traverseFrom(step, elementsOf(input, step.op), scope));
+}
+
+function traverseFrom(step: TraversalStep, items: Element[], scope: EvalScope): Maybe<Stream> {
   const { view } = scope.context;
-  const items = elementsOf(yield* evalStep(step.input, scope), step.op);
-  if (carriesRows(items, scope)) return yield* traverseRows(step, items, scope);
+  if (carriesRows(items, scope)) return traverseRows(step, items, scope);
   switch (step.op) {
     case "out":
-    case "in": {
-      const read = view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label);
-      return elements(ready(read) ? read : yield* wait(read));
-    }
+    case "in":
+      return andThen(view.neighbours(items.filter((item) => item.kind !== "edge").map((item) => item.id), step.op, step.label), elements);
     case "both":
-      return elements(neighboursOf(yield* adjacencyOf(view, items, ["out", "in"], step.label)));
+      return andThen(adjacencyOf(view, items, ["out", "in"], step.label), (lists) => elements(neighboursOf(lists)));
     case "out_e":
     case "in_e":
     case "both_e": {
-      const directions: Direction[] = step.op === "both_e" ? ["out", "in"] : [step.op === "out_e" ? "out" : "in"];
       const owners = items.filter((item) => item.kind !== "edge");
-      const lists = yield* adjacencyOf(view, owners, directions, step.label);
-      const edges: Element[] = [];
-      lists.forEach((list, i) => {
-        for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
+      const read =
+        step.op === "both_e"
+          ? adjacencyOf(view, owners, ["out", "in"], step.label)
+          : view.adjacency(
+              owners.map((item) => item.id),
+              step.op === "out_e" ? "out" : "in",
+              step.label,
+            );
+      return andThen(read, (lists) => {
+        const edges: Element[] = [];
+        lists.forEach((list, i) => {
+          for (const entry of list) edges.push({ kind: "edge", id: entry.edge, via: owners[i].id });
+        });
+        return elements(edges);
       });
-      return elements(edges);
     }
     case "out_n":
     case "in_n":
-    case "other_n": {
-      const ends: Element[] = [];
-      for (const element of yield* loaded(view, items.filter((item) => item.kind === "edge"))) {
-        const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
-        // other_n: the end the edge was not reached from; an edge not reached from a record gives its target.
-        const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
-        ends.push(source ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
-      }
-      return elements(ends);
-    }
+    case "other_n":
+      return andThen(loadedNow(view, items.filter((item) => item.kind === "edge")), (edges) => {
+        const ends: Element[] = [];
+        for (const element of edges) {
+          const edge = element.record as Extract<StoredRecord, { kind: "edge" }>;
+          // other_n: the end the edge was not reached from; an edge not reached from a record gives its target.
+          const source = step.op === "in_n" || (step.op === "other_n" && element.via === edge.to && edge.from !== edge.to);
+          ends.push(source ? { kind: edge.fromKind, id: edge.from } : { kind: edge.toKind, id: edge.to });
+        }
+        return elements(ends);
+      });
     default:
       return unreachable(step, "traversal");
   }
 }
-
 
 /** The elements the predicate holds for; decided without a generator per element where it reads nothing (predicateNow). */
 function* filterElements(items: Element[], predicate: Predicate, scope: EvalScope): Op<Element[]> {
@@ -446,7 +508,7 @@ function* filterElements(items: Element[], predicate: Predicate, scope: EvalScop
 }
 
 function* filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>, scope: EvalScope): Op<Element[]> {
-  const items = yield* loaded(scope.context.view, elementsOf(yield* evalStep(step.input, scope), step.op));
+  const items = yield* loaded(scope.context.view, elementsOf(yield* wait(evalStep(step.input, scope, true)), step.op));
   switch (step.op) {
     case "has":
       return yield* filterElements(items, { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, scope);
@@ -464,7 +526,7 @@ function* filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" |
 function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Op<Stream> {
   const paged = step.op === "skip" ? undefined : yield* pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
   if (paged !== undefined) return elements(paged);
-  const input = yield* evalStep(step.input, scope);
+  const input = yield* wait(evalStep(step.input, scope));
   if (input.kind === "scalar") return input;
   let start = 0;
   let end = Number.MAX_SAFE_INTEGER;
@@ -499,11 +561,11 @@ function* boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range"
  * Renders a returned stream. Records show their state at the end of the transaction: after a write, every record is
  * read again from the view (so a record updated by a later entry shows the update, and one dropped later is gone).
  */
-function* render(stream: Stream, context: ExecutionContext): Op<unknown> {
+function render(stream: Stream, context: ExecutionContext): Maybe<unknown> {
   // A values stream with an `answer` (a `values` step's one object per element) answers that.
   if (stream.kind === "values" && stream.answer !== undefined) return stream.answer;
-  if (stream.kind !== "elements" || !context.view.hasWrites) return yield* streamToJson(stream, context.view, context.renderId);
+  if (stream.kind !== "elements" || !context.view.hasWrites) return streamToJsonNow(stream, context.view, context.renderId);
   // Reloaded from the view (records may have changed since the step ran); a search hit keeps its tag, a row its state.
   const items = stream.items.map((item): Element => ({ kind: item.kind, id: item.id, ...(item.hit === undefined ? {} : { hit: item.hit }), ...(item.row === undefined ? {} : { row: item.row }) }));
-  return yield* streamToJson({ kind: "elements", items }, context.view, context.renderId);
+  return streamToJsonNow({ kind: "elements", items }, context.view, context.renderId);
 }

@@ -69,7 +69,7 @@ export function* mutate(step: MutationStep, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
   switch (step.op) {
     case "add_n": {
-      const count = step.input === undefined ? 1 : elementsOf(yield* scope.evalStep(step.input, scope), "add_n").length;
+      const count = step.input === undefined ? 1 : elementsOf(yield* wait(scope.evalStep(step.input, scope)), "add_n").length;
       const props = yield* createProps("node", step.label, step.properties, scope);
       const created: Element[] = [];
       for (let i = 0; i < count; i += 1) {
@@ -87,7 +87,7 @@ export function* mutate(step: MutationStep, scope: EvalScope): Op<Stream> {
     case "set_property":
     case "update":
     case "remove_property": {
-      const items = yield* loaded(view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
+      const items = yield* loaded(view, elementsOf(yield* wait(scope.evalStep(step.input, scope)), step.op));
       const patch: Record<string, unknown> =
         step.op === "update"
           ? yield* assignments(step.properties, scope)
@@ -98,7 +98,7 @@ export function* mutate(step: MutationStep, scope: EvalScope): Op<Stream> {
       return elements(items);
     }
     case "drop": {
-      const items = yield* loaded(view, elementsOf(yield* scope.evalStep(step.input, scope), "drop"));
+      const items = yield* loaded(view, elementsOf(yield* wait(scope.evalStep(step.input, scope)), "drop"));
       yield* dropAll(items, scope);
       return elements([]);
     }
@@ -151,7 +151,7 @@ function* addEdges(step: Extract<Step, { op: "add_e" }>, scope: EvalScope): Op<S
   const namedSources = (input.op === "nodes" || input.op === "vectors") && (input.ref.kind === "ids" || input.ref.kind === "param");
   const sources = namedSources
     ? yield* resolveEndpoints(input.ref, scope, "add_e")
-    : yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(input, scope), "add_e").filter((item) => item.kind !== "edge"));
+    : yield* loaded(scope.context.view, elementsOf(yield* wait(scope.evalStep(input, scope)), "add_e").filter((item) => item.kind !== "edge"));
   const targets = yield* resolveEndpoints(step.to, scope, "add_e.to");
   return elements(yield* createEdges(step.label, sources, targets, step.properties, scope));
 }

@@ -49,6 +49,19 @@ export function* wait<T>(value: Maybe<T>): Op<T> {
   return value as T;
 }
 
+/**
+ * `f` of `m`'s value: called at once when `m` is ready (no generator is built), otherwise from an op that waits for
+ * `m` first. The plain steps of the executor compose with it, so a run that never waits builds no generator.
+ */
+export function andThen<T, U>(m: Maybe<T>, f: (value: T) => Maybe<U>): Maybe<U> {
+  return ready(m) ? f(m) : thenOp(m, f);
+}
+
+function* thenOp<T, U>(m: Maybe<T>, f: (value: T) => Maybe<U>): Op<U> {
+  const next = f(yield* wait(m));
+  return ready(next) ? next : yield* wait(next);
+}
+
 /** What `runNow` answers for an op that had to wait (it was given up). */
 export const NOT_NOW: unique symbol = Symbol("not now");
 
@@ -56,7 +69,13 @@ export const NOT_NOW: unique symbol = Symbol("not now");
  * Runs `op` to its end without waiting: its value, or NOT_NOW when it yielded (it is given up there, its `finally`
  * blocks run, and the promise it yielded is left unobserved but caught, so its rejection is never unhandled).
  */
-export function runNow<T>(op: Op<T>): T | typeof NOT_NOW {
+export function runNow<T>(run: Maybe<T>): T | typeof NOT_NOW {
+  if (ready(run)) return run;
+  if (!isOp(run)) {
+    run.then(undefined, () => undefined);
+    return NOT_NOW;
+  }
+  const op = run as Op<T>;
   const step = op.next();
   if (step.done) return step.value;
   step.value.then(undefined, () => undefined);
@@ -75,7 +94,10 @@ export function settle<T>(value: Maybe<T>): T | Promise<T> {
  * Runs `op` synchronously until it ends (its value) or yields; from its first yield on it runs asynchronously, resumed
  * after each yielded promise settles (a rejection is thrown into it where it yielded), and the answer is a promise.
  */
-export function drive<T>(op: Op<T>): T | Promise<T> {
+export function drive<T>(run: Maybe<T>): T | Promise<T> {
+  if (ready(run)) return run;
+  if (!isOp(run)) return Promise.resolve(run);
+  const op = run as Op<T>;
   const step = op.next();
   if (step.done) return step.value;
   return continueAsync(op, step.value);
@@ -98,9 +120,9 @@ async function continueAsync<T>(op: Op<T>, pending: PromiseLike<unknown>): Promi
 }
 
 /** `drive` for callers that want a promise whether or not the op waited. */
-export function runAsync<T>(op: Op<T>): Promise<T> {
+export function runAsync<T>(run: Maybe<T>): Promise<T> {
   try {
-    return Promise.resolve(drive(op));
+    return Promise.resolve(drive(run));
   } catch (cause) {
     return Promise.reject(cause);
   }

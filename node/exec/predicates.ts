@@ -12,7 +12,7 @@
  * missing property matches nothing (and so NEQ matches it).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { wait, type Op } from "./ops.js";
+import { wait, type Maybe, type Op } from "./ops.js";
 import { idOf, JsonId } from "../../protocol/ids.js";
 import type { CompareOp, Expr, Predicate, Step } from "../../protocol/tree.js";
 import { compareValues, valuesEqual, type Value } from "../../protocol/values.js";
@@ -33,7 +33,7 @@ export interface EvalScope {
    */
   readonly outerContexts?: readonly (Stream | undefined)[];
   /** The executor's step evaluator, passed in so that expressions can run sub-traversals without importing it. */
-  readonly evalStep: (step: Step, scope: EvalScope) => Op<Stream>;
+  readonly evalStep: (step: Step, scope: EvalScope, withRecords?: boolean) => Maybe<Stream>;
   /** Set while a `path` or `simple_path` step evaluates its input: traversals then record each row's path (walks.ts). */
   readonly trackPaths?: boolean;
 }
@@ -107,8 +107,8 @@ export function* rowValue(element: Element, source: string, scope: EvalScope): O
  * enclosing context stays, and a traversal that reads `context` where there is none is refused by the executor.
  */
 function* subTraversal(traversal: Step, element: Element | undefined, scope: EvalScope): Op<Stream> {
-  if (element === undefined) return yield* scope.evalStep(traversal, scope);
-  return yield* scope.evalStep(traversal, enterSubTraversal(scope, { kind: "elements", items: [element] }));
+  if (element === undefined) return yield* wait(scope.evalStep(traversal, scope));
+  return yield* wait(scope.evalStep(traversal, enterSubTraversal(scope, { kind: "elements", items: [element] })));
 }
 
 /**

@@ -8,10 +8,10 @@
  * property. Expression items of `project` are always present, null when they evaluate to nothing, as there.
  */
 import type { Step } from "../../protocol/tree.js";
-import type { Op } from "./ops.js";
+import { andThen, ready, type Maybe, type Op } from "./ops.js";
 import { valueToJson, type Value } from "../../protocol/values.js";
 import { evaluateExpr, exprNow, LATER, type EvalScope } from "./predicates.js";
-import { elementsOf, loaded, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
+import { elementsOf, loadedNow, recordToJson, valuesStream, virtualPropertyJson, type Element, type Stream } from "./streams.js";
 import { unreachable } from "../../protocol/errors.js";
 
 /**
@@ -37,48 +37,63 @@ export function propertyJsonNow(element: Element, path: string, scope: EvalScope
   return value === undefined || value === LATER ? value : valueToJson(value);
 }
 
-export function* project(step: Extract<Step, { op: "values" | "value_map" | "project" }>, scope: EvalScope): Op<Stream> {
-  const items = yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
+/** `values`, `value_map` and `project`: plain while no row has to wait (ops.ts), its input read with its records. */
+export function project(step: ProjectionStep, scope: EvalScope): Maybe<Stream> {
+  return andThen(scope.evalStep(step.input, scope, true), (input) =>
+    andThen(loadedNow(scope.context.view, elementsOf(input, step.op)), (items) => rowsFrom(step, items, scope, 0, [], [], false)),
+  );
+}
+
+type ProjectionStep = Extract<Step, { op: "values" | "value_map" | "project" }>;
+
+/**
+ * The rows of the `from`th element on, added to `rows` (and, for `values`, its flat `values`); `ticked`: the
+ * `from`th's deadline tick is done. At a row or pause that must wait it answers an op that goes on from there.
+ */
+function rowsFrom(step: ProjectionStep, items: Element[], scope: EvalScope, from: number, rows: unknown[], values: unknown[], ticked: boolean): Maybe<Stream> {
   const { deadline } = scope.context;
+  for (let i = from; i < items.length; i++) {
+    if (!ticked && deadline.tick()) return andThen(deadline.pause(), () => rowsFrom(step, items, scope, i, rows, values, true));
+    ticked = false;
+    const row = rowOf(step, items[i], scope);
+    if (!ready(row)) {
+      return andThen(row, (value) => {
+        addRow(step, value, rows, values);
+        return rowsFrom(step, items, scope, i + 1, rows, values, false);
+      });
+    }
+    addRow(step, row, rows, values);
+  }
+  return step.op === "values" ? valuesStream(values, rows) : valuesStream(rows);
+}
+
+function rowOf(step: ProjectionStep, element: Element, scope: EvalScope): Maybe<Record<string, unknown>> {
   switch (step.op) {
-    case "values": {
-      // `items` keep one value per element and property (null for a missing one): the flat form expressions such as
-      // `first` read (HelixQL's `x::ToN::{age}`). The answer is HelixDB's: one object per element.
-      const values: unknown[] = [];
-      const rows: Record<string, unknown>[] = [];
-      for (const element of items) {
-        if (deadline.tick()) yield deadline.pause();
-        const now = selectedRowNow(element, step.properties, scope);
-        const row = now !== LATER ? now : yield* selectedRow(element, step.properties, scope);
-        for (const path of step.properties) values.push(row[path] ?? null);
-        if (Object.keys(row).length > 0) rows.push(row);
-      }
-      return valuesStream(values, rows);
-    }
+    case "values":
     case "value_map": {
-      const rows: unknown[] = [];
-      for (const element of items) {
-        if (deadline.tick()) yield deadline.pause();
-        if (step.properties === undefined) {
-          rows.push(recordToJson(element.record!, scope.context.renderId));
-          continue;
-        }
-        const now = selectedRowNow(element, step.properties, scope);
-        rows.push(now !== LATER ? now : yield* selectedRow(element, step.properties, scope));
-      }
-      return valuesStream(rows);
+      if (step.properties === undefined) return recordToJson(element.record!, scope.context.renderId);
+      const now = selectedRowNow(element, step.properties, scope);
+      return now !== LATER ? now : selectedRow(element, step.properties, scope);
     }
-    case "project": {
-      const rows: unknown[] = [];
-      for (const element of items) {
-        if (deadline.tick()) yield deadline.pause();
-        rows.push(yield* projectRow(step, element, scope));
-      }
-      return valuesStream(rows);
-    }
+    case "project":
+      return projectRow(step, element, scope);
     default:
       return unreachable(step, "projection step");
   }
+}
+
+/**
+ * A `values` row keeps one value per element and property (null for a missing one) in `values`: the flat form
+ * expressions such as `first` read (HelixQL's `x::ToN::{age}`); its answer is HelixDB's, one object per element
+ * (none for an element with none of the properties). Other rows are answered as they are.
+ */
+function addRow(step: ProjectionStep, row: Record<string, unknown>, rows: unknown[], values: unknown[]): void {
+  if (step.op !== "values") {
+    rows.push(row);
+    return;
+  }
+  for (const path of step.properties) values.push(row[path] ?? null);
+  if (Object.keys(row).length > 0) rows.push(row);
 }
 
 /** The listed properties the element has, keyed by path as written; missing ones are left out. */

@@ -4,7 +4,7 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import type { Op } from "./ops.js";
+import { wait, type Op } from "./ops.js";
 import type { RecordKind } from "../../protocol/records.js";
 import type { Expr, Order, OrderRule, Step } from "../../protocol/tree.js";
 import { compareValues, type Value } from "../../protocol/values.js";
@@ -120,23 +120,23 @@ export function* named(step: NamedStep, scope: EvalScope): Op<Stream> {
   };
   switch (step.op) {
     case "as": {
-      const stream = yield* scope.evalStep(step.input, scope);
+      const stream = yield* wait(scope.evalStep(step.input, scope));
       variables.set(step.name, stream);
       return stream;
     }
     case "store": {
-      const stream = yield* scope.evalStep(step.input, scope);
+      const stream = yield* wait(scope.evalStep(step.input, scope));
       const earlier = variables.get(step.name);
       variables.set(step.name, earlier === undefined ? stream : yield* concatStreams([earlier, stream], scope.context.view, scope.context.renderId));
       return stream;
     }
     case "select":
-      yield* scope.evalStep(step.input, scope);
+      yield* wait(scope.evalStep(step.input, scope));
       return lookup(step.name);
     case "inject": {
       const injected = lookup(step.variable);
       if (step.input === undefined) return injected;
-      return yield* concatStreams([yield* scope.evalStep(step.input, scope), injected], scope.context.view, scope.context.renderId);
+      return yield* concatStreams([yield* wait(scope.evalStep(step.input, scope)), injected], scope.context.view, scope.context.renderId);
     }
     default:
       return unreachable(step, "step");

@@ -47,7 +47,7 @@ export function* search(step: SearchStep, scope: EvalScope): Op<Stream> {
   if (step.input !== undefined) {
     candidates = yield* indexedCandidates(step.input, step.kind, scope);
     if (candidates === undefined) {
-      const input = elementsOf(yield* scope.evalStep(step.input, scope), step.op);
+      const input = elementsOf(yield* wait(scope.evalStep(step.input, scope)), step.op);
       candidates = [...new Set(input.filter((item) => item.kind === step.kind).map((item) => item.id))];
     }
     if (candidates.length === 0) return elements([]);
@@ -94,7 +94,7 @@ export function vectorOfHit(element: Element): Float32Array | undefined {
 
 /** RerankRRF (fusion of the stream's rankings) and RerankMMR (diversification), over the input's loaded records. */
 export function* rerank(step: Extract<Step, { op: "rerank_rrf" | "rerank_mmr" }>, scope: EvalScope): Op<Stream> {
-  const input = yield* loaded(scope.context.view, elementsOf(yield* scope.evalStep(step.input, scope), step.op));
+  const input = yield* loaded(scope.context.view, elementsOf(yield* wait(scope.evalStep(step.input, scope)), step.op));
   if (step.op === "rerank_rrf") {
     const k = step.k === undefined ? RRF_K_DEFAULT : numberOf(yield* evalInput(step.k, scope), "RerankRRF's k");
     return elements(rerankRrf(input, k, nextSearchNumber(scope.context)));

@@ -4,7 +4,7 @@
  * of them imports another's step logic.
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { ready, wait, type Op } from "./ops.js";
+import { andThen, ready, wait, type Maybe, type Op } from "./ops.js";
 import { RESULT_ELEMENTS_MAX } from "../../protocol/limits.js";
 import { idOf, idToString, parseId, type IdRenderer } from "../../protocol/ids.js";
 import type { Embedder } from "../../protocol/embedding.js";
@@ -98,11 +98,32 @@ export function valuesStream(items: unknown[], answer?: readonly unknown[]): Str
 
 /** Loads the records of the given elements; elements whose record no longer exists are dropped. */
 export function* loaded(view: TxnView, items: Element[]): Op<Element[]> {
-  for (const [kind, list] of unloadedByKind(items)) {
-    const read = view.records(kind, list.map((item) => item.id));
-    const records = ready(read) ? read : yield* wait(read);
-    list.forEach((item, i) => (item.record = records[i]));
+  const read = loadedNow(view, items);
+  return ready(read) ? read : yield* wait(read);
+}
+
+/** `loaded` as a plain function: the elements when no read had to wait (no generator is built), else an op. */
+export function loadedNow(view: TxnView, items: Element[]): Maybe<Element[]> {
+  const byKind = unloadedByKind(items);
+  return byKind.size === 0 ? withRecordsOnly(items) : loadKinds(view, items, [...byKind], 0);
+}
+
+function loadKinds(view: TxnView, items: Element[], kinds: readonly [RecordKind, Element[]][], from: number): Maybe<Element[]> {
+  for (let i = from; i < kinds.length; i++) {
+    const list = kinds[i][1];
+    const read = view.records(kinds[i][0], list.map((item) => item.id));
+    if (!ready(read)) {
+      return andThen(read, (records) => {
+        list.forEach((item, j) => (item.record = records[j]));
+        return loadKinds(view, items, kinds, i + 1);
+      });
+    }
+    list.forEach((item, j) => (item.record = read[j]));
   }
+  return withRecordsOnly(items);
+}
+
+function withRecordsOnly(items: Element[]): Element[] {
   return items.filter((item) => item.record !== undefined);
 }
 
@@ -149,15 +170,28 @@ export function parameterIds(parameters: Readonly<Record<string, unknown>>, name
   return list.map((id, i) => idOf(id) ?? parseId(id, `parameter ${name}[${i}]`));
 }
 
-/** Elements for the IDs that name a record of this kind; records load later, only if a step needs them. */
-export function* existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]): Op<Element[]> {
-  const read = view.exists(kind, ids);
-  const found = ready(read) ? read : yield* wait(read);
-  const items: Element[] = [];
-  ids.forEach((id, i) => {
-    if (found[i]) items.push({ kind, id });
+/**
+ * Elements for the IDs that name a record of this kind. Records load later, only if a step needs them; with
+ * `withRecords` (the consumer reads them: a returned stream, `value_map`, `label`...) they are read now instead of
+ * the existence, one read where there would be two.
+ */
+export function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[], withRecords = false): Maybe<Element[]> {
+  if (withRecords) {
+    return andThen(view.records(kind, ids), (records) => {
+      const items: Element[] = [];
+      records.forEach((record, i) => {
+        if (record !== undefined) items.push({ kind, id: ids[i], record });
+      });
+      return items;
+    });
+  }
+  return andThen(view.exists(kind, ids), (found) => {
+    const items: Element[] = [];
+    ids.forEach((id, i) => {
+      if (found[i]) items.push({ kind, id });
+    });
+    return items;
   });
-  return items;
 }
 
 /** A vector record's vector; `internal` for one read without it (vector-reads.ts), which no plan should render. */
@@ -209,12 +243,20 @@ export function recordToJson(record: StoredRecord, renderId: IdRenderer): Record
 
 /** A stream in its JSON form: records as `recordToJson` objects, values as they are, a scalar as its JSON value. */
 export function* streamToJson(stream: Stream, view: TxnView, renderId: IdRenderer): Op<unknown> {
+  const json = streamToJsonNow(stream, view, renderId);
+  return ready(json) ? json : yield* wait(json);
+}
+
+/** `streamToJson` as a plain function: the JSON when no read had to wait, else an op. */
+export function streamToJsonNow(stream: Stream, view: TxnView, renderId: IdRenderer): Maybe<unknown> {
   if (stream.kind === "scalar") return valueToJson(stream.value as Value);
   if (stream.kind === "values") return stream.items;
-  return (yield* loaded(view, stream.items)).map((item) => {
-    if (showsRow(item.row)) return rowToJson(item, item.row, renderId);
-    return item.hit === undefined ? recordToJson(item.record!, renderId) : hitToJson(item.record!, item.hit, renderId);
-  });
+  return andThen(loadedNow(view, stream.items), (items) =>
+    items.map((item) => {
+      if (showsRow(item.row)) return rowToJson(item, item.row, renderId);
+      return item.hit === undefined ? recordToJson(item.record!, renderId) : hitToJson(item.record!, item.hit, renderId);
+    }),
+  );
 }
 
 /** A search result in JSON form: the record, and its `$distance` (vector searches) or `$score` (text, rerankers). */

@@ -10,7 +10,7 @@
  * `simple_path` step is evaluating its input (`EvalScope.trackPaths`), so a plain traversal pays nothing for rows.
  */
 import type { Direction, StoredRecord } from "../../protocol/records.js";
-import type { Op } from "./ops.js";
+import { wait, type Op } from "./ops.js";
 import type { Step } from "../../protocol/tree.js";
 import type { EvalScope } from "./predicates.js";
 import { isSimplePath, movedTo, rowOf, withRow } from "./rows.js";
@@ -71,7 +71,7 @@ export function* traverseRows(step: TraversalStep, items: Element[], scope: Eval
 /** `path` shows each row's path; `simple_path` keeps the rows whose path repeats no element. */
 export function* walk(step: Extract<Step, { op: "path" | "simple_path" }>, scope: EvalScope): Op<Stream> {
   // The input's traversals record paths only while some step will read them.
-  const items = elementsOf(yield* scope.evalStep(step.input, { ...scope, trackPaths: true }), step.op);
+  const items = elementsOf(yield* wait(scope.evalStep(step.input, { ...scope, trackPaths: true })), step.op);
   const { deadline } = scope.context;
   const result: Element[] = [];
   for (const element of items) {

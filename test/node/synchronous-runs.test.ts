@@ -18,7 +18,7 @@ import { REPO } from "../cli/helpers.js";
 import { PartitionMap } from "../../cluster/partition-map.js";
 import { Deadline, EXECUTION_SLICE_MS } from "../../node/exec/deadline.js";
 import { executePlan, planRun } from "../../node/exec/executor.js";
-import { drive, NOT_NOW, runAsync, runNow, type Op } from "../../node/exec/ops.js";
+import { drive, NOT_NOW, runAsync, runNow, type Maybe, type Op } from "../../node/exec/ops.js";
 import { PartitionActor, SnapshotReader } from "../../node/actor/partition-actor.js";
 import { PartitionStore } from "../../node/store/partition-store.js";
 import { BASE_READ_CHUNK_IDS, TxnView, type BaseReader } from "../../node/exec/txn-view.js";
@@ -128,7 +128,7 @@ class PromisedReader implements BaseReader {
 const ids = { allocate: (): bigint => 0n };
 
 /** The executor's run of a read plan over `base`. */
-function runOver(plan: Plan, base: BaseReader, deadline: Deadline): Op<QueryResult> {
+function runOver(plan: Plan, base: BaseReader, deadline: Deadline): Maybe<QueryResult> {
   return planRun(plan, { view: new TxnView(base, ids, deadline), schema: undefined, now: () => new Date(0), writable: false, deadline });
 }
 
