@@ -302,11 +302,11 @@ function stepStream(step: Step, scope: EvalScope, withRecords: boolean): Maybe<S
     case "dedup":
     case "within":
     case "without":
-      return distinct(step, scope);
+      return distinct(step, scope, withRecords);
     case "limit":
     case "skip":
     case "range":
-      return page(step, scope);
+      return page(step, scope, withRecords);
     case "order_by":
     case "order_by_multiple":
     case "fold":
@@ -396,8 +396,8 @@ function* sourceWhere(step: Extract<Step, { op: "nodes_where" | "edges_where" | 
 }
 
 /** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
-function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope): Maybe<Stream> {
-  return andThen(evalStep(step.input, scope), (input): Stream => {
+function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
+  return andThen(evalStep(step.input, scope, withRecords), (input): Stream => {
     if (step.op !== "dedup") {
       const other = scope.variables.get(step.variable);
       if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
@@ -523,10 +523,10 @@ function* filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" |
   }
 }
 
-function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Op<Stream> {
+function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope, withRecords: boolean): Op<Stream> {
   const paged = step.op === "skip" ? undefined : yield* pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
   if (paged !== undefined) return elements(paged);
-  const input = yield* wait(evalStep(step.input, scope));
+  const input = yield* wait(evalStep(step.input, scope, withRecords));
   if (input.kind === "scalar") return input;
   let start = 0;
   let end = Number.MAX_SAFE_INTEGER;
