@@ -60,7 +60,14 @@ export function planRun(plan: Plan, base: Omit<ExecutionContext, "renderId">, pa
   const variables = new Map<string, Stream>();
   checkReturns(plan);
   const scope: EvalScope = { context, variables, parameters, evalStep };
-  return andThen(runEntries(plan.entries, scope, false, plan.returns), () => (context.view.hasWrites ? andThen(checkWrites(context), () => renderReturns(plan, context, variables, 0, {})) : renderReturns(plan, context, variables, 0, {})));
+  const ran = runEntries(plan.entries, scope, false, plan.returns);
+  return ready(ran) ? finishRun(plan, context, variables) : andThen(ran, () => finishRun(plan, context, variables));
+}
+
+/** After the entries: the UNIQUE checks of the writes, then the returns rendered. */
+function finishRun(plan: Plan, context: ExecutionContext, variables: Map<string, Stream>): Maybe<QueryResult> {
+  if (!context.view.hasWrites) return renderReturns(plan, context, variables, 0, {});
+  return andThen(checkWrites(context), () => renderReturns(plan, context, variables, 0, {}));
 }
 
 function* checkWrites(context: ExecutionContext): Op<void> {
@@ -140,7 +147,8 @@ function runEntries(entries: readonly Entry[], scope: EvalScope, appendToVariabl
     checked = false;
     if (entry.condition && !conditionHolds(entry.condition, variables, previous)) continue;
     if (context.explain !== undefined) context.explain.entry = entry.name ?? null;
-    const stream = evalStep(entry.root, scope, entry.name !== undefined && returns.includes(entry.name));
+    // The entry's slice check above is its root step's: nothing runs between them.
+    const stream = stepStream(entry.root, scope, entry.name !== undefined && returns.includes(entry.name));
     if (!ready(stream)) {
       return andThen(stream, (value) => {
         bindEntry(entry, value, variables, appendToVariables);
@@ -271,7 +279,10 @@ export function evalStep(step: Step, scope: EvalScope, withRecords = false): May
   return stepStream(step, scope, withRecords);
 }
 
-/** `evalStep` past its slice check. */
+/**
+ * `evalStep` past its slice check: for a step whose caller checked with nothing run since (an entry's root, the input
+ * a step reads first), so a chain of steps reads the clock once, not once per step, before any of them reads.
+ */
 function stepStream(step: Step, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
   switch (step.op) {
     case "nodes":
@@ -397,7 +408,7 @@ function* sourceWhere(step: Extract<Step, { op: "nodes_where" | "edges_where" | 
 
 /** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
 function distinct(step: Extract<Step, { op: "dedup" | "within" | "without" }>, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
-  return andThen(evalStep(step.input, scope, withRecords), (input): Stream => {
+  return andThen(stepStream(step.input, scope, withRecords), (input): Stream => {
     if (step.op !== "dedup") {
       const other = scope.variables.get(step.variable);
       if (other === undefined) throw new SilkError("unknown_variable", `${step.op}: no earlier entry defines ${JSON.stringify(step.variable)}`);
@@ -423,7 +434,8 @@ function summarize(step: SummaryStep, scope: EvalScope): Maybe<Stream> {
       counted !== undefined ? { kind: "scalar", value: counted } : andThen(evalStep(step.input, scope), (input) => summary(step, input, scope)),
     );
   }
-  return andThen(evalStep(step.input, scope, step.op === "label"), (input) => summary(step, input, scope));
+  const input = stepStream(step.input, scope, step.op === "label");
+  return ready(input) ? summary(step, input, scope) : andThen(input, (value) => summary(step, value, scope));
 }
 
 function summary(step: SummaryStep, input: Stream, scope: EvalScope): Maybe<Stream> {
@@ -446,7 +458,9 @@ type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e
 
 /** Node → node (`out`, `in`, `both`), node → edge (`*_e`) and edge → node (`*_n`). */
 function traverse(step: TraversalStep, scope: EvalScope): Maybe<Stream> {
-  return andThen(evalStep(step.input, scope), (input) => traverseFrom(step, elementsOf(input, step.op), scope));
+  const input = stepStream(step.input, scope, false);
+  if (!ready(input)) return andThen(input, (value) => traverseFrom(step, elementsOf(value, step.op), scope));
+  return traverseFrom(step, elementsOf(input, step.op), scope);
 }
 
 function traverseFrom(step: TraversalStep, items: Element[], scope: EvalScope): Maybe<Stream> {

@@ -39,9 +39,13 @@ export function propertyJsonNow(element: Element, path: string, scope: EvalScope
 
 /** `values`, `value_map` and `project`: plain while no row has to wait (ops.ts), its input read with its records. */
 export function project(step: ProjectionStep, scope: EvalScope): Maybe<Stream> {
-  return andThen(scope.evalStep(step.input, scope, true), (input) =>
-    andThen(loadedNow(scope.context.view, elementsOf(input, step.op)), (items) => rowsFrom(step, items, scope, 0, [], [], false)),
-  );
+  const input = scope.evalStep(step.input, scope, true);
+  return ready(input) ? rowsOf(step, input, scope) : andThen(input, (value) => rowsOf(step, value, scope));
+}
+
+function rowsOf(step: ProjectionStep, input: Stream, scope: EvalScope): Maybe<Stream> {
+  const items = loadedNow(scope.context.view, elementsOf(input, step.op));
+  return ready(items) ? rowsFrom(step, items, scope, 0, [], [], false) : andThen(items, (value) => rowsFrom(step, value, scope, 0, [], [], false));
 }
 
 type ProjectionStep = Extract<Step, { op: "values" | "value_map" | "project" }>;

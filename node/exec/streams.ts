@@ -185,13 +185,16 @@ export function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[]
       return items;
     });
   }
-  return andThen(view.exists(kind, ids), (found) => {
-    const items: Element[] = [];
-    ids.forEach((id, i) => {
-      if (found[i]) items.push({ kind, id });
-    });
-    return items;
+  const found = view.exists(kind, ids);
+  return ready(found) ? existingOf(kind, ids, found) : andThen(found, (value) => existingOf(kind, ids, value));
+}
+
+function existingOf(kind: RecordKind, ids: readonly bigint[], found: readonly boolean[]): Element[] {
+  const items: Element[] = [];
+  ids.forEach((id, i) => {
+    if (found[i]) items.push({ kind, id });
   });
+  return items;
 }
 
 /** A vector record's vector; `internal` for one read without it (vector-reads.ts), which no plan should render. */
