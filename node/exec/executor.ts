@@ -20,7 +20,7 @@ import { shortestPaths } from "./paths.js";
 import { rerank, search } from "./search.js";
 import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, LATER, predicateNow, type EvalScope } from "./predicates.js";
-import { project } from "./projection.js";
+import { project, type ProjectionStep } from "./projection.js";
 import { named, reshape } from "./reshape.js";
 import { bindings } from "./bindings.js";
 import { sack } from "./sacks.js";
@@ -347,7 +347,7 @@ function stepStream(step: Step, scope: EvalScope, withRecords: boolean): Maybe<S
     case "values":
     case "value_map":
     case "project":
-      return project(step, scope);
+      return projection(step, scope);
     case "aggregate":
       return andThen(evalStep(step.input, scope), (input) => aggregate(step, input, scope));
     case "group_count":
@@ -452,6 +452,12 @@ function summary(step: SummaryStep, input: Stream, scope: EvalScope): Maybe<Stre
     default:
       return unreachable(op, "step");
   }
+}
+
+/** `values`, `value_map`, `project` (projection.ts) of their input, read with its records. */
+function projection(step: ProjectionStep, scope: EvalScope): Maybe<Stream> {
+  const input = stepStream(step.input, scope, true);
+  return ready(input) ? project(step, input, scope) : andThen(input, (value) => project(step, value, scope));
 }
 
 type TraversalStep = Extract<Step, { op: "out" | "in" | "both" | "out_e" | "in_e" | "both_e" | "out_n" | "in_n" | "other_n" }>;

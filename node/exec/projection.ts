@@ -37,18 +37,13 @@ export function propertyJsonNow(element: Element, path: string, scope: EvalScope
   return value === undefined || value === LATER ? value : valueToJson(value);
 }
 
-/** `values`, `value_map` and `project`: plain while no row has to wait (ops.ts), its input read with its records. */
-export function project(step: ProjectionStep, scope: EvalScope): Maybe<Stream> {
-  const input = scope.evalStep(step.input, scope, true);
-  return ready(input) ? rowsOf(step, input, scope) : andThen(input, (value) => rowsOf(step, value, scope));
-}
-
-function rowsOf(step: ProjectionStep, input: Stream, scope: EvalScope): Maybe<Stream> {
+/** `values`, `value_map` and `project` of their input's records: plain while no row has to wait (ops.ts). */
+export function project(step: ProjectionStep, input: Stream, scope: EvalScope): Maybe<Stream> {
   const items = loadedNow(scope.context.view, elementsOf(input, step.op));
   return ready(items) ? rowsFrom(step, items, scope, 0, [], [], false) : andThen(items, (value) => rowsFrom(step, value, scope, 0, [], [], false));
 }
 
-type ProjectionStep = Extract<Step, { op: "values" | "value_map" | "project" }>;
+export type ProjectionStep = Extract<Step, { op: "values" | "value_map" | "project" }>;
 
 /**
  * The rows of the `from`th element on, added to `rows` (and, for `values`, its flat `values`); `ticked`: the

@@ -321,7 +321,8 @@ describe("the partition actor's reads at once", () => {
     let moving = true;
     let nowMs = 0;
     const actor = new PartitionActor({ store, schema: undefined, writable: false, now: () => new Date(0), clockMs: () => (moving ? (nowMs += EXECUTION_SLICE_MS) : nowMs) });
-    await prepared(actor, 1, read([entry("r", valueMap(nodes(ref.param("p"))))], ["r"]));
+    // Two entries: a chain of steps checks its slice once, before its first read; the second entry checks again.
+    await prepared(actor, 1, read([entry("a", nodes(ref.param("p"))), entry("r", valueMap(nodes(ref.param("p"))))], ["r"]));
     const request = run(1, { p: nodeIds[0] });
     expect(actor.readPreparedNow(request)).toBeUndefined(); // given up
     moving = false;
