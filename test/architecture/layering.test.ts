@@ -79,8 +79,7 @@ function relativeImports(file: string): string[] {
  *   changes the executor's imports, so it waits for the executor's rewrite.
  * - the schema: schema.ts re-exports the HelixQL checker's functions (node/exec/validation.ts takes
  *   prepareProperties from it), and indexes.ts and schema.ts name each other's types.
- * - node/exec/ and node/actor/: the executor's streams, planner and row steps, and the partition actor with its fast
- *   read, which the executor's rewrite replaces.
+ * - node/exec/: the executor's streams, planner and row steps.
  */
 const CYCLES_LEFT: readonly (readonly string[])[] = [
   ["protocol/tree.ts", "protocol/tree-computed.ts", "protocol/tree-rows.ts", "protocol/tree-steps.ts"],
@@ -90,7 +89,6 @@ const CYCLES_LEFT: readonly (readonly string[])[] = [
     "protocol/helixql/schema-versions.ts",
   ],
   ["node/exec/embed.ts", "node/exec/planner.ts", "node/exec/predicates.ts", "node/exec/rows.ts", "node/exec/streams.ts", "node/exec/txn-view.ts"],
-  ["node/actor/fast-read.ts", "node/actor/partition-actor.ts"],
 ];
 
 /** The groups of files that import each other, directly or around a cycle (Tarjan's strongly connected components). */
