@@ -205,6 +205,12 @@ export class PartitionActor {
    * again once every SLOW_PLAN_SKIPS_MAX runs.
    */
   private readonly slowPlans = new WeakMap<readonly Entry[], { skip: number; left: number }>();
+  /**
+   * The embedder a run on the shared read transaction sees: an Embed there must wait, so the run is given up at it and
+   * runs again on a held snapshot; this one never calls the provider, so the provider is called once, by that rerun
+   * (a provider call costs money and time, and the given-up call's answer would be thrown away).
+   */
+  private readonly deferredEmbedder: Embedder | undefined;
   private building: Promise<void> | undefined;
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
@@ -216,6 +222,8 @@ export class PartitionActor {
   private readonly groupBounds: WriteGroupBounds;
 
   constructor(private readonly options: PartitionActorOptions) {
+    const embedder = options.embedder;
+    this.deferredEmbedder = embedder === undefined ? undefined : { name: embedder.name, embed: () => new Promise<Float64Array[]>(() => undefined) };
     const bounds = options.writeGroup;
     this.groupBounds = {
       invocations: Math.max(1, bounds?.invocations ?? DEFAULT_WRITE_GROUP_BOUNDS.invocations),
@@ -294,7 +302,7 @@ export class PartitionActor {
     const deadline = Deadline.after(request.timeoutMs, this.options.clockMs ?? monotonicClockMs);
     const snapshot = this.options.store.synchronousSnapshot();
     try {
-      const result = runNow(this.run(plan, snapshot, request.parameters, deadline, undefined));
+      const result = runNow(this.run(plan, snapshot, request.parameters, deadline, undefined, this.deferredEmbedder));
       if (result !== NOT_NOW) {
         if (slow !== undefined) this.slowPlans.delete(plan.entries);
         return result;
@@ -311,12 +319,19 @@ export class PartitionActor {
    * The executor's run of a plan on a snapshot (through the write group's pending changes, for a group's member),
    * writing into `view`'s overlay; not started (ops.ts drives it).
    */
-  private run(plan: Plan, snapshot: Snapshot, parameters: Plan["parameters"], deadline: Deadline, view: TxnView | undefined): Maybe<QueryResult> {
+  private run(
+    plan: Plan,
+    snapshot: Snapshot,
+    parameters: Plan["parameters"],
+    deadline: Deadline,
+    view: TxnView | undefined,
+    embedder: Embedder | undefined = this.options.embedder,
+  ): Maybe<QueryResult> {
     const { store, schema, now } = this.options;
     const runView = view ?? new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), { allocate: () => store.allocateId() }, deadline);
     const writable = plan.requestType === "write" && this.options.writable;
     const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-    return planRun(plan, { view: runView, schema, now, writable, deadline, runtimeIndex, embedder: this.options.embedder }, parameters);
+    return planRun(plan, { view: runView, schema, now, writable, deadline, runtimeIndex, embedder }, parameters);
   }
 
   private requireWritable(): void {

@@ -110,8 +110,9 @@ describe("silk cluster", () => {
       expect(afterFailover.status).toBe(200);
       expect((await post(port, "/FollowersOf", { id: bob })).json.followers).toHaveLength(2);
       const newStatus = await runSilk(["cluster", "status", "--dir", dir]);
+      // A leader again: another replica, or the killed one that the supervisor started again and that took the lease
+      // once the dead process's entry expired (each is a valid outcome; the write above went through the failover).
       expect(newStatus.stdout).toMatch(/^p0: leader r\d \(term \d+\)/m);
-      expect(/^p0: leader (r\d)/m.exec(newStatus.stdout)![1]).not.toBe(leaderOf0);
       // The supervisor starts the killed replica again (test/cluster-nats/supervision-cli.test.ts covers it).
       const killed = processes.replicas[`p0-${leaderOf0}`];
       for (let restarted = readClusterProcesses(dir)!; restarted.replicas[`p0-${leaderOf0}`] === killed || restarted.restarts === undefined; restarted = readClusterProcesses(dir)!) {
