@@ -43,7 +43,7 @@ import { drive, NOT_NOW, runNow, type Maybe } from "../exec/ops.js";
 import { applyLogEntry, type LogEntry } from "../store/log-entry.js";
 import type { PartitionStore, Snapshot } from "../store/partition-store.js";
 import { indexKey } from "../indexes/index-keys.js";
-import { TxnView, type BaseReader, type Neighbour } from "../exec/txn-view.js";
+import { TxnView, type BaseReader, type IdSource, type Neighbour } from "../exec/txn-view.js";
 import { readsVectorData } from "./vector-reads.js";
 import { DEFAULT_WRITE_GROUP_BOUNDS, GroupFlushNeeded, GroupLayer, type WriteGroupBounds } from "./write-group.js";
 
@@ -211,6 +211,10 @@ export class PartitionActor {
    * (a provider call costs money and time, and the given-up call's answer would be thrown away).
    */
   private readonly deferredEmbedder: Embedder | undefined;
+  /** IDs from the store's own range (a single server's, or a leader's within its reserved block), made once, not per run. */
+  private readonly localIds: IdSource = { allocate: () => this.options.store.allocateId() };
+  /** The indexes index operations created, as the planner asks for them; made once, not per run. */
+  private readonly runtimeIndex: RuntimeIndexLookup = (kind, label, field) => this.options.store.runtimeIndex(kind, label, field);
   private building: Promise<void> | undefined;
   private stopped = false;
   /** Why the background build stopped early (a storage failure); reopening the database resumes it. */
@@ -327,11 +331,10 @@ export class PartitionActor {
     view: TxnView | undefined,
     embedder: Embedder | undefined = this.options.embedder,
   ): Maybe<QueryResult> {
-    const { store, schema, now } = this.options;
-    const runView = view ?? new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), { allocate: () => store.allocateId() }, deadline);
+    const { schema, now } = this.options;
+    const runView = view ?? new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), this.localIds, deadline);
     const writable = plan.requestType === "write" && this.options.writable;
-    const runtimeIndex: RuntimeIndexLookup = (kind, label, field) => store.runtimeIndex(kind, label, field);
-    return planRun(plan, { view: runView, schema, now, writable, deadline, runtimeIndex, embedder }, parameters);
+    return planRun(plan, { view: runView, schema, now, writable, deadline, runtimeIndex: this.runtimeIndex, embedder }, parameters);
   }
 
   private requireWritable(): void {
@@ -521,7 +524,7 @@ export class PartitionActor {
     const { store } = this.options;
     const ran: Ran[] = [];
     let snapshot = store.snapshot();
-    let group = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+    let group = new TxnView(new SnapshotReader(snapshot), this.localIds);
     let bytes = 0;
     let running: Invocation | undefined;
     try {
@@ -549,7 +552,7 @@ export class PartitionActor {
           this.commitGroup(ran.splice(0));
           snapshot.close();
           snapshot = store.snapshot();
-          group = new TxnView(new SnapshotReader(snapshot), { allocate: () => store.allocateId() });
+          group = new TxnView(new SnapshotReader(snapshot), this.localIds);
           bytes = 0;
           continue;
         }
@@ -578,10 +581,9 @@ export class PartitionActor {
    * at once when nothing in it had to wait, else a promise of it.
    */
   private runMember(invocation: Invocation, snapshot: Snapshot, group: TxnView): Outcome | Promise<Outcome> {
-    const { store } = this.options;
     const { plan, parameters, deadline } = invocation;
     const layer = new GroupLayer(group, new SnapshotReader(snapshot, readsVectorData(plan)), deadline);
-    const view = new TxnView(layer, { allocate: () => store.allocateId() }, deadline);
+    const view = new TxnView(layer, this.localIds, deadline);
     const result = drive(this.run(plan, snapshot, parameters, deadline, view));
     if (!(result instanceof Promise)) return { body: { type: "result", result }, view };
     return result.then((answered) => ({ body: { type: "result", result: answered }, view }));
@@ -650,7 +652,7 @@ export class PartitionActor {
     const { store } = this.options;
     const snapshot = store.snapshot();
     try {
-      const ids = this.options.log === undefined ? { allocate: () => store.allocateId() } : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
+      const ids = this.options.log === undefined ? this.localIds : { allocate: async () => (await this.ensureIds(1), store.allocateId()) };
       const view = new TxnView(new SnapshotReader(snapshot, readsVectorData(plan)), ids, deadline);
       // Synchronous to the end unless something in the plan must wait: then the held snapshot outlives the wait.
       const run = drive(this.run(plan, snapshot, parameters, deadline, view));
