@@ -13,15 +13,18 @@
  * they would not if the load generator shared their process. Silk's answers are checked before the clock starts,
  * the raw route's must be the same bytes, and any non-2xx reply or socket error during a run fails it.
  *
- * Reads on every core: a second `silk serve`, with `--workers N` (default 2), serves a copy of the same database
- * beside the one-process server, checked to answer the same bytes and measured in the same alternating rounds, so
- * the table shows read throughput with N read workers against one process. On a 2-core machine the load generator
- * (this process) shares the cores with the N workers: the ratio is what this machine gives, not N workers' ceiling.
+ * Reads on every core: one more `silk serve` per `--workers N` asked for (default 2; a list such as `2,4,8` starts
+ * one server per count), each on a copy of the same database beside the one-process server, checked to answer the
+ * same bytes and measured in the same alternating rounds, so the table shows read throughput with N read workers
+ * against one process. On a 2-core machine the load generator (this process) shares the cores with the N workers:
+ * the ratio is what this machine gives, not N workers' ceiling. On a machine with cores to spare,
+ * `--client-workers <n>` runs autocannon in n threads of its own, so the client is not the ceiling.
  *
  * Options: `--duration <s>` per run (default 10), `--connections <n>` (default 32), `--rounds <n>` alternating
- * rounds per side, the best reported (default 2), `--workers <n>` of the second Silk server (default 2), `--source`
- * to serve the TypeScript sources through tsx instead of dist/. Exit status 1 on a wrong answer or a failed request, 2 when a
- * ratio misses its target with `--strict`.
+ * rounds per side, the best reported (default 2), `--workers <n>[,<n>...]` of the further Silk servers (default 2),
+ * `--client-workers <n>` autocannon threads (default 0: autocannon in this process's own thread), `--source` to
+ * serve the TypeScript sources through tsx instead of dist/. Exit status 1 on a wrong answer or a failed request, 2
+ * when a ratio misses its target with `--strict`.
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -207,14 +210,15 @@ interface Measured {
   readonly p99Millis: number;
 }
 
-async function drive(url: string, body: string, seconds: number, connections: number): Promise<Measured> {
+async function drive(url: string, body: string, seconds: number, settings: Settings): Promise<Measured> {
   const result = await autocannon({
     url,
     method: "POST",
     headers: { "content-type": "application/json" },
     body,
-    connections,
+    connections: settings.connections,
     duration: seconds,
+    ...(settings.clientWorkers > 0 ? { workers: settings.clientWorkers } : {}),
   });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx replies`);
@@ -246,8 +250,10 @@ interface Settings {
   readonly seconds: number;
   readonly connections: number;
   readonly rounds: number;
-  /** Read workers of the second Silk server. */
-  readonly workers: number;
+  /** Read workers of each further Silk server, one server per count. */
+  readonly workers: readonly number[];
+  /** autocannon's worker threads; 0 runs it in this process's own thread. */
+  readonly clientWorkers: number;
 }
 
 async function answer(server: Child, endpoint: Endpoint): Promise<string> {
@@ -269,43 +275,82 @@ async function checkedAnswers(silk: Child, endpoints: readonly Endpoint[], point
   return answers;
 }
 
-/** `workers`: Silk with `--workers N`, beside `silk` with one process. */
-type Side = "silk" | "workers" | "raw" | "bare";
-
-/** Warms every server up on one endpoint, then measures them in alternating rounds; the best round of each. */
-async function measureEndpoint(endpoint: Endpoint, servers: Record<Side, Child>, settings: Settings): Promise<Record<Side, Measured>> {
-  const sides = Object.entries(servers) as [Side, Child][];
-  const measured: Record<Side, Measured[]> = { silk: [], workers: [], raw: [], bare: [] };
-  for (const [side, server] of sides) {
-    progress(`${endpoint.name} on ${side}: ${WARMUP_SECONDS} s warm-up...`);
-    await drive(`${server.url}/${endpoint.name}`, endpoint.body, WARMUP_SECONDS, settings.connections);
-  }
-  for (let round = 1; round <= settings.rounds; round += 1) {
-    for (const [side, server] of sides) {
-      progress(`${endpoint.name} on ${side}, round ${round} of ${settings.rounds}: ${settings.seconds} s, ${settings.connections} connections...`);
-      measured[side].push(await drive(`${server.url}/${endpoint.name}`, endpoint.body, settings.seconds, settings.connections));
-    }
-  }
-  return { silk: bestRun(measured.silk), workers: bestRun(measured.workers), raw: bestRun(measured.raw), bare: bestRun(measured.bare) };
+/** The servers of one run: Silk with one process, Silk with `--workers N` for each N asked for, the raw and bare routes. */
+interface Servers {
+  readonly silk: Child;
+  readonly workers: readonly { readonly count: number; readonly server: Child }[];
+  readonly raw: Child;
+  readonly bare: Child;
 }
 
-function resultRow(endpoint: Endpoint, answer: string, { silk, workers, raw, bare }: Record<Side, Measured>): string[] {
+interface EndpointResult {
+  readonly silk: Measured;
+  /** One per `Servers.workers`, in the same order. */
+  readonly workers: readonly Measured[];
+  readonly raw: Measured;
+  readonly bare: Measured;
+}
+
+/** Warms every server up on one endpoint, then measures them in alternating rounds; the best round of each. */
+async function measureEndpoint(endpoint: Endpoint, servers: Servers, settings: Settings): Promise<EndpointResult> {
+  const sides: [string, Child][] = [
+    ["silk", servers.silk],
+    ...servers.workers.map(({ count, server }): [string, Child] => [`silk --workers ${count}`, server]),
+    ["raw", servers.raw],
+    ["bare", servers.bare],
+  ];
+  const measured: Measured[][] = sides.map(() => []);
+  for (const [side, server] of sides) {
+    progress(`${endpoint.name} on ${side}: ${WARMUP_SECONDS} s warm-up...`);
+    await drive(`${server.url}/${endpoint.name}`, endpoint.body, WARMUP_SECONDS, settings);
+  }
+  for (let round = 1; round <= settings.rounds; round += 1) {
+    for (const [index, [side, server]] of sides.entries()) {
+      progress(`${endpoint.name} on ${side}, round ${round} of ${settings.rounds}: ${settings.seconds} s, ${settings.connections} connections...`);
+      measured[index].push(await drive(`${server.url}/${endpoint.name}`, endpoint.body, settings.seconds, settings));
+    }
+  }
+  const best = measured.map(bestRun);
+  return { silk: best[0], workers: best.slice(1, -2), raw: best[best.length - 2], bare: best[best.length - 1] };
+}
+
+function headerRow(workers: readonly number[]): string[] {
+  return [
+    "endpoint",
+    "Silk req/s",
+    ...workers.flatMap((count) => [`Silk x${count} req/s`, `x${count}/x1`]),
+    "raw req/s",
+    "bare req/s",
+    "Silk/bare",
+    "raw/bare",
+    "Silk/raw",
+    "Silk p50/p99 ms",
+    ...workers.map((count) => `Silk x${count} p50/p99 ms`),
+    "raw p50/p99 ms",
+    "bare p50/p99 ms",
+    "answer bytes",
+    "target",
+    "result",
+  ];
+}
+
+function resultRow(endpoint: Endpoint, answer: string, { silk, workers, raw, bare }: EndpointResult): string[] {
   const ratio = silk.requestsPerSecond / bare.requestsPerSecond;
   const rate = (side: Measured): string => Math.round(side.requestsPerSecond).toLocaleString("en-US");
+  const latency = (side: Measured): string => `${side.p50Millis} / ${side.p99Millis}`;
   return [
     endpoint.title,
     rate(silk),
-    rate(workers),
-    (workers.requestsPerSecond / silk.requestsPerSecond).toFixed(2),
+    ...workers.flatMap((side) => [rate(side), (side.requestsPerSecond / silk.requestsPerSecond).toFixed(2)]),
     rate(raw),
     rate(bare),
     ratio.toFixed(2),
     (raw.requestsPerSecond / bare.requestsPerSecond).toFixed(2),
     (silk.requestsPerSecond / raw.requestsPerSecond).toFixed(2),
-    `${silk.p50Millis} / ${silk.p99Millis}`,
-    `${workers.p50Millis} / ${workers.p99Millis}`,
-    `${raw.p50Millis} / ${raw.p99Millis}`,
-    `${bare.p50Millis} / ${bare.p99Millis}`,
+    latency(silk),
+    ...workers.map(latency),
+    latency(raw),
+    latency(bare),
     String(Buffer.byteLength(answer)),
     `>= ${THROUGHPUT_RATIO_MIN.toFixed(2)}`,
     ratio >= THROUGHPUT_RATIO_MIN ? "PASS" : "FAIL",
@@ -330,17 +375,21 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
     { title: "point get (PointGet)", name: "PointGet", body: JSON.stringify({ id: pointId }) },
     { title: `1-hop, ${hub.degree} neighbours (OneHop)`, name: "OneHop", body: JSON.stringify({ id: silkIdOf.get(hub.snapId)! }) },
   ];
-  // The workers' server gets a copy: one writer per directory.
-  const workersData = join(workspace, "data-workers");
-  cpSync(data, workersData, { recursive: true });
   const silk = await startSilk(project, data, useDist, 1);
   children.push(silk);
   const answers = await checkedAnswers(silk, endpoints, pointId, hub.degree);
-  const workers = await startSilk(project, workersData, useDist, settings.workers);
-  children.push(workers);
-  for (const endpoint of endpoints) {
-    const workersAnswer = await answer(workers, endpoint);
-    if (workersAnswer !== answers[endpoint.name]) throw new Error(`silk serve --workers ${settings.workers} answers ${endpoint.name} differently: ${workersAnswer.slice(0, 200)}`);
+  const workers: { count: number; server: Child }[] = [];
+  for (const count of settings.workers) {
+    // Each workers' server gets a copy: one writer per directory.
+    const workersData = join(workspace, `data-workers-${count}`);
+    cpSync(data, workersData, { recursive: true });
+    const server = await startSilk(project, workersData, useDist, count);
+    children.push(server);
+    workers.push({ count, server });
+    for (const endpoint of endpoints) {
+      const workersAnswer = await answer(server, endpoint);
+      if (workersAnswer !== answers[endpoint.name]) throw new Error(`silk serve --workers ${count} answers ${endpoint.name} differently: ${workersAnswer.slice(0, 200)}`);
+    }
   }
   const bodiesFile = join(workspace, "bodies.json");
   writeFileSync(bodiesFile, JSON.stringify(answers));
@@ -352,9 +401,7 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
     const rawAnswer = await answer(raw, endpoint);
     if (rawAnswer !== answers[endpoint.name]) throw new Error(`the raw route answers ${endpoint.name} differently: ${rawAnswer.slice(0, 200)}`);
   }
-  const rows: string[][] = [
-    ["endpoint", "Silk req/s", `Silk x${settings.workers} req/s`, `x${settings.workers}/x1`, "raw req/s", "bare req/s", "Silk/bare", "raw/bare", "Silk/raw", "Silk p50/p99 ms", `Silk x${settings.workers} p50/p99 ms`, "raw p50/p99 ms", "bare p50/p99 ms", "answer bytes", "target", "result"],
-  ];
+  const rows: string[][] = [headerRow(settings.workers)];
   let missed = false;
   for (const endpoint of endpoints) {
     const measured = await measureEndpoint(endpoint, { silk, workers, raw, bare }, settings);
@@ -362,13 +409,15 @@ async function run(workspace: string, children: Child[], settings: Settings, sou
     rows.push(resultRow(endpoint, answers[endpoint.name], measured));
   }
   process.stdout.write(`${formatMachine(machineInfo(useDist ? "dist/ (compiled by tsc)" : "TypeScript sources through tsx"))}\n`);
-  process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database (and a copy for the workers' server)\n`);
+  process.stdout.write(`dataset: ${spec.name} (${edges.nodes.length} nodes, ${edges.sources.length} edges), one disk database (and a copy for each workers' server)\n`);
+  const counts = settings.workers.join(", ");
   process.stdout.write(
-    `Silk: \`silk serve\` (one process) and \`silk serve --workers ${settings.workers}\` (a writer and ${settings.workers} read workers); ` +
-      `the load generator runs in this process, on the same ${cpus().length} cores as the workers\n`,
+    `Silk: \`silk serve\` (one process) and \`silk serve --workers N\` for N in ${counts} (a writer and N read workers); ` +
+      `the load generator runs on the same ${cpus().length} cores as the workers\n`,
   );
+  const client = settings.clientWorkers > 0 ? `in ${settings.clientWorkers} worker threads` : "in this process's thread";
   process.stdout.write(
-    `load: autocannon, ${settings.connections} connections, one request per connection at a time; ${WARMUP_SECONDS} s warm-up, then the ` +
+    `load: autocannon ${client}, ${settings.connections} connections, one request per connection at a time; ${WARMUP_SECONDS} s warm-up, then the ` +
       `best of ${settings.rounds} alternating ${settings.seconds} s rounds per side\n\n`,
   );
   process.stdout.write(`${table(rows)}\n`);
@@ -382,6 +431,7 @@ async function main(): Promise<void> {
       connections: { type: "string", default: String(CONNECTIONS_DEFAULT) },
       rounds: { type: "string", default: String(ROUNDS_DEFAULT) },
       workers: { type: "string", default: String(WORKERS_DEFAULT) },
+      "client-workers": { type: "string", default: "0" },
       source: { type: "boolean", default: false },
       strict: { type: "boolean", default: false },
       "bare-server": { type: "string" },
@@ -395,9 +445,15 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const settings: Settings = { seconds: Number(values.duration), connections: Number(values.connections), rounds: Number(values.rounds), workers: Number(values.workers) };
-  if (!Number.isInteger(settings.workers) || settings.workers < 2) {
-    progress(`--workers must be a whole number of at least 2 (the one-process server is always measured), got ${values.workers}`);
+  const settings: Settings = {
+    seconds: Number(values.duration),
+    connections: Number(values.connections),
+    rounds: Number(values.rounds),
+    workers: values.workers.split(",").map(Number),
+    clientWorkers: Number(values["client-workers"]),
+  };
+  if (settings.workers.some((count) => !Number.isInteger(count) || count < 2) || !Number.isInteger(settings.clientWorkers) || settings.clientWorkers < 0) {
+    progress(`--workers must list whole numbers of at least 2 (the one-process server is always measured) and --client-workers a whole number, got ${values.workers} and ${values["client-workers"]}`);
     process.exitCode = 1;
     return;
   }
