@@ -425,10 +425,18 @@ export class PartitionReplica {
    * Snapshots this replica's store now, whatever the policy says (`keep` as configured): an operator's or a
    * benchmark's request. Any replica may: its store holds a committed prefix of the log. Undefined when a snapshot
    * at its applied sequence exists.
+   *
+   * A run already under way is waited for and answered only if it took a snapshot holding everything applied when
+   * this was called: the leader's periodic check (`snapshotIfDue`) shares `run`, and most of its runs take none.
    */
-  snapshotNow(): Promise<SnapshotTaken | undefined> {
-    if (this.stopped) return Promise.reject(new SilkError("partition_unavailable", "the replica is stopped"));
+  async snapshotNow(): Promise<SnapshotTaken | undefined> {
+    if (this.stopped) throw new SilkError("partition_unavailable", "the replica is stopped");
     const policy = this.options.snapshots === "off" || this.options.snapshots === undefined ? DEFAULT_SNAPSHOT_POLICY : this.options.snapshots;
+    const applied = this.appliedSequence();
+    for (let running = this.snapshotRun; running !== undefined; running = this.snapshotRun) {
+      const taken = await running.catch(() => undefined);
+      if (taken !== undefined && taken.sequence >= applied) return taken;
+    }
     return this.run(async () => this.snapshot(await this.openSnapshots(), policy));
   }
 

@@ -34,10 +34,10 @@ export function openStore(path: string, noSync = false): PartitionStore {
 }
 
 /**
- * What a test may set beyond the defaults: the snapshot policy and the intent timeout of ReplicaOptions, and whether
- * the store commits without fsync (as `silk partition` does: the log is what survives a crash).
+ * What a test may set beyond the defaults: the snapshot policy, the intent timeout and the clock of ReplicaOptions,
+ * and whether the store commits without fsync (as `silk partition` does: the log is what survives a crash).
  */
-export type ReplicaExtras = Partial<Pick<ReplicaOptions, "snapshots" | "intentTimeoutMs">> & { readonly noSync?: boolean };
+export type ReplicaExtras = Partial<Pick<ReplicaOptions, "snapshots" | "intentTimeoutMs" | "clock">> & { readonly noSync?: boolean };
 
 export async function startReplica(urls: string[], cluster: string, name: string, path = tempDir("silk-replica-"), fatal: Error[] = [], extras: ReplicaExtras = {}): Promise<TestReplica> {
   const nc = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 100 });

@@ -17,6 +17,7 @@ import { subjects } from "../../cluster/nats/subjects.js";
 import { ObjectBucket } from "../../cluster/nats/object-store.js";
 import { PartitionSnapshots, checkSnapshotPolicy, type SnapshotPolicy } from "../../cluster/nats/snapshots.js";
 import { encodeMutations } from "../../protocol/mutation-codec.js";
+import { realClock, type Clock } from "../../platform/clock.js";
 import { removeTempDirs, tempDir } from "../helpers/engine.js";
 import { askLeader, createUser, leaderOf, startReplica, stopReplica, users, waitFor, type ReplicaExtras, type TestReplica } from "./replica-helpers.js";
 
@@ -183,6 +184,26 @@ describe("snapshots and log truncation", () => {
       await Promise.all(replicas.map(stopReplica));
     }
   }, 120_000);
+
+  it("snapshotNow while the leader's periodic check runs takes a snapshot, not the check's answer", async () => {
+    // The real clock, but the leader's periodic snapshot check (every 100 ms) fires only when the test says so.
+    const checks: (() => void)[] = [];
+    const clock: Clock = { ...realClock, every: (ms, fn) => (ms === 100 ? (checks.push(fn), () => undefined) : realClock.every(ms, fn)) };
+    const cluster = "snap-now-during-check";
+    const replicas: TestReplica[] = [await startReplica(nats.urls, cluster, "a", undefined, [], { snapshots: { everyEntries: 1_000_000, everyBytes: 1 << 30, keep: 2 }, clock })];
+    try {
+      const leader = await waitFor("a leader", () => leaderOf(replicas));
+      await askLeader(leader.nc, cluster, { type: "apply", batch: createUser(1n, "one") });
+      const tick = await waitFor("the leader's snapshot check", () => checks.at(-1));
+      // The first check reads the latest snapshot and the stream's size over NATS, and takes none (nothing is due):
+      // it is under way while snapshotNow is called.
+      tick();
+      const taken = await leader.replica.snapshotNow();
+      expect(taken?.sequence).toBe(leader.replica.appliedSequence());
+    } finally {
+      await Promise.all(replicas.map(stopReplica));
+    }
+  }, 60_000);
 
   it("refuses a snapshot that does not match its digest or whose chunks are gone, and policies out of range", async () => {
     const cluster = "snap-corrupt";
