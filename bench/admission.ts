@@ -25,6 +25,7 @@ import { Database } from "../runtime/embedded.js";
 import { freePort } from "../cluster/nats/servers.js";
 import { presentedKey } from "../gateway/hosted/access.js";
 import { createKey, KeyStore } from "../gateway/hosted/key-store.js";
+import { GATEWAY_REDIS_TIMEOUT_MS_DEFAULT } from "../bin/defaults.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
 import { databaseId, isDisabled } from "../gateway/hosted/tenant-files.js";
 import { LocalBucket, type Admitter } from "../gateway/hosted/token-bucket.js";
@@ -160,7 +161,7 @@ async function main(): Promise<void> {
     const local = new LocalBucket(UNREFUSED, () => performance.now());
     const localMicros = await sequentialMicros(local, LOCAL_DECISIONS);
     const checkMicros = keyCheckMicros(data, key);
-    const shared = await RedisBucket.open({ url: redisUrl, databaseId: databaseId(data), limit: UNREFUSED, onStateChange: () => undefined });
+    const shared = await RedisBucket.open({ url: redisUrl, databaseId: databaseId(data), limit: UNREFUSED, decisionTimeoutMs: GATEWAY_REDIS_TIMEOUT_MS_DEFAULT, onStateChange: () => undefined });
     const redisMicros = await sequentialMicros(shared, REDIS_SEQUENTIAL_DECISIONS);
     const redisRate = await concurrentRate(shared, REDIS_CONCURRENT_DECISIONS, REDIS_IN_FLIGHT);
     await shared.close();

@@ -11,6 +11,7 @@ import type { FastifyInstance } from "fastify";
 import { Database } from "../runtime/embedded.js";
 import { KeyStore, readKeys } from "../gateway/hosted/key-store.js";
 import { RedisBucket } from "../gateway/hosted/redis-bucket.js";
+import { GATEWAY_REDIS_TIMEOUT_MS_DEFAULT } from "./defaults.js";
 import { databaseId, isDisabled, readLimitsOverride } from "../gateway/hosted/tenant-files.js";
 import { effectiveRateLimit, isPlanName, LocalBucket, PLAN_DEFAULT, PLANS, type Admitter, type RateLimit } from "../gateway/hosted/token-bucket.js";
 import { buildGateway } from "../gateway/server.js";
@@ -28,6 +29,7 @@ export interface GatewayCommandOptions extends StorageFlags {
   readonly host?: string;
   readonly timeoutMs?: string;
   readonly redis?: string;
+  readonly redisTimeoutMs?: string;
   readonly plan?: string;
   readonly rate?: string;
   readonly burst?: string;
@@ -48,12 +50,28 @@ export function gatewayRateLimit(options: GatewayCommandOptions): RateLimit {
   return effectiveRateLimit(plan, { ...readLimitsOverride(options.data), ...flags });
 }
 
-async function openBucket(options: GatewayCommandOptions, limit: RateLimit, settings: ServeSettings): Promise<Admitter> {
+/** The longest decision timeout `--redis-timeout-ms` takes, in milliseconds: beyond it requests would hang. */
+const REDIS_TIMEOUT_MS_MAX = 60_000;
+
+/** `--redis-timeout-ms`: a whole number of milliseconds from 1 to REDIS_TIMEOUT_MS_MAX, only with --redis. */
+export function redisDecisionTimeoutMs(options: GatewayCommandOptions): number {
+  const flag = options.redisTimeoutMs;
+  if (flag === undefined) return GATEWAY_REDIS_TIMEOUT_MS_DEFAULT;
+  if (options.redis === undefined) throw new SilkError("invalid_option", "--redis-timeout-ms needs --redis: without it the bucket is in this process and asks nothing of anyone");
+  const ms = Number(flag);
+  if (!/^[0-9]+$/.test(flag.trim()) || !Number.isSafeInteger(ms) || ms < 1 || ms > REDIS_TIMEOUT_MS_MAX) {
+    throw new SilkError("invalid_option", `--redis-timeout-ms must be a whole number of milliseconds from 1 to ${REDIS_TIMEOUT_MS_MAX}, got ${JSON.stringify(flag)}`);
+  }
+  return ms;
+}
+
+async function openBucket(options: GatewayCommandOptions, limit: RateLimit, settings: ServeSettings, decisionTimeoutMs: number): Promise<Admitter> {
   if (options.redis === undefined) return new LocalBucket(limit, () => performance.now());
   return RedisBucket.open({
     url: options.redis,
     databaseId: databaseId(options.data),
     limit,
+    decisionTimeoutMs,
     onStateChange: (connected, reason) => {
       if (connected) settings.logger.info(`rate limit: ${reason}`);
       else settings.logger.warn(`rate limit: Redis unavailable (${reason}); /v2/query answers 503 until it is back`);
@@ -65,6 +83,7 @@ async function openBucket(options: GatewayCommandOptions, limit: RateLimit, sett
 export async function runGateway(options: GatewayCommandOptions): Promise<void> {
   const settings = serveSettings(options);
   const limit = gatewayRateLimit(options);
+  const decisionTimeoutMs = redisDecisionTimeoutMs(options);
   const schema = options.project === undefined ? undefined : loadSchemaSources(options.project);
   // With --storage, --data keeps the gateway's keys and limits, and the bucket's cache in its own folder.
   const storage = storageOf(options, settings.data, join(settings.data, GATEWAY_S3_CACHE));
@@ -72,7 +91,7 @@ export async function runGateway(options: GatewayCommandOptions): Promise<void> 
     { storage, schema, mode: options.readOnly === true ? "readonly" : "writer", embedder: settings.embedder },
     { defaultTimeoutMs: settings.timeoutMs },
   );
-  const bucket = await openBucket(options, limit, settings);
+  const bucket = await openBucket(options, limit, settings, decisionTimeoutMs);
   const closeAll = async (): Promise<void> => {
     await bucket.close();
     await database.close();

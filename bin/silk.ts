@@ -21,7 +21,7 @@ import type { CommandIo } from "./keys.js";
 import { addIndexOptions, type IndexAction } from "./index-options.js";
 import { chaosCommand } from "./chaos-command.js";
 import { clusterCommand } from "./cluster-command.js";
-import { IMPORT_BATCH_RECORDS_DEFAULT, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./defaults.js";
+import { GATEWAY_REDIS_TIMEOUT_MS_DEFAULT, IMPORT_BATCH_RECORDS_DEFAULT, SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./defaults.js";
 
 // The AWS SDK prints a notice on stderr at every S3 client it makes under Node < 22 (its releases after January 2027
 // will need Node 22): noise on every `--storage`, `backup` and `restore` run that an operator cannot act on. The SDK's
@@ -144,6 +144,7 @@ function gatewayCommand(): Command {
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .option("--redis <url>", "keep the bucket in this Redis (redis://host:port), shared by every gateway of the database")
+    .option("--redis-timeout-ms <n>", `how long a rate-limit decision may wait for Redis before the request is refused 503 (default ${GATEWAY_REDIS_TIMEOUT_MS_DEFAULT})`)
     .option("--plan <plan>", "idea (5/s, burst 10), startup (10/s, 20) or growth (20/s, 40)")
     .option("--rate <n>", "this database's sustained rate in requests per second (overrides the plan and limits.json)")
     .option("--burst <n>", "this database's burst capacity in requests (overrides the plan and limits.json)")

@@ -4,8 +4,8 @@
  * script cache is empty after a restart). The script reads the Redis server's own `TIME`, so gateways on machines
  * whose clocks disagree still share one clock. The arithmetic is token-bucket.ts's, in Lua.
  *
- * It fails closed: the client keeps no offline queue, never retries a command, and gives up after
- * REDIS_DECISION_TIMEOUT_MS, so a Redis that is down or stuck answers 503 rate_limit_unavailable at once and the
+ * It fails closed: the client keeps no offline queue, never retries a command, and gives up after the decision
+ * timeout (`decisionTimeoutMs`), so a Redis that is down or stuck answers 503 rate_limit_unavailable at once and the
  * request runs nothing (SPEC Errors).
  *
  * A refused request must spend nothing, yet a command the gateway gave up on is still in Redis's input buffer: a
@@ -21,12 +21,7 @@ import { Redis } from "ioredis";
 import { SilkError } from "../../protocol/errors.js";
 import { retryAfterSeconds, type Admission, type Admitter, type RateLimit } from "./token-bucket.js";
 
-/**
- * How long a decision may take, in milliseconds. Redis on the same network answers in well under a millisecond;
- * this is long enough for a garbage-collection pause on either side and short enough that a stuck Redis does not
- * hold requests (and their sockets) for long.
- */
-export const REDIS_DECISION_TIMEOUT_MS = 100;
+
 /** The longest wait between reconnection attempts, in milliseconds: admission resumes this soon after Redis is back. */
 export const REDIS_RECONNECT_DELAY_MS_MAX = 1000;
 /** The step by which reconnection delays grow per failed attempt, in milliseconds. */
@@ -152,6 +147,11 @@ export interface RedisBucketOptions {
   readonly databaseId: string;
   readonly limit: RateLimit;
   /**
+   * How long a decision may take, in milliseconds (`silk gateway --redis-timeout-ms`, default
+   * GATEWAY_REDIS_TIMEOUT_MS_DEFAULT in bin/defaults.ts): past it the request is refused, 503.
+   */
+  readonly decisionTimeoutMs: number;
+  /**
    * Told when Redis stops answering (connection lost, or a decision not answered in time: stuck) and when it
    * answers again, once per change (not once per request).
    */
@@ -184,11 +184,13 @@ export class RedisBucket implements Admitter {
   private readonly rate: string;
   private readonly burst: string;
   private readonly clock = new RedisClock();
+  private readonly decisionTimeoutMs: number;
   /** Whether Redis answered the last thing asked of it; changes are reported through onStateChange. */
   private answering = false;
 
   private constructor(private readonly options: RedisBucketOptions) {
     this.key = bucketKey(options.databaseId);
+    this.decisionTimeoutMs = options.decisionTimeoutMs;
     this.rate = String(options.limit.ratePerSecond);
     this.burst = String(options.limit.burst);
     // No commandTimeout: the decision's own timer (within) gives up, and the command stays with the client, so a
@@ -225,7 +227,7 @@ export class RedisBucket implements Admitter {
 
   async admit(): Promise<Admission> {
     const startedUs = localMicroseconds();
-    const giveUpUs = startedUs + REDIS_DECISION_TIMEOUT_MS * 1000;
+    const giveUpUs = startedUs + this.decisionTimeoutMs * 1000;
     // Set by the timer when this request stops waiting; a reply that comes after it is nobody's to use.
     let abandoned = false;
     const waitFor = <T>(decision: Promise<T>): Promise<T> =>
@@ -241,13 +243,13 @@ export class RedisBucket implements Admitter {
       // between is given back when its answer arrives (takeToken); later than that, Redis ran it after a stall, and
       // it touches nothing. A deadline at the give-up moment itself would refuse decisions that a loaded gateway
       // merely read late.
-      const deadlineUs = this.clock.redisTimeAtMost(giveUpUs + REDIS_DECISION_TIMEOUT_MS * 1000) ?? 0;
+      const deadlineUs = this.clock.redisTimeAtMost(giveUpUs + this.decisionTimeoutMs * 1000) ?? 0;
       reply = await waitFor(this.takeToken(deadlineUs, startedUs, () => abandoned));
     } catch (cause) {
       if (cause instanceof SilkError) throw cause;
       // Down, stuck or refusing: whatever the reason, no safe decision was made. A stall is reported once, through
       // onStateChange; logging each refused request would flood the log during an outage.
-      if (cause instanceof DecisionTimeout) this.setAnswering(false, `no answer within ${REDIS_DECISION_TIMEOUT_MS} ms: Redis is stuck or overloaded`);
+      if (cause instanceof DecisionTimeout) this.setAnswering(false, `no answer within ${this.decisionTimeoutMs} ms: Redis is stuck or overloaded`);
       throw rateLimitUnavailable();
     }
     this.setAnswering(true, "Redis answers again");
