@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server chromium clean
+.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-memory bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server chromium clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -150,6 +150,11 @@ bench-vectors: build
 # (docs/BENCHMARKS.md); what chose the default ef (docs/INDEXES.md).
 bench-vector-ef: build
 	npx tsx bench/vectors.ts --sweep
+
+# Vector index memory: RSS growth while raw hnswlib-node, Silk's vector family and a whole disk database build the
+# MNIST index, each in a process of its own (docs/BENCHMARKS.md).
+bench-vector-memory: install
+	npx tsx bench/vector-memory.ts
 
 # Persisted vector graphs: the open of 100,000 × 128 vectors with graph files next to a rebuild, and a read-only
 # follower's first search after a writer's commit (docs/BENCHMARKS.md).

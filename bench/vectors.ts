@@ -42,9 +42,9 @@ import { performance } from "node:perf_hooks";
 import hnswlib from "hnswlib-node";
 import { open } from "lmdb";
 import { HNSW_EF_CONSTRUCTION_DEFAULT, HNSW_M_DEFAULT } from "../node/indexes/hnsw.js";
-import type { IndexRecordSource } from "../node/index-family.js";
 import { EF_SEARCH_MIN, EXACT_CANDIDATES_FRACTION, EXACT_CANDIDATES_MAX, VectorIndexes } from "../node/indexes/vector-index.js";
-import type { VectorIndexDefinition, VectorMetric } from "../protocol/indexes.js";
+import type { VectorMetric } from "../protocol/indexes.js";
+import { definition, openFamily } from "./vectors-family.js";
 import { seededRandom } from "../protocol/random.js";
 import { loadSilkModules } from "./silk-modules.js";
 import { buildEngine, type EngineSide } from "./vectors-engine.js";
@@ -90,30 +90,12 @@ function numbers(vector: Float32Array): number[] {
   return Array.from(vector);
 }
 
-function definition(metric: VectorMetric): VectorIndexDefinition {
-  return { family: "vector", kind: "node", label: "Digit", field: "pixels", name: `Digit.pixels_${metric}`, metric };
-}
-
-const emptySource: IndexRecordSource = {
-  record: () => undefined,
-  scan: () => ({ records: [], last: undefined, done: true }),
-  hasLabel: () => false,
-};
-
-/** Silk's side: VectorIndexes on a temporary LMDB `meta`, every base row put in one write transaction (ID = row + 1). */
+/** Silk's side: VectorIndexes over the base rows held as the store holds them (bench/vectors-family.ts). */
 function buildSilk(metric: VectorMetric, base: readonly Float32Array[], path: string): { indexes: VectorIndexes; seconds: number } {
-  const env = open({ path });
-  const meta = env.openDB({ name: "meta" });
-  const indexes = new VectorIndexes(meta, emptySource);
-  const index = definition(metric);
-  indexes.load(index, "active");
+  const family = openFamily(path, base);
   const started = performance.now();
-  env.transactionSync(() => {
-    base.forEach((pixels, row) => indexes.put(index, { id: BigInt(row + 1), props: { pixels } }, undefined));
-    indexes.flush();
-  });
-  indexes.commit();
-  return { indexes, seconds: (performance.now() - started) / 1000 };
+  family.build(metric);
+  return { indexes: family.indexes, seconds: (performance.now() - started) / 1000 };
 }
 
 function buildRaw(metric: "cosine" | "euclidean", base: readonly Float32Array[]): { index: hnswlib.HierarchicalNSW; seconds: number } {

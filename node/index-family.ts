@@ -19,6 +19,7 @@
  * SilkError thrown by `put`, `delete`, `flush` or `build` aborts the transaction; during a build it blocks the index
  * with the error's code as its reason and its message.
  */
+import type { Transaction } from "lmdb";
 import type { ErrorCode } from "../protocol/errors.js";
 import type { IndexDefinition, IndexStateName } from "../protocol/indexes.js";
 import type { RecordKind } from "../protocol/records.js";
@@ -50,6 +51,13 @@ export interface IndexRecordSource {
   /** Looks at up to `limit` records (of the label, or for edges of any label) with IDs above `after`, in ID order. */
   scan(kind: RecordKind, label: string, after: bigint | undefined, limit: number): ScanChunk;
   hasLabel(kind: RecordKind, label: string): boolean;
+  /**
+   * The vector an index over `field` (VECTOR_FIELD: a `V::` record's own) takes from the committed record, rounded
+   * to float32 into `into`; false when there is no record, or no vector of `into`'s length. Read in `transaction`
+   * when given (a reader's snapshot), else in the current one. The vector family's exact scans read vectors this way
+   * rather than keep a copy of each beside hnswlib's.
+   */
+  vectorInto(kind: RecordKind, id: bigint, field: string, into: Float32Array, transaction?: Transaction): boolean;
 }
 
 /** Why a finished build cannot activate: an error code and a message naming the value. */

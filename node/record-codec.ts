@@ -211,13 +211,17 @@ export function decodeRecord(kind: RecordKind, id: bigint, bytes: Buffer): Store
 const FLOAT64_ARRAY_CODE = packr.pack(Float64Array.of(0))[3];
 const TYPED_ARRAY_EXTENSION = 0x74;
 
-/**
- * A vector record `[label, Float64Array, props]` read field by field: the label's string, the vector's bytes copied
- * once into its own buffer, then only the properties through msgpackr. msgpackr's generic path costs three times as
- * much for a 784-dimension vector, and a search loads every hit. Undefined for any other layout (decodeRecord then
- * takes msgpackr's path), so the result is always what msgpackr would give.
- */
-function decodeVectorRecord(id: bigint, bytes: Buffer): StoredRecord | undefined {
+/** Where a stored vector record `[label, Float64Array, props]` keeps its label's and its vector's bytes. */
+interface VectorLayout {
+  readonly labelAt: number;
+  readonly labelLength: number;
+  /** The first byte of the vector's float64s, in this machine's order (as msgpackr writes them). */
+  readonly vectorAt: number;
+  readonly vectorBytes: number;
+}
+
+/** The layout of a stored vector record read off its msgpack headers; undefined for any other layout. */
+function vectorLayout(bytes: Buffer): VectorLayout | undefined {
   if (bytes[0] !== 0x93) return undefined; // a fixarray of three
   let at = 1;
   let labelLength: number;
@@ -228,7 +232,7 @@ function decodeVectorRecord(id: bigint, bytes: Buffer): StoredRecord | undefined
     labelLength = bytes[at + 1]; // str8 (labels are at most 255 bytes)
     at += 2;
   } else return undefined;
-  const label = bytes.toString("utf8", at, at + labelLength);
+  const labelAt = at;
   at += labelLength;
   let dataLength: number;
   switch (bytes[at]) {
@@ -247,14 +251,47 @@ function decodeVectorRecord(id: bigint, bytes: Buffer): StoredRecord | undefined
     default:
       return undefined;
   }
-  // The extension's data is the typed array's code, then its bytes in this machine's order (as msgpackr writes them).
-  const byteLength = dataLength - 1;
-  if (bytes[at] !== TYPED_ARRAY_EXTENSION || bytes[at + 1] !== FLOAT64_ARRAY_CODE || byteLength % 8 !== 0) return undefined;
+  // The extension's data is the typed array's code, then its bytes.
+  const vectorBytes = dataLength - 1;
+  if (bytes[at] !== TYPED_ARRAY_EXTENSION || bytes[at + 1] !== FLOAT64_ARRAY_CODE || vectorBytes % 8 !== 0) return undefined;
   at += 2;
-  if (at + byteLength > bytes.length) return undefined;
-  const vector = vectorSlabs.copy(bytes, at, byteLength);
-  const props = unpackr.unpack(bytes.subarray(at + byteLength)) as Properties;
+  if (at + vectorBytes > bytes.length) return undefined;
+  return { labelAt, labelLength, vectorAt: at, vectorBytes };
+}
+
+/**
+ * A vector record `[label, Float64Array, props]` read field by field: the label's string, the vector's bytes copied
+ * once into its own buffer, then only the properties through msgpackr. msgpackr's generic path costs three times as
+ * much for a 784-dimension vector, and a search loads every hit. Undefined for any other layout (decodeRecord then
+ * takes msgpackr's path), so the result is always what msgpackr would give.
+ */
+function decodeVectorRecord(id: bigint, bytes: Buffer): StoredRecord | undefined {
+  const layout = vectorLayout(bytes);
+  if (layout === undefined) return undefined;
+  const { labelAt, labelLength, vectorAt, vectorBytes } = layout;
+  const label = bytes.toString("utf8", labelAt, labelAt + labelLength);
+  const vector = vectorSlabs.copy(bytes, vectorAt, vectorBytes);
+  const props = unpackr.unpack(bytes.subarray(vectorAt + vectorBytes)) as Properties;
   return { kind: "vector", id, label, vector, props };
+}
+
+/** The aligned float64s `storedVectorInto` copies a vector's bytes into before rounding them (grown on demand). */
+let vectorScratch = new Float64Array(1_024);
+
+/**
+ * A stored vector record's vector rounded to float32 into `into`, without decoding the record (the vector family's
+ * exact scans read vectors this way rather than keep a copy of each in memory): true when the vector has `into`'s
+ * length, false when it has another; undefined for a value of another layout (decode it instead). `bytes` may be
+ * lmdb-js's reused buffer: nothing of it is kept.
+ */
+export function storedVectorInto(bytes: Buffer, into: Float32Array): boolean | undefined {
+  const layout = vectorLayout(bytes);
+  if (layout === undefined) return undefined;
+  if (layout.vectorBytes !== into.length * 8) return false;
+  if (vectorScratch.length < into.length) vectorScratch = new Float64Array(into.length);
+  new Uint8Array(vectorScratch.buffer, 0, layout.vectorBytes).set(bytes.subarray(layout.vectorAt, layout.vectorAt + layout.vectorBytes));
+  into.set(vectorScratch.subarray(0, into.length)); // float64 to float32, rounded as indexVector rounds
+  return true;
 }
 
 /**

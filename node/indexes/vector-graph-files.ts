@@ -26,7 +26,8 @@ import { packr } from "../record-codec.js";
 /** The folder of a partition's graph files, inside its LMDB environment's folder. */
 export const GRAPH_FOLDER = "vector-graphs";
 const MAGIC = Buffer.from("SILKVGF1", "latin1");
-const GRAPH_FILE_FORMAT = 1;
+/** 2 since hnswlib's graphs are stored without a second copy of their vectors; a format 1 file is rebuilt once. */
+const GRAPH_FILE_FORMAT = 2;
 const TEMPORARY_SUFFIX = ".tmp";
 const GRAPH_SUFFIX = ".graph";
 const HEADER_LENGTH_BYTES = 4;

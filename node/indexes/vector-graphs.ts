@@ -1,18 +1,20 @@
 /**
  * The in-memory graphs of the vector family (node/indexes/vector-index.ts): one PartitionGraph per (index, tenant partition),
- * mapping u64 record IDs to the integer labels a graph library wants, and keeping each vector by label for exact
- * scans. Cosine and euclidean run on hnswlib-node (spaces `cosine`, 1 - cos, and `l2`, squared: we report its square
+ * mapping u64 record IDs to the integer labels a graph library wants. Cosine and euclidean run on hnswlib-node (spaces `cosine`, 1 - cos, and `l2`, squared: we report its square
  * root); manhattan runs on our own HNSW (node/indexes/hnsw.ts), since hnswlib has no L1. Distances are those of
  * node/indexes/vector-math.ts.
  *
  * Invariants: a label is handed out once per ID and never reused while the graph lives (an hnswlib slot can outlive
- * its label until replaced); `idOf`, `labelOf` and `vectorOf` agree after every call. Every filter handed to a graph
+ * its label until replaced); `idOf` and `labelOf` agree after every call. Each vector is held once in memory, by the
+ * graph itself: hnswlib keeps its own copy, which hnswlib-node can hand back only as a number[] at hundreds of µs a
+ * point, so exact scans over hnswlib graphs read vectors from the records (vector-index.ts); our HNSW's Float32Arrays
+ * are `heldVector`. Every filter handed to a graph
  * is wrapped by `guardedFilter` to return a boolean and never throw: a throwing filter callback aborts the process
  * inside hnswlib (DESIGN, facts about the stack).
  *
  * `encodeGraph`/`decodeGraph`: a graph as bytes for node/indexes/vector-graph-files.ts: the label maps (the next label, then
  * each live label with its ID), then the graph itself: hnswlib's own file (written and read through a scratch file,
- * its only interface) after the vectors by label, or our HNSW's encoding, which holds the vectors.
+ * its only interface), or our HNSW's encoding; both hold the vectors.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,11 +40,10 @@ export function guardedFilter(test: (label: number) => unknown): (label: number)
   };
 }
 
-/** One tenant partition's graph, with the u64 ID <-> integer label maps and the vectors by label (for exact scans). */
+/** One tenant partition's graph, with the u64 ID <-> integer label maps. */
 export abstract class PartitionGraph {
   readonly labelOf = new Map<bigint, number>();
   readonly idOf: (bigint | undefined)[] = [];
-  readonly vectorOf: (Float32Array | undefined)[] = [];
   /**
    * Labels are handed out once and never reused (an hnswlib slot can outlive its label until replaced), so these
    * arrays grow by one slot per new ID until a rebuild makes the graph compact (a graph file keeps them: a writer's
@@ -76,7 +77,6 @@ export abstract class PartitionGraph {
       this.labelOf.set(id, label);
       this.idOf[label] = id;
     }
-    this.vectorOf[label] = vector;
   }
 
   remove(id: bigint): void {
@@ -85,8 +85,10 @@ export abstract class PartitionGraph {
     this.erase(label);
     this.labelOf.delete(id);
     this.idOf[label] = undefined;
-    this.vectorOf[label] = undefined;
   }
+
+  /** A live label's vector when this graph keeps it as a Float32Array (our HNSW); undefined for hnswlib's graphs. */
+  abstract heldVector(label: number): Float32Array | undefined;
 
   protected abstract insert(label: number, vector: Float32Array): void;
   protected abstract replace(label: number, vector: Float32Array): void;
@@ -114,16 +116,13 @@ export abstract class PartitionGraph {
 
   protected abstract encodeGraph(scratch: string): Uint8Array[];
 
-  /** Takes `decodeLabels`' maps into this empty graph, with each live label's vector. */
-  protected adoptLabels(labels: DecodedLabels, vectorOf: (label: number, index: number) => Float32Array | undefined): void {
+  /** Takes `decodeLabels`' maps into this empty graph; `has` tells whether the graph holds a label's point. */
+  protected adoptLabels(labels: DecodedLabels, has: (label: number) => boolean): void {
     this.nextLabel = labels.nextLabel;
-    let index = 0;
     for (const [id, label] of labels.labelOf) {
-      const vector = vectorOf(label, index++);
-      if (vector === undefined) throw new RangeError(`graph labels: live label ${label} of ID ${id} has no vector`);
+      if (!has(label)) throw new RangeError(`graph labels: live label ${label} of ID ${id} has no point in the graph`);
       this.labelOf.set(id, label);
       this.idOf[label] = id;
-      this.vectorOf[label] = vector;
     }
   }
 }
@@ -178,34 +177,26 @@ class HnswlibGraph extends PartitionGraph {
     }
   }
 
-  /** The vacant-slot count, the vectors by live label (in `labelOf`'s order), then hnswlib's file. */
+  /** The vacant-slot count, then hnswlib's file (which holds the vectors). */
   protected encodeGraph(scratch: string): Uint8Array[] {
     const file = join(scratch, "hnswlib.bin");
     this.index.writeIndexSync(file);
     const header = new Uint8Array(8);
     new DataView(header.buffer).setUint32(0, this.vacant, true);
-    const vectors = new Float32Array(this.size * this.dimension);
-    let at = 0;
-    for (const label of this.labelOf.values()) {
-      vectors.set(this.vectorOf[label]!, at);
-      at += this.dimension;
-    }
-    return [header, new Uint8Array(vectors.buffer), readFileSync(file)];
+    return [header, readFileSync(file)];
   }
 
   static decode(metric: "cosine" | "euclidean", dimension: number, bytes: Uint8Array, scratch: string): HnswlibGraph {
     const labels = decodeLabels(bytes);
     let at = labels.end;
+    if (bytes.byteLength < at + 8) throw new RangeError(`graph of ${labels.labelOf.size} × ${dimension}: cut short`);
     const vacant = new DataView(bytes.buffer, bytes.byteOffset + at, 8).getUint32(0, true);
     at += 8;
-    const vectors = new Float32Array(labels.labelOf.size * dimension);
-    if (bytes.byteLength < at + vectors.byteLength) throw new RangeError(`graph of ${labels.labelOf.size} × ${dimension}: its vectors are cut short`);
-    new Uint8Array(vectors.buffer).set(bytes.subarray(at, at + vectors.byteLength));
-    at += vectors.byteLength;
     const file = join(scratch, "hnswlib.bin");
     writeFileSync(file, bytes.subarray(at));
     const graph = new HnswlibGraph(metric, dimension, file);
-    graph.adoptLabels(labels, (_label, index) => vectors.subarray(index * dimension, (index + 1) * dimension));
+    const labelsInGraph = new Set(graph.index.getIdsList());
+    graph.adoptLabels(labels, (label) => labelsInGraph.has(label));
     graph.vacant = vacant;
     if (graph.index.getCurrentCount() !== graph.size + vacant) {
       throw new RangeError(`hnswlib's graph holds ${graph.index.getCurrentCount()} points; the labels say ${graph.size} live and ${vacant} vacant`);
@@ -230,6 +221,10 @@ class HnswlibGraph extends PartitionGraph {
   protected erase(label: number): void {
     this.index.markDelete(label);
     this.vacant += 1;
+  }
+
+  heldVector(): undefined {
+    return undefined;
   }
 
   nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean, components?: readonly number[]): Neighbour[] {
@@ -265,7 +260,7 @@ class OwnGraph extends PartitionGraph {
     const hnsw = Hnsw.decode(bytes.subarray(labels.end), manhattanDistance);
     if (hnsw.dimension !== dimension || hnsw.size !== labels.labelOf.size) throw new RangeError(`HNSW of ${hnsw.size} × ${hnsw.dimension} under ${labels.labelOf.size} labels of dimension ${dimension}`);
     const graph = new OwnGraph(dimension, hnsw);
-    graph.adoptLabels(labels, (label) => hnsw.vectorOf(label));
+    graph.adoptLabels(labels, (label) => hnsw.vectorOf(label) !== undefined);
     return graph;
   }
 
@@ -277,6 +272,9 @@ class OwnGraph extends PartitionGraph {
   }
   protected erase(label: number): void {
     this.graph.delete(label);
+  }
+  heldVector(label: number): Float32Array | undefined {
+    return this.graph.vectorOf(label);
   }
   nearest(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): Neighbour[] {
     return this.graph.search(query, k, ef, filter === undefined ? undefined : guardedFilter(filter));

@@ -160,12 +160,22 @@ function byDistanceThenId(a: SearchHit, b: SearchHit): number {
 /**
  * The `wanted` nearest of `members` by exact distance, nearest first, ties by ascending ID: a bounded insertion into
  * the best so far, so a scan of thousands of candidates for k = 10 sorts ten hits, not thousands (the exact path of a
- * restricted search; bench/vectors.ts times it beside a brute-force scan).
+ * restricted search; bench/vectors.ts times it beside a brute-force scan). A member whose vector `vectorOf` cannot
+ * give is left out.
  */
-function nearestMembers(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, members: readonly number[], wanted: number): SearchHit[] {
+function nearestMembers(
+  metric: VectorMetric,
+  graph: PartitionGraph,
+  query: Float32Array,
+  members: readonly number[],
+  wanted: number,
+  vectorOf: (label: number) => Float32Array | undefined,
+): SearchHit[] {
   const best: SearchHit[] = [];
   for (const label of members) {
-    const score = distance(metric, query, graph.vectorOf[label]!);
+    const vector = vectorOf(label);
+    if (vector === undefined) continue;
+    const score = distance(metric, query, vector);
     if (best.length === wanted && score > best[wanted - 1].score) continue;
     const hit = { id: graph.idOf[label]!, score };
     if (best.length === wanted) {
@@ -522,7 +532,7 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     const graph = index.graphs.get(definition.tenant === undefined ? "" : options.tenant!);
     if (graph === undefined || graph.size === 0 || k === 0) return [];
     const ef = options.ef ?? definition.ef ?? EF_SEARCH_MIN;
-    if (options.candidates !== undefined) return this.restricted(definition.metric, graph, query, k, ef, options.candidates);
+    if (options.candidates !== undefined) return this.restricted(definition, graph, query, k, ef, options.candidates, options.transaction);
     return this.hits(graph, graph.nearest(query, Math.min(k, graph.size), Math.max(k, ef), undefined, options.components));
   }
 
@@ -545,7 +555,15 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
     return index;
   }
 
-  private restricted(metric: VectorMetric, graph: PartitionGraph, query: Float32Array, k: number, efSearch: number, candidates: readonly bigint[]): SearchHit[] {
+  private restricted(
+    definition: VectorIndexDefinition,
+    graph: PartitionGraph,
+    query: Float32Array,
+    k: number,
+    efSearch: number,
+    candidates: readonly bigint[],
+    transaction: Transaction | undefined,
+  ): SearchHit[] {
     // Membership by label in a byte array: the filter hnswlib calls per visited node is one typed-array read.
     const marks = new Uint8Array(graph.labelBound);
     const members: number[] = [];
@@ -565,7 +583,22 @@ export class VectorIndexes implements IndexFamilyStore<VectorIndexDefinition> {
       const hits = this.hits(graph, found.filter((neighbour) => marks[neighbour.label] === 1));
       if (hits.length === wanted) return hits;
     }
-    return nearestMembers(metric, graph, query, members, wanted);
+    return nearestMembers(definition.metric, graph, query, members, wanted, this.vectorReader(definition, graph, query.length, transaction));
+  }
+
+  /**
+   * Where an exact scan finds a member's vector: the graph's own Float32Array when it keeps one (our HNSW), else the
+   * record in the reader's snapshot (hnswlib's graphs; IndexRecordSource.vectorInto), read into one scratch array
+   * that each call overwrites. A member the snapshot holds no vector of is left out of the scan.
+   */
+  private vectorReader(definition: VectorIndexDefinition, graph: PartitionGraph, dimension: number, transaction: Transaction | undefined): (label: number) => Float32Array | undefined {
+    const scratch = new Float32Array(dimension);
+    return (label) => {
+      const held = graph.heldVector(label);
+      if (held !== undefined) return held;
+      const id = graph.idOf[label];
+      return id !== undefined && this.source.vectorInto(definition.kind, id, definition.field, scratch, transaction) ? scratch : undefined;
+    };
   }
 
   private hits(graph: PartitionGraph, found: readonly Neighbour[]): SearchHit[] {

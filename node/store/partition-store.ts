@@ -14,7 +14,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { open, type Database, type RootDatabase } from "lmdb";
+import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { SilkError } from "../../protocol/errors.js";
 import { visitMutations, encodeMutations } from "../../protocol/mutation-codec.js";
 import type { Direction, IdRange, Mutation, RecordKind, StoredRecord } from "../../protocol/records.js";
@@ -26,9 +26,10 @@ import {
   labelRange,
   readId,
 } from "../keys.js";
-import type { IndexDefinition, IndexStatus, SecondaryIndexDefinition } from "../../protocol/indexes.js";
+import { VECTOR_FIELD, type IndexDefinition, type IndexStatus, type SecondaryIndexDefinition } from "../../protocol/indexes.js";
 import { IndexCatalog } from "../indexes/index-catalog.js";
-import { decodeEdge, decodeRecord, labelAndPropsFrom, indexedRecord, propsOf, RecordValueScratch } from "../record-codec.js";
+import { decodeEdge, decodeRecord, labelAndPropsFrom, indexedRecord, propsOf, RecordValueScratch, storedVectorInto } from "../record-codec.js";
+import { indexVector } from "../indexes/vector-math.js";
 import { mergeRanges, rangeMutationsOf, subtractRange } from "./range-mutations.js";
 import { Snapshot } from "./snapshot.js";
 import { storageFailure } from "./storage-errors.js";
@@ -213,6 +214,7 @@ export class PartitionStore {
       record: (kind, key) => this.committedRecord(kind, key),
       scan: (kind, label, after, limit) => this.scanLabel(kind, label, after, limit),
       hasLabel: (kind, label) => this.scanLabel(kind, label, undefined, 1).records.length > 0,
+      vectorInto: (kind, id, field, into, transaction) => this.committedVectorInto(kind, id, field, into, transaction),
     }, options.indexes ?? [], {
       uniqueAcrossPartitions: options.uniqueAcrossPartitions,
       readOnly: options.readOnly,
@@ -803,6 +805,35 @@ export class PartitionStore {
   private committedRecord(kind: RecordKind, key: Buffer): IndexedRecord | undefined {
     const bytes = this.records[kind].get(key);
     return bytes === undefined ? undefined : indexedRecord(decodeRecord(kind, readId(key), bytes));
+  }
+
+  /**
+   * IndexRecordSource.vectorInto: a `V::` record's own vector straight from the stored bytes (no decode, no
+   * allocation: an exact scan reads thousands), anything else through the decoded record.
+   */
+  private committedVectorInto(kind: RecordKind, id: bigint, field: string, into: Float32Array, transaction: Transaction | undefined): boolean {
+    const key = idKey(id);
+    const options = transaction === undefined ? undefined : { transaction };
+    if (kind === "vector" && field === VECTOR_FIELD) {
+      // getBinaryFast takes read options at run time (lmdb-js 3.5 read.js), though its typings omit them.
+      const fast = this.records.vector.getBinaryFast as (key: Buffer, options: { transaction: Transaction } | undefined) => Buffer | undefined;
+      const bytes = fast.call(this.records.vector, key, options);
+      if (bytes === undefined) return false;
+      const read = storedVectorInto(bytes, into);
+      if (read !== undefined) return read;
+    }
+    const bytes = this.records[kind].get(key, options);
+    if (bytes === undefined) return false;
+    const record = indexedRecord(decodeRecord(kind, id, bytes));
+    let vector: Float32Array | undefined;
+    try {
+      vector = indexVector(field === VECTOR_FIELD ? record.vector : record.props[field]);
+    } catch {
+      return false; // a value the index refused when it was written: it holds no vector of this record
+    }
+    if (vector === undefined || vector.length !== into.length) return false;
+    into.set(vector);
+    return true;
   }
 
   /**

@@ -2,11 +2,13 @@
  * Vector records are decoded field by field, their vectors as views on shared slabs (node/record-codec.ts): the
  * result must be what msgpackr's own decoding of the stored bytes gives, for every label length, dimension (the
  * three msgpack extension sizes, and vectors larger than a slab's share) and property set, and a vector decoded
- * earlier must keep its values however many are decoded after it.
+ * earlier must keep its values however many are decoded after it. `storedVectorInto` (the exact scans' read of a
+ * stored vector without decoding it) must give msgpackr's vector rounded to float32, refuse another length, and
+ * leave a value of another layout to the decoder.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeRecord, encodeRecord, packr } from "../../node/record-codec.js";
+import { decodeRecord, encodeRecord, packr, storedVectorInto } from "../../node/record-codec.js";
 import type { StoredRecord } from "../../protocol/records.js";
 
 const vectorRecord = fc.record({
@@ -51,5 +53,25 @@ describe("vector record decoding", () => {
       expect(vector[0]).toBe(i * 1000);
       expect(vector[783]).toBe(i * 1000 + 783);
     });
+  });
+
+  it("reads a stored vector rounded to float32 without decoding it, or tells that it cannot", () => {
+    fc.assert(
+      fc.property(vectorRecord, ({ label, vector, props }) => {
+        const bytes = encodeRecord({ kind: "vector", id: 7n, label, vector, props });
+        const [, generalVector] = packr.unpack(bytes) as [string, Float64Array];
+        const into = new Float32Array(vector.length).fill(Number.NaN);
+        expect(storedVectorInto(bytes, into)).toBe(true);
+        expect(into).toEqual(Float32Array.from(generalVector));
+        const other = new Float32Array(vector.length + 1).fill(3);
+        expect(storedVectorInto(bytes, other)).toBe(false);
+        expect(other.every((component) => component === 3)).toBe(true);
+      }),
+      { numRuns: 100, seed: 11 },
+    );
+    // A node's value, and a vector record whose vector msgpackr wrote as a plain array: not this layout.
+    const into = new Float32Array(2);
+    expect(storedVectorInto(encodeRecord({ kind: "node", id: 1n, label: "Doc", props: { v: [1, 2] } }), into)).toBeUndefined();
+    expect(storedVectorInto(packr.pack(["Doc", [1, 2], {}]), into)).toBeUndefined();
   });
 });

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedRecord, IndexRecordSource, ScannedRecord } from "../../node/index-family.js";
+import { mapVectorInto } from "../helpers/vector-source.js";
 import { readId } from "../../node/keys.js";
 import { changesBetween, CHANGE_LOG_VERSIONS_MAX, listChanges, openChangeEntry } from "../../node/indexes/vector-changes.js";
 import { graphFilePath, readGraphFile } from "../../node/indexes/vector-graph-files.js";
@@ -57,6 +58,7 @@ class Partition {
         return { records: taken, last: taken.at(-1)?.id, done: ids.length <= limit };
       },
       hasLabel: () => records.size > 0,
+      vectorInto: mapVectorInto(records),
     };
   }
 

@@ -12,6 +12,7 @@ import hnswlib from "hnswlib-node";
 import { open, type Database, type RootDatabase, type Transaction } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedRecord, IndexRecordSource, ScannedRecord } from "../../node/index-family.js";
+import { mapVectorInto } from "../helpers/vector-source.js";
 import { readId } from "../../node/keys.js";
 import { distance } from "../../node/indexes/vector-math.js";
 import { EXACT_CANDIDATES_MAX, guardedFilter, VectorIndexes } from "../../node/indexes/vector-index.js";
@@ -64,6 +65,7 @@ class Fixture {
         return { records: taken, last: taken.at(-1)?.id, done: ids.length <= limit };
       },
       hasLabel: () => records.size > 0,
+      vectorInto: mapVectorInto(records),
     };
   }
 
