@@ -1,15 +1,15 @@
 /**
  * The batcher of `silk import`: collects rows into batches of at most `batchSize` records and commits each batch
- * with `importBatch`, one all-or-nothing transaction. It owns the run's key map (external key → node ID), so that
- * edges can name their endpoints by key: a node of the batch being built is referred to by its index in the
- * batch, a node of an earlier, committed batch by its ID. A batch is never split, so a row that fails leaves
+ * with `importBatch`, one all-or-nothing transaction. It owns the run's key map (external key → node or vector ID),
+ * so that edges can name their endpoints by key: a node or vector of the batch being built is referred to by its
+ * index in the batch, one of an earlier, committed batch by its ID. A batch is never split, so a row that fails leaves
  * nothing of its batch in the database, while the batches before it stay committed.
  */
 import type { Database } from "../../runtime/embedded.js";
-import { ImportRowError, type ImportEdge, type ImportEndpoint, type ImportNode } from "../../cluster/bulk-import.js";
+import { ImportRowError, type ImportEdge, type ImportEndpoint, type ImportNode, type ImportVector } from "../../cluster/bulk-import.js";
 import { SilkError } from "../../protocol/errors.js";
 import type { Schema } from "../../protocol/schema.js";
-import { badRow, cellValue, declaredFields, RowError, type EdgeRow, type EndpointRef, type NodeRow } from "./rows.js";
+import { badRow, cellValue, declaredFields, RowError, type EdgeRow, type EndpointRef, type ImportRow, type NodeRow, type VectorRow } from "./rows.js";
 
 /** Where a row came from: an index into the batcher's file list and a 1-based line. */
 export interface RowSource {
@@ -20,23 +20,26 @@ export interface RowSource {
 export interface BatcherOptions {
   readonly database: Pick<Database, "importBatch">;
   readonly schema: Schema | undefined;
-  /** Records (nodes + edges) per transaction. */
+  /** Records (nodes + vectors + edges) per transaction. */
   readonly batchSize: number;
   /** `--key-property`: also store every node's key in this property. */
   readonly keyProperty?: string;
 }
 
 export class ImportBatcher {
-  /** Key → ID of every node committed in this run. */
+  /** Key → ID of every node and vector committed in this run. */
   private readonly committedKeys = new Map<string, bigint>();
-  /** Key → index in `nodes` of the nodes of the batch being built. */
-  private batchKeys = new Map<string, number>();
+  /** Key → the batch endpoint of the nodes and vectors of the batch being built (their index in `nodes` or `vectors`). */
+  private batchKeys = new Map<string, { readonly batch: number } | { readonly vector: number }>();
   private nodes: ImportNode[] = [];
+  private vectors: ImportVector[] = [];
   private edges: ImportEdge[] = [];
   private nodeSources: RowSource[] = [];
+  private vectorSources: RowSource[] = [];
   private edgeSources: RowSource[] = [];
   private readonly files: string[] = [];
   nodesCommitted = 0;
+  vectorsCommitted = 0;
   edgesCommitted = 0;
   batchesCommitted = 0;
 
@@ -54,7 +57,7 @@ export class ImportBatcher {
 
   /** Records in the batch being built. */
   get pending(): number {
-    return this.nodes.length + this.edges.length;
+    return this.nodes.length + this.vectors.length + this.edges.length;
   }
 
   get full(): boolean {
@@ -62,9 +65,10 @@ export class ImportBatcher {
   }
 
   /** Adds a row to the batch being built; throws RowError for a duplicate or unknown key. */
-  add(row: NodeRow | EdgeRow, source: RowSource): void {
+  add(row: ImportRow, source: RowSource): void {
     try {
       if (row.kind === "node") this.addNode(row, source);
+      else if (row.kind === "vector") this.addVector(row, source);
       else this.addEdge(row, source);
     } catch (cause) {
       if (cause instanceof SilkError) throw new RowError(this.files[source.file], source.line, cause);
@@ -73,17 +77,29 @@ export class ImportBatcher {
   }
 
   private addNode(row: NodeRow, source: RowSource): void {
-    if (this.batchKeys.has(row.key) || this.committedKeys.has(row.key)) {
-      throw badRow(`node key ${JSON.stringify(row.key)} is defined twice in this run; keys must be unique`);
-    }
+    this.checkNewKey(row.key, "node");
     this.pushNode(row.label, row.key, this.withKeyProperty(row.label, row.keyValue, row.props), source);
+  }
+
+  private checkNewKey(key: string, kind: string): void {
+    if (this.batchKeys.has(key) || this.committedKeys.has(key)) {
+      throw badRow(`${kind} key ${JSON.stringify(key)} is defined twice in this run; keys must be unique`);
+    }
+  }
+
+  private addVector(row: VectorRow, source: RowSource): void {
+    if (row.key !== undefined) this.checkNewKey(row.key, "vector");
+    const index = this.vectors.length;
+    this.vectors.push({ label: row.label, vector: row.vector, props: row.props });
+    this.vectorSources.push(source);
+    if (row.key !== undefined) this.batchKeys.set(row.key, { vector: index });
   }
 
   private pushNode(label: string, key: string, props: Record<string, unknown>, source: RowSource): number {
     const index = this.nodes.length;
     this.nodes.push({ label, props });
     this.nodeSources.push(source);
-    this.batchKeys.set(key, index);
+    this.batchKeys.set(key, { batch: index });
     return index;
   }
 
@@ -107,8 +123,8 @@ export class ImportBatcher {
 
   private endpoint(ref: EndpointRef, createLabel: string | undefined, source: RowSource, role: string): ImportEndpoint {
     if ("id" in ref) return ref;
-    const batchIndex = this.batchKeys.get(ref.key);
-    if (batchIndex !== undefined) return { batch: batchIndex };
+    const inBatch = this.batchKeys.get(ref.key);
+    if (inBatch !== undefined) return inBatch;
     const id = this.committedKeys.get(ref.key);
     if (id !== undefined) return { id };
     if (createLabel === undefined) {
@@ -124,22 +140,27 @@ export class ImportBatcher {
   async flush(): Promise<void> {
     if (this.pending === 0) return;
     let nodeIds: bigint[];
+    let vectorIds: bigint[];
     try {
-      ({ nodeIds } = await this.options.database.importBatch({ nodes: this.nodes, edges: this.edges }));
+      ({ nodeIds, vectorIds } = await this.options.database.importBatch({ nodes: this.nodes, edges: this.edges, ...(this.vectors.length === 0 ? {} : { vectors: this.vectors }) }));
     } catch (cause) {
       if (!(cause instanceof ImportRowError)) throw cause;
-      const source = (cause.section === "nodes" ? this.nodeSources : this.edgeSources)[cause.index];
+      const sources = { nodes: this.nodeSources, vectors: this.vectorSources, edges: this.edgeSources }[cause.section];
+      const source = sources[cause.index];
       if (source === undefined) throw cause;
       throw new RowError(this.files[source.file], source.line, new SilkError(cause.code, cause.message));
     }
-    for (const [key, index] of this.batchKeys) this.committedKeys.set(key, nodeIds[index]);
+    for (const [key, at] of this.batchKeys) this.committedKeys.set(key, "batch" in at ? nodeIds[at.batch] : vectorIds[at.vector]);
     this.nodesCommitted += this.nodes.length;
+    this.vectorsCommitted += this.vectors.length;
     this.edgesCommitted += this.edges.length;
     this.batchesCommitted += 1;
     this.batchKeys = new Map();
     this.nodes = [];
+    this.vectors = [];
     this.edges = [];
     this.nodeSources = [];
+    this.vectorSources = [];
     this.edgeSources = [];
   }
 }

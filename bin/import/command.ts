@@ -1,5 +1,5 @@
 /**
- * `silk import`: bulk loads nodes and edges from JSONL, CSV and edge-list files into an on-disk database. Files
+ * `silk import`: bulk loads nodes, edges and `V::` vectors (JSONL) from JSONL, CSV and edge-list files into an on-disk database. Files
  * are read in the order given, row by row, and committed in batches (one transaction each); the first bad row
  * stops the import with `file:line: code: message`, leaving the earlier batches committed and nothing of its own.
  * The formats are described in docs/IMPORT.md.
@@ -63,9 +63,9 @@ export async function runImport(files: readonly string[], options: ImportCommand
       return 130;
     }
     const seconds = progress.elapsedMs / 1000;
-    const records = batcher.nodesCommitted + batcher.edgesCommitted;
+    const records = batcher.nodesCommitted + batcher.vectorsCommitted + batcher.edgesCommitted;
     io.stdout.write(
-      `imported ${formatCount(batcher.nodesCommitted)} nodes and ${formatCount(batcher.edgesCommitted)} edges ` +
+      `imported ${committedCounts(batcher)} ` +
         `(${formatBytes(totalBytes)}) in ${seconds.toFixed(2)} s: ${formatCount(Math.round(records / Math.max(seconds, 0.001)))} records/s\n`,
     );
     return 0;
@@ -128,8 +128,14 @@ function committedText(batcher: ImportBatcher | undefined): string {
   if (batcher === undefined) return "nothing was written";
   const batches = batcher.batchesCommitted;
   if (batches === 0) return "no earlier batch was committed";
-  const counts = `${formatCount(batcher.nodesCommitted)} nodes and ${formatCount(batcher.edgesCommitted)} edges`;
+  const counts = committedCounts(batcher);
   return `${counts} of ${batches} earlier ${batches === 1 ? "batch stay" : "batches stay"} committed`;
+}
+
+/** "N nodes and E edges", or with vectors "N nodes, V vectors and E edges". */
+function committedCounts(batcher: ImportBatcher): string {
+  const vectors = batcher.vectorsCommitted === 0 ? "" : `, ${formatCount(batcher.vectorsCommitted)} vectors`;
+  return `${formatCount(batcher.nodesCommitted)} nodes${vectors} and ${formatCount(batcher.edgesCommitted)} edges`;
 }
 
 function reportFailure(cause: unknown, batcher: ImportBatcher | undefined, io: CommandIo): void {

@@ -30,7 +30,19 @@ export interface EdgeRow {
   readonly createNodeLabel?: string;
 }
 
-export type ImportRow = NodeRow | EdgeRow;
+/**
+ * A `V::` record (JSONL only): its vector as a JSON array, whose numbers the database checks as AddV does, and an
+ * optional key that edges of the run may name, in the same key space as nodes'.
+ */
+export interface VectorRow {
+  readonly kind: "vector";
+  readonly label: string;
+  readonly key: string | undefined;
+  readonly vector: readonly number[];
+  readonly props: Record<string, unknown>;
+}
+
+export type ImportRow = NodeRow | EdgeRow | VectorRow;
 
 /** A row problem with the place it was found; the importer prints it as `file:line: code: message`. */
 export class RowError extends Error {
@@ -64,6 +76,8 @@ export function checkLabelText(label: unknown, what: string): string {
 
 const NODE_FIELDS = new Set(["kind", "label", "key", "props"]);
 const EDGE_FIELDS = new Set(["kind", "label", "from", "to", "props"]);
+const VECTOR_FIELDS = new Set(["kind", "label", "key", "vector", "props"]);
+const ROW_FIELDS = { node: NODE_FIELDS, edge: EDGE_FIELDS, vector: VECTOR_FIELDS } as const;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -79,8 +93,8 @@ export function parseJsonRow(text: string): ImportRow {
   }
   if (!isObject(value)) throw badRow("a row must be a JSON object");
   const kind = value.kind;
-  if (kind !== "node" && kind !== "edge") throw badRow(`"kind" must be "node" or "edge", got ${JSON.stringify(kind) ?? "nothing"}`);
-  const allowed = kind === "node" ? NODE_FIELDS : EDGE_FIELDS;
+  if (kind !== "node" && kind !== "edge" && kind !== "vector") throw badRow(`"kind" must be "node", "edge" or "vector", got ${JSON.stringify(kind) ?? "nothing"}`);
+  const allowed = ROW_FIELDS[kind];
   for (const field of Object.keys(value)) {
     if (!allowed.has(field)) throw badRow(`unknown field ${JSON.stringify(field)} in a ${kind} row (allowed: ${[...allowed].join(", ")})`);
   }
@@ -90,6 +104,11 @@ export function parseJsonRow(text: string): ImportRow {
   if (kind === "node") {
     if (value.key === undefined) throw badRow(`a node row needs "key", a string or number that edges refer to`);
     return { kind, label, key: keyText(value.key, "key"), keyValue: value.key, props };
+  }
+  if (kind === "vector") {
+    const vector = value.vector;
+    if (!Array.isArray(vector) || vector.length === 0) throw badRow(`a vector row needs "vector", a non-empty array of numbers`);
+    return { kind, label, key: value.key === undefined ? undefined : keyText(value.key, "key"), vector: vector as number[], props };
   }
   return { kind, label, from: endpointRef(value.from, "from"), to: endpointRef(value.to, "to"), props };
 }

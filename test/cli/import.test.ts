@@ -142,7 +142,7 @@ describe("silk import: a bad row stops the import at its file and line", () => {
   });
 
   it.each([
-    [12, '{"kind":"vertex","label":"User","key":"x"}', "import_bad_row", '"kind" must be "node" or "edge"'],
+    [12, '{"kind":"vertex","label":"User","key":"x"}', "import_bad_row", '"kind" must be "node", "edge" or "vector"'],
     [13, '{"kind":"node","label":"User","props":{}}', "import_bad_row", 'a node row needs "key"'],
     [14, '{"kind":"node","label":"User","key":"k1"}', "import_bad_row", 'node key "k1" is defined twice'],
     [18, '{"kind":"edge","label":"Follows","from":"k1","to":"nobody"}', "node_not_found", 'no node with key "nobody"'],
