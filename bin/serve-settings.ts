@@ -1,7 +1,7 @@
 /**
  * What `silk serve` (and `silk dev`, `silk gateway`, a `--workers` read worker) is told and what it makes of it: the
  * flags (`ServeOptions`, `StorageFlags`) with their defaults, and the settings resolved from them and the environment
- * (`serveSettings`: port, host, data, deadline, logger, embedder; `storageOf`: disk or bucket). Apart from serve.ts
+ * (`serveSettings`: port, host, data, the names it answers to, deadline, logger, embedder; `storageOf`: disk or bucket). Apart from serve.ts
  * so that serve.ts, which starts the workers, and serve-workers.ts, which a worker runs, do not import each other.
  */
 import { pino, type Logger } from "pino";
@@ -10,6 +10,7 @@ import { embedderFromEnvironment } from "../embedders/index.js";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { QUERY_TIMEOUT_MS_MAX } from "../protocol/limits.js";
+import { localAccessOf, parseAllowedHosts, type LocalAccess } from "../gateway/local-access.js";
 import { SERVE_DATA_DEFAULT, SERVE_HOST_DEFAULT, SERVE_PORT_DEFAULT, SERVE_TIMEOUT_MS_DEFAULT } from "./defaults.js";
 
 
@@ -18,6 +19,11 @@ export interface ServeOptions extends StorageFlags {
   readonly project?: string;
   readonly port?: string;
   readonly host?: string;
+  /**
+   * `--allowed-hosts a,b,.example.com`: names beyond localhost, IP addresses and a `--host` name that requests may
+   * be addressed to (their Host header) and whose web pages may call the server (gateway/local-access.ts).
+   */
+  readonly allowedHosts?: string;
   readonly data?: string;
   readonly timeoutMs?: string;
   /** `--workers`: processes serving HTTP, each reading on its own core (bin/serve-workers.ts); 1 by default. */
@@ -88,6 +94,8 @@ export function serveTimeoutMs(option: string | undefined): number {
 export interface ServeSettings {
   readonly port: number;
   readonly host: string;
+  /** What the local server answers to (ignored by the hosted gateway, which checks API keys instead). */
+  readonly localAccess: LocalAccess;
   readonly data: string;
   /** The deadline of every request that sets no `timeout_ms` (the per-query routes included). */
   readonly timeoutMs: number;
@@ -97,9 +105,11 @@ export interface ServeSettings {
 }
 
 export function serveSettings(options: ServeOptions): ServeSettings {
+  const host = options.host ?? SERVE_HOST_DEFAULT;
   return {
     port: servePort(options.port, process.env.SILK_PORT),
-    host: options.host ?? SERVE_HOST_DEFAULT,
+    host,
+    localAccess: localAccessOf(host, parseAllowedHosts(options.allowedHosts)),
     data: options.data ?? SERVE_DATA_DEFAULT,
     timeoutMs: serveTimeoutMs(options.timeoutMs),
     logger: pino({ name: "silk", level: process.env.SILK_LOG_LEVEL ?? "info" }, pino.destination({ fd: 2, sync: true })),

@@ -212,7 +212,7 @@ export async function runReadWorker(options: ServeOptions, settings: ServeSettin
     local.refresh();
     const database = new WorkerDatabase(local, link);
     metrics = new ServerMetrics(database);
-    app = await buildGateway({ database, logger: settings.logger, metrics, scrapeMetrics: () => link.scrape() });
+    app = await buildGateway({ database, logger: settings.logger, localAccess: settings.localAccess, metrics, scrapeMetrics: () => link.scrape() });
     try {
       await app.listen({ port: settings.port, host: settings.host });
     } catch (cause) {

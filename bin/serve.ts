@@ -60,10 +60,10 @@ export async function listenGateway(
   served: string,
   closeDatabase: () => Promise<void>,
 ): Promise<FastifyInstance> {
-  const { port, host, data, logger } = settings;
+  const { port, host, data, logger, localAccess } = settings;
   let app: FastifyInstance | undefined;
   try {
-    app = await buildGateway({ database, logger });
+    app = await buildGateway({ database, logger, localAccess });
     await app.listen({ port, host });
   } catch (cause) {
     await app?.close();
@@ -139,6 +139,7 @@ export interface ServeClusterOptions {
   readonly project?: string;
   readonly port?: string;
   readonly host?: string;
+  readonly allowedHosts?: string;
   readonly timeoutMs?: string;
   /** Refused: `--workers` serves a local database (its reads are LMDB read-only handles beside the writer). */
   readonly workers?: string;
@@ -164,7 +165,7 @@ export async function runServeCluster(options: ServeClusterOptions): Promise<voi
   }
   const manifest = readClusterManifest(options.cluster);
   const project = options.project ?? manifest.project;
-  const settings = serveSettings({ project, port: options.port ?? String(manifest.port), host: options.host, data: options.cluster, timeoutMs: options.timeoutMs });
+  const settings = serveSettings({ project, port: options.port ?? String(manifest.port), host: options.host, allowedHosts: options.allowedHosts, data: options.cluster, timeoutMs: options.timeoutMs });
   const onCommitPhase = crashHook(process.env.SILK_TEST_CRASH_AT);
   if (onCommitPhase !== undefined) settings.logger.warn(`SILK_TEST_CRASH_AT=${process.env.SILK_TEST_CRASH_AT}: this process kills itself at that two-phase-commit phase (a test hook)`);
   const database = await connectClusterDirectory(options.cluster, {

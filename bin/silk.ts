@@ -84,13 +84,14 @@ function serveCommand(): Command {
     .option("--project <dir>", "the project directory; every .hx file in it (recursively) is the schema and queries (without it: schemaless, /v2/query only)")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--allowed-hosts <names>", "host names beyond localhost, IP addresses and a --host name that requests may be addressed to and web pages may call from, separated by commas (.example.com: the domain and its subdomains; docs/SERVER.md#who-may-call)")
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
     .option("--cluster <dir>", "serve a cluster's partitions (its cluster.json, written by `silk cluster up`) instead of --data (docs/CLUSTER.md)")
     .option("--storage <uri>", "s3://bucket/prefix: the database lives in that bucket, --data is its local cache (docs/STORAGE.md; credentials from the AWS environment variables and config files)")
     .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .option("--workers <n>", "processes that serve HTTP, each with a read-only handle, writes going to the one writer; a number, or auto for one per core (default 1; docs/SERVER.md#read-workers)")
-    .action(async (flags: { project?: string; port?: string; host: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; timeoutMs?: string; workers?: string }) => {
+    .action(async (flags: { project?: string; port?: string; host: string; allowedHosts?: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; timeoutMs?: string; workers?: string }) => {
       try {
         if (flags.cluster !== undefined && flags.storage !== undefined) throw new SilkError("invalid_option", "--cluster and --storage exclude each other: a cluster's partitions keep their own data");
         const { runServe, runServeCluster } = await import("./serve.js");
@@ -108,9 +109,10 @@ function devCommand(): Command {
     .argument("<dir>", "the project directory; every .hx file in it (recursively) is the schema and queries")
     .option("--port <n>", `port to listen on (default: $SILK_PORT, else ${SERVE_PORT_DEFAULT}; 0 picks a free one)`)
     .option("--host <host>", "address to listen on", SERVE_HOST_DEFAULT)
+    .option("--allowed-hosts <names>", "host names beyond localhost, IP addresses and a --host name that requests may be addressed to and web pages may call from, separated by commas (.example.com: the domain and its subdomains; docs/SERVER.md#who-may-call)")
     .option("--data <dir>", "the database directory, relative to the current directory", SERVE_DATA_DEFAULT)
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
-    .action(async (project: string, flags: { port?: string; host: string; data: string; timeoutMs?: string }) => {
+    .action(async (project: string, flags: { port?: string; host: string; allowedHosts?: string; data: string; timeoutMs?: string }) => {
       try {
         const { runDev } = await import("./dev.js");
         await runDev({ project, ...flags });

@@ -11,8 +11,9 @@
  *
  * Failures are told apart as MCP tells them apart: a query's own failure (a bad argument, a missing record, an
  * embedding provider down) is a tool result with `isError` and Silk's `{"error", "msg"}` body as its text, which the
- * agent reads and can act on; an unknown tool is a JSON-RPC error; HTTP-level refusals (method, origin, media type,
- * size) answer in the gateway's error shape (errors.ts).
+ * agent reads and can act on; an unknown tool is a JSON-RPC error; HTTP-level refusals (method, media type, size, and
+ * on the local server the host and origin checks every route has, local-access.ts) answer in the gateway's error
+ * shape (errors.ts).
  *
  * A database without a project offers no tools: its `tools/list` is empty, and the server's instructions say why.
  */
@@ -38,11 +39,6 @@ export interface McpDatabase extends NamedQueryRunner, Pick<ServedProject, "sche
 
 export interface McpRoutesOptions {
   readonly database: McpDatabase;
-  /**
-   * Whether a request from a web page on another host is refused (`origin_not_allowed`). True for the local server,
-   * which takes no credentials: it stops a page the user visits from calling the tools through DNS rebinding.
-   */
-  readonly loopbackOriginsOnly: boolean;
 }
 
 export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, options) => {
@@ -55,14 +51,6 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, optio
     if (body === "") done(null, undefined);
     else parseJson(request, body, done);
   });
-  if (options.loopbackOriginsOnly) {
-    app.addHook("onRequest", async (request) => {
-      const origin = request.headers.origin;
-      if (origin !== undefined && !isLoopbackOrigin(origin)) {
-        throw new SilkError("origin_not_allowed", `${MCP_PATH} takes no requests from web pages of ${JSON.stringify(origin)}; a local server answers pages of localhost only`);
-      }
-    });
-  }
   app.post(MCP_PATH, { bodyLimit: REQUEST_BODY_BYTES_MAX }, async (request, reply) => {
     // A project that defines a QUERY named mcp keeps `POST /mcp` for it, as HelixDB projects expect of their routes.
     if (database.queries.some((query) => query.name === "mcp")) {
@@ -133,15 +121,4 @@ function toolOf(query: CompiledQuery): Tool {
     inputSchema: parametersJsonSchema(query) as Tool["inputSchema"],
     annotations: { readOnlyHint: query.requestType === "read" },
   };
-}
-
-/** Whether an Origin header names a page of this machine (`http://localhost:5173`, `http://127.0.0.1`, `http://[::1]`). */
-function isLoopbackOrigin(origin: string): boolean {
-  let hostname: string;
-  try {
-    hostname = new URL(origin).hostname;
-  } catch {
-    return false;
-  }
-  return hostname === "localhost" || hostname === "[::1]" || /^127(\.[0-9]{1,3}){3}$/.test(hostname);
 }

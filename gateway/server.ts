@@ -7,7 +7,8 @@
  * ID themselves, errors.ts). bin/serve.ts opens the database and starts listening; bin/gateway.ts does the same for
  * the hosted form, which adds API keys, the account switch and the rate limit in front of the same routes
  * (hosted/access.ts). `GET /metrics` (metrics.ts) reports every request fastify routes, the database and the process.
- * `silk serve` and `silk dev` also serve the web console at `/console` (console.ts).
+ * `silk serve` and `silk dev` also serve the web console at `/console` (console.ts), and refuse requests that a web
+ * page of another site could send, by their Host, Origin and Sec-Fetch-Site headers (local-access.ts).
  * Every socket's life is bounded (http-limits.ts): a request must arrive within its timeouts, and errors of Node's
  * HTTP parser (bad framing, oversized headers, those timeouts) answer in the same error shape.
  */
@@ -18,6 +19,7 @@ import { consoleRoutes } from "./console.js";
 import { answerClientError, installErrorReplies } from "./errors.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
+import { installLocalAccess, type LocalAccess } from "./local-access.js";
 import { mcpRoutes } from "./mcp.js";
 import { metricsRoutes, ServerMetrics, type StatisticsSource } from "./metrics.js";
 import { queryRoutes, type NamedQueryRunner } from "./query-routes.js";
@@ -36,6 +38,11 @@ export interface GatewayOptions {
   readonly logger?: FastifyBaseLogger;
   /** The hosted form's keys, account switch and bucket; without it (`silk serve`) the routes take no credentials. */
   readonly hosted?: HostedAccess;
+  /**
+   * Without `hosted`: the names beyond localhost and IP addresses that requests may be addressed to and their pages
+   * come from (local-access.ts); none unless given. Ignored by the hosted form, which checks keys instead.
+   */
+  readonly localAccess?: LocalAccess;
   /** HTTP_TIMEOUTS_DEFAULT unless a test needs them short. */
   readonly httpTimeouts?: HttpTimeouts;
   /**
@@ -69,11 +76,13 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   metrics.install(app);
   const hosted = options.hosted;
   if (hosted !== undefined) installHostedAccess(app, hosted, (decision) => metrics.countAdmission(hosted.databaseId, decision));
+  // The local server takes no credentials: only requests addressed to it, from no page or a page of its own, pass.
+  else installLocalAccess(app, options.localAccess ?? { allowedHosts: [] });
   await app.register(adminRoutes, { project: options.database });
   await app.register(metricsRoutes, { scrape: options.scrapeMetrics ?? (() => metrics.scrape()) });
   await app.register(queryV2Routes, { database: options.database });
   // `#[mcp]` queries as MCP tools; a schemaless database offers none (an empty tools/list), docs/MCP.md.
-  await app.register(mcpRoutes, { database: options.database, loopbackOriginsOnly: options.hosted === undefined });
+  await app.register(mcpRoutes, { database: options.database });
   // A schemaless database (served without a project) has no queries, so it has no per-query routes: `POST /<name>`
   // is then route_not_found like any other unknown path, not query_not_found, which would suggest a project.
   // The web console (console.ts) on `silk serve` and `silk dev`: the hosted gateway's routes all take a key, which a

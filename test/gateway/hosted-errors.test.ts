@@ -6,6 +6,7 @@
  * burst: after any number of rejections that must cost nothing, the whole burst is still there; tree and planner
  * failures each use one token. The bucket refills one token per 1000 s here, so no token comes back mid-test.
  */
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, revokeKey } from "../../gateway/hosted/key-store.js";
 import { setDisabled } from "../../gateway/hosted/tenant-files.js";
@@ -124,6 +125,22 @@ describe("silk gateway: requests refused before admission cost nothing and run n
     const pong = await postJson(`${gateway.url}/mcp`, ping, { ...mcpHeaders, ...bearer(database.key) });
     expect(pong.status).toBe(200);
     expect(await pong.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+  });
+
+  it("answers any Host name and any page's Origin that brings a key: the local server's checks are not the hosted form's", async () => {
+    const headers = { host: "silk.example.com", origin: "https://app.example", "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors" };
+    const status = (extra: Record<string, string>): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const outgoing = request(`${gateway.url}/introspect`, { agent: false, headers: { ...headers, ...extra } });
+        outgoing.on("error", reject);
+        outgoing.on("response", (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.statusCode ?? 0));
+        });
+        outgoing.end();
+      });
+    expect(await status(bearer(database.key))).toBe(200);
+    expect(await status({})).toBe(401);
   });
 
   it("has query_timeout (408) in the error table; no deadline is enforced yet", () => {
