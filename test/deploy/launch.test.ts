@@ -6,12 +6,13 @@
  * out, with `..data` symlinks; subPath files copied in; claims and emptyDirs as directories), `$(VAR)` references and
  * the downward API (pod name, pod-index label) are resolved, and every container port and pod or Service name is
  * mapped to a free loopback port; init containers (`sh -c`) run before their pod's container. Then a write and reads
- * go through the coordinator's Service port. The hosted gateway's StatefulSet is started the same way beside Redis's
+ * go through the coordinator's Service port, addressed by the Service's names (and refused by any other). The hosted gateway's StatefulSet is started the same way beside Redis's
  * Deployment (`redis-server` stands in for its image), with the silk-api-keys Secret filled as deploy/ tells an
  * operator to (a key from `silk keys create`): its init container copies the keys in, its probes pass, a request
  * without a key is refused and one with the key is served, rate-limited through Redis.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { connect as connectTcp } from "node:net";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -241,17 +242,31 @@ describe("deploy/kubernetes launched as local processes", () => {
     // Through the coordinator's Service, as a client in the cluster would reach it.
     const service = byKindAndName<KubeObject>(objects, "Service", "silk-coordinator") as unknown as { metadata: { name: string }; spec: { ports: { port: number }[] } };
     const port = serviceTarget(service.metadata.name, service.spec.ports[0].port)!;
-    const post = async (path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
-      const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
-    };
-    const created = await post("/CreateUser", { handle: "ada", name: "Ada", age: 36 });
+    // Addressed by the Service's names (its Host header), which the coordinator answers only as --allowed-hosts.
+    const servicePort = service.spec.ports[0].port;
+    const post = (path: string, body: unknown, host: string): Promise<{ status: number; json: Record<string, unknown> }> =>
+      new Promise((resolve, reject) => {
+        const text = JSON.stringify(body);
+        const outgoing = httpRequest(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { host, "content-type": "application/json", "content-length": Buffer.byteLength(text) } });
+        outgoing.on("error", reject);
+        outgoing.on("response", (response) => {
+          let received = "";
+          response.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, json: JSON.parse(received) as Record<string, unknown> }));
+        });
+        outgoing.end(text);
+      });
+    const created = await post("/CreateUser", { handle: "ada", name: "Ada", age: 36 }, `${service.metadata.name}:${servicePort}`);
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const user = created.json.user as { id: string; name: string };
     expect(user.name).toBe("Ada");
-    const read = await post("/GetUser", { id: user.id });
+    const read = await post("/GetUser", { id: user.id }, `${service.metadata.name}.default.svc.cluster.local:${servicePort}`);
     expect(read.status, JSON.stringify(read.json)).toBe(200);
     expect((read.json.user as { handle: string }).handle).toBe("ada");
+    // Any other name is what a DNS-rebinding page would send.
+    const rebound = await post("/GetUser", { id: user.id }, `evil.example:${servicePort}`);
+    expect(rebound.status).toBe(403);
+    expect(rebound.json.error).toBe("host_not_allowed");
   }, STARTUP_MS_MAX + 60_000);
 
   it("starts Redis and the hosted gateway from their manifests (init container included), and serves a keyed request", async () => {
