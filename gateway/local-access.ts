@@ -64,7 +64,7 @@ export function parseAllowedHosts(option: string | undefined): string[] {
  */
 export function localAccessOf(host: string, allowedHosts: readonly string[]): LocalAccess {
   const listen = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
-  const names = isIP(listen) === 0 && listen !== "localhost" && HOST_NAME.test(listen) ? [listen] : [];
+  const names = isIP(listen) === 0 && listen !== "localhost" && !listen.startsWith(".") && HOST_NAME.test(listen) ? [listen] : [];
   return { allowedHosts: [...new Set([...names, ...allowedHosts])] };
 }
 
@@ -77,7 +77,7 @@ export function hostNameOf(header: string): string | undefined {
 }
 
 /** Whether a host name (as hostNameOf or URL.hostname gives it) is this machine: localhost, 127.0.0.0/8, [::1]. */
-export function isLoopbackName(name: string): boolean {
+function isLoopbackName(name: string): boolean {
   return name === "localhost" || name === "[::1]" || (isIP(name) === 4 && name.startsWith("127."));
 }
 
@@ -112,7 +112,7 @@ export function isAllowedOrigin(origin: string, host: string | undefined, access
 }
 
 /** Refuses, with host_not_allowed or origin_not_allowed, a request that a web page of another site could have sent. */
-export function checkLocalRequest(request: FastifyRequest, access: LocalAccess): void {
+function checkLocalRequest(request: FastifyRequest, access: LocalAccess): void {
   const header = request.headers.host;
   let host: string | undefined;
   if (header !== undefined) {

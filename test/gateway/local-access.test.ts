@@ -173,6 +173,7 @@ describe("the Host and Origin rules", () => {
     expect(localAccessOf("[::1]", []).allowedHosts).toEqual([]);
     expect(localAccessOf("localhost", []).allowedHosts).toEqual([]);
     expect(localAccessOf("Silk-Box", ["silk-box"]).allowedHosts).toEqual(["silk-box"]);
+    expect(localAccessOf(".example.com", []).allowedHosts).toEqual([]);
   });
 
   it("answers to localhost, any IP address and the allowed names, and to nothing else", () => {
