@@ -11,13 +11,15 @@
  * Architecture invariant: invocations on a multi-partition database are serialized by a readers/writer lock
  * (cluster/read-write-lock.ts), held until every participant of a two-partition commit applied it, so a reader never
  * sees part of a multi-partition transaction and every invocation is serializable. This holds for one coordinator per
- * database; several coordinators (the cluster's later slice) need per-record locks held from prepare to apply.
+ * database. With `validate` (several coordinators of a cluster; docs/ISOLATION.md, "Several coordinators") the lock
+ * is shared by every invocation instead: each records what it read (versioned reads), and the partition leaders
+ * validate those reads and hold intents' locks from prepare to decision; a conflict runs the invocation again.
  */
 import { randomBytes } from "node:crypto";
 import type { Embedder } from "../protocol/embedding.js";
 import { SilkError } from "../protocol/errors.js";
 import { encodeMutations } from "../protocol/mutation-codec.js";
-import type { PartitionRequest, QueryResult } from "../protocol/messages.js";
+import type { PartitionRequest, QueryResult, ReadSet } from "../protocol/messages.js";
 import { mutationOwner, type EndpointKind, type Mutation, type StoredRecord } from "../protocol/records.js";
 import type { Schema } from "../protocol/schema.js";
 import type { RuntimeIndexLookup, SecondaryIndexDefinition } from "../protocol/indexes.js";
@@ -30,6 +32,7 @@ import { checkUniqueRecords, uniqueFields } from "../node/exec/unique.js";
 import { runAsync } from "../node/exec/ops.js";
 import { importBatch, type ImportBatch, type ImportResult, type ImportServices } from "./bulk-import.js";
 import { ReadWriteLock } from "./read-write-lock.js";
+import { NOTHING_READ, ReadRecorder } from "./read-set.js";
 import { expect, RemoteIdSource, ScatterReader } from "./scatter-reader.js";
 import { partitionIndexStatuses, runIndexOperations } from "./index-operations.js";
 import { UniqueBuildWatcher, type ValidationPhase } from "./unique-builds.js";
@@ -43,6 +46,22 @@ import type { Transport } from "./transport.js";
  * jitter (one coordinator retries each participant; there is no crowd to spread).
  */
 const COMMIT_APPLY_BACKOFF: Backoff = { firstMs: 50, maxMs: 1_000, jitter: "none" };
+
+/** How many times a validating coordinator runs an invocation whose reads or locks conflicted, in all. */
+export const CONFLICT_RUNS_MAX = 8;
+/** The wait before running a conflicted invocation again: jittered, so the transactions that met part ways. */
+const CONFLICT_BACKOFF: Backoff = { firstMs: 5, maxMs: 200, jitter: "full" };
+
+/** A conflict met before anything of the invocation was written: it may run again (validating coordinators). */
+class Conflict extends Error {
+  constructor(readonly error: SilkError) {
+    super(error.message);
+  }
+}
+
+function isConflict(cause: unknown): cause is SilkError {
+  return cause instanceof SilkError && cause.code === "transaction_conflict";
+}
 
 /** The points of two-phase commit at which a fault-injection hook can stop the process (crash tests). */
 export type CommitPhase = "prepared_first" | "prepared_all" | "decided" | "committed_first" | "committed_all";
@@ -68,6 +87,11 @@ export interface CoordinatorOptions {
    * runtime/remote.ts); checked before every write, after its turn at the write lock came.
    */
   readonly writerGate?: (waitMs: number) => Promise<void>;
+  /**
+   * Several coordinators (a cluster's `coordinators: "many"`): invocations share the lock, and their reads are
+   * validated at the partition leaders instead (docs/ISOLATION.md, "Several coordinators"). Default false.
+   */
+  readonly validate?: boolean;
 }
 
 /** How many write transactions this coordinator ended, by outcome, since it started (the servers' `/metrics`). */
@@ -280,9 +304,10 @@ export class Coordinator {
     // partition's write queue orders them, and commits those waiting together: node/actor/write-group.ts) and exclusive of
     // a bulk import (which checks its endpoints, then commits) and of index operations and rebalancing.
     if (this.map.count === 1 && plan.requestType === "read") return this.unlocked(executeOnOnlyPartition);
-    const sharedWrite = plan.requestType === "write" && this.map.count === 1;
+    const validating = this.options.validate === true;
+    const sharedWrite = plan.requestType === "write" && (this.map.count === 1 || validating);
     let release = await this.acquireWithin(deadline, plan.requestType === "write" && !sharedWrite);
-    if (sharedWrite && this.map.count !== 1) {
+    if (sharedWrite && this.map.count !== 1 && !validating) {
       // A rebalance added partitions while this write waited: it needs the lock to itself.
       release();
       release = await this.acquireWithin(deadline, true);
@@ -291,6 +316,7 @@ export class Coordinator {
       if (plan.requestType === "write") await this.requireWritable(deadline.remainingMs());
       const map = this.map;
       if (map.count === 1) return await executeOnOnlyPartition();
+      if (validating) return await this.runValidated(plan, parameters, deadline, map);
       const view = new TxnView(new ScatterReader(transport, map, plan.requestType === "write"), this.ids, deadline);
       const result = await executePlan(
         plan,
@@ -310,6 +336,53 @@ export class Coordinator {
     } finally {
       release();
     }
+  }
+
+  /**
+   * A plan run by a validating coordinator over several partitions: its reads are recorded, then validated with its
+   * commit (or, for a read that made more than one request, in a validation round); a conflict runs it again from the
+   * start after a jittered pause, CONFLICT_RUNS_MAX runs in all, then answers transaction_conflict. A run that failed
+   * on its own (an error of the plan) is answered that error only if its reads were consistent: a conflict means it
+   * may have seen data no serial order gives, so it runs again.
+   */
+  private async runValidated(plan: Plan, parameters: Plan["parameters"], deadline: Deadline, map: PartitionMap): Promise<QueryResult> {
+    const write = plan.requestType === "write";
+    for (let run = 1; ; run++) {
+      const reads = new ReadRecorder();
+      const view = new TxnView(new ScatterReader(this.options.transport, map, write, reads), this.ids, deadline);
+      try {
+        let result: QueryResult;
+        try {
+          result = await executePlan(
+            plan,
+            { view, schema: this.options.schema, now: this.options.now, writable: write, deadline, runtimeIndex: this.runtimeIndex, embedder: this.options.embedder },
+            parameters,
+          );
+        } catch (cause) {
+          if (!(cause instanceof SilkError) || cause.kind !== "user" || reads.requests < 2) throw cause;
+          await this.validateReads(reads);
+          throw cause;
+        }
+        if (view.hasWrites) await this.commit(view.mutations(), reads);
+        else if (reads.requests > 1) await this.validateReads(reads);
+        return result;
+      } catch (cause) {
+        if (!(cause instanceof Conflict)) throw cause;
+        if (run >= CONFLICT_RUNS_MAX) throw new SilkError("transaction_conflict", `${cause.error.message} (the invocation ran ${run} times and conflicted each time)`);
+        await deadline.within(new Promise((resolve) => setTimeout(resolve, backoffMs(CONFLICT_BACKOFF, run - 1))));
+      }
+    }
+  }
+
+  /** A validation round: each partition read checks its reads (in parallel); Conflict when one refuses. */
+  private async validateReads(reads: ReadRecorder): Promise<void> {
+    const outcomes = await Promise.allSettled(
+      reads.partitionsRead().map((partition) => this.options.transport.request(partition, { type: "validate", reads: reads.readSet(partition) })),
+    );
+    const conflict = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected" && isConflict(outcome.reason));
+    if (conflict !== undefined) throw new Conflict(conflict.reason as SilkError);
+    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
   }
 
   /**
@@ -395,7 +468,7 @@ export class Coordinator {
    * Splits mutations by owning partition and commits them (see commitLists), after the check of their vectors
    * against one dimension per vector index across partitions (cluster/vector-dimensions.ts).
    */
-  private async commit(mutations: Mutation[]): Promise<void> {
+  private async commit(mutations: Mutation[], reads?: ReadRecorder): Promise<void> {
     const map = this.map;
     const written: StoredRecord[] = [];
     for (const mutation of mutations) if (mutation.op === "put_record" && mutation.record.kind !== "edge") written.push(mutation.record);
@@ -427,32 +500,49 @@ export class Coordinator {
     }
     const lists = new Map<number, Uint8Array>();
     for (const [partition, list] of byPartition) lists.set(partition, encodeMutations(list));
-    await this.commitLists(lists);
+    // A partition only read takes part too (an empty list): its prepare validates the reads and holds them.
+    for (const partition of reads?.partitionsRead() ?? []) if (!lists.has(partition)) lists.set(partition, encodeMutations([]));
+    await this.commitLists(lists, reads);
   }
 
   /**
    * Commits one encoded mutation list per partition as one transaction: directly when one partition is touched, by
    * two-phase commit when several are.
    */
-  private async commitLists(byPartition: ReadonlyMap<number, Uint8Array>): Promise<void> {
+  private async commitLists(byPartition: ReadonlyMap<number, Uint8Array>, reads?: ReadRecorder): Promise<void> {
     const { transport } = this.options;
     const participants = [...byPartition.keys()].sort((a, b) => a - b);
     if (participants.length === 0) return;
+    // A validating coordinator sends every participant what it read there (NOTHING_READ for a bulk import), so its
+    // writes are also checked against other transactions' prepared intents.
+    const readsOf = (partition: number) => (this.options.validate === true ? (reads?.readSet(partition) ?? NOTHING_READ) : undefined);
     if (participants.length === 1) {
-      await transport.request(participants[0], { type: "apply", batch: byPartition.get(participants[0])! });
+      const partition = participants[0];
+      try {
+        await transport.request(partition, { type: "apply", batch: byPartition.get(partition)!, reads: readsOf(partition) });
+      } catch (cause) {
+        // Refused before anything was written (the leader validates before it appends).
+        throw isConflict(cause) && reads !== undefined ? new Conflict(cause) : cause;
+      }
       return;
     }
     const txid = `${this.transactionPrefix}-${(this.transactionCounter += 1)}`;
     this.inFlight.add(txid);
     try {
-      await this.twoPhaseCommit(txid, participants, byPartition);
+      await this.twoPhaseCommit(txid, participants, byPartition, readsOf, reads !== undefined);
     } finally {
       this.inFlight.delete(txid);
     }
   }
 
   /** Two-phase commit of `txid` (commitLists with more than one participant). */
-  private async twoPhaseCommit(txid: string, participants: readonly number[], byPartition: ReadonlyMap<number, Uint8Array>): Promise<void> {
+  private async twoPhaseCommit(
+    txid: string,
+    participants: readonly number[],
+    byPartition: ReadonlyMap<number, Uint8Array>,
+    readsOf: (partition: number) => ReadSet | undefined,
+    mayRunAgain: boolean,
+  ): Promise<void> {
     const { transport, decisions } = this.options;
     const hook = this.options.onCommitPhase ?? (() => undefined);
     // Prepares go out together; the hook sees the first acknowledgement. On any failure, every participant that
@@ -460,13 +550,25 @@ export class Coordinator {
     const prepared: number[] = [];
     const prepares = await Promise.allSettled(
       participants.map(async (partition) => {
-        await transport.request(partition, { type: "prepare", txid, batch: byPartition.get(partition)! });
+        await transport.request(partition, { type: "prepare", txid, batch: byPartition.get(partition)!, reads: readsOf(partition) });
         prepared.push(partition);
         if (prepared.length === 1) hook("prepared_first", txid);
       }),
     );
     const refused = prepares.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
     if (refused !== undefined) {
+      if (this.options.validate === true) {
+        // Also a participant whose prepare's outcome is unknown: its locks go now, not when its resolver presumes
+        // abort (abort is idempotent; no commit decision is ever written for this transaction). One that refused
+        // (a user error: a conflict, a constraint) appended nothing.
+        const unsure = participants.filter((_, i) => {
+          const outcome = prepares[i];
+          return outcome.status === "rejected" && !(outcome.reason instanceof SilkError && outcome.reason.kind === "user");
+        });
+        await Promise.all([...prepared, ...unsure].map((partition) => transport.request(partition, { type: "abort", txid }).catch(() => undefined)));
+        if (mayRunAgain && isConflict(refused.reason)) throw new Conflict(refused.reason);
+        throw refused.reason;
+      }
       await Promise.all(prepared.map((partition) => transport.request(partition, { type: "abort", txid })));
       throw refused.reason;
     }
@@ -477,7 +579,8 @@ export class Coordinator {
       // Another coordinator resolved this transaction while it was in doubt (it took this one for crashed).
       await Promise.all(participants.map((partition) => transport.request(partition, { type: "abort", txid })));
       await decisions.forget(txid);
-      throw new SilkError("transaction_conflict", "the transaction was aborted while in doubt (another coordinator resolved it); nothing was written, retry");
+      const error = new SilkError("transaction_conflict", "the transaction was aborted while in doubt (another coordinator resolved it); nothing was written, retry");
+      throw mayRunAgain ? new Conflict(error) : error;
     }
     // The first participant commits alone, so that `committed_first` is a state with one participant committed and
     // the others still prepared (the crash tests recover from it); the rest go out together, each retried until

@@ -24,6 +24,7 @@ import { countEntries, firstIdsEntries, PUSHED_COUNT, PUSHED_IDS } from "../node
 import { neighboursOf, type BaseReader, type IdSource, type Neighbour } from "../node/exec/txn-view.js";
 import type { PartitionMap } from "./partition-map.js";
 import type { RequestOptions, Transport } from "./transport.js";
+import type { ReadRecorder } from "./read-set.js";
 
 /** A partition's count in its answer to a pushed-down plan. */
 function countIn(result: QueryResult): number {
@@ -45,12 +46,25 @@ export class ScatterReader implements BaseReader {
    * `leader`: every read goes to the partitions' leaders, also when the transport may send reads to followers (a
    * write's reads must see every acknowledged write, or it would compute its changes from old data).
    */
+  /**
+   * `reads`: every read is sent `versioned` to the leader and noted there (its keys, or the whole partition, and the
+   * snapshot's sequence), for validation at commit (several coordinators; cluster/read-set.ts).
+   */
   constructor(
     private readonly transport: Transport,
     private readonly map: PartitionMap,
     leader = false,
+    private readonly reads?: ReadRecorder,
   ) {
     this.options = { leader };
+  }
+
+  /** One read request to one partition; `keys`: what it reads, for the read set. */
+  private async ask(partition: number, request: PartitionRequest, keys: () => readonly string[] | "whole"): Promise<PartitionReplyBody> {
+    if (this.reads === undefined) return this.transport.request(partition, request, this.options);
+    const reply = expect(await this.transport.request(partition, { type: "versioned", request }, this.options), "versioned");
+    this.reads.note(partition, reply.sequence, keys());
+    return reply.body;
   }
 
   private group(ids: readonly bigint[]): Map<number, number[]> {
@@ -68,7 +82,8 @@ export class ScatterReader implements BaseReader {
     const result: (StoredRecord | undefined)[] = new Array(ids.length);
     await Promise.all(
       [...this.group(ids)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_records", kind, ids: indexes.map((i) => ids[i]) }, this.options);
+        const asked = indexes.map((i) => ids[i]);
+        const reply = await this.ask(partition, { type: "read_records", kind, ids: asked }, () => asked.map((id) => `r${id}`));
         expect(reply, "records").records.forEach((record, j) => (result[indexes[j]] = record));
       }),
     );
@@ -83,7 +98,8 @@ export class ScatterReader implements BaseReader {
     const result: AdjacencyEntry[][] = new Array(owners.length);
     await Promise.all(
       [...this.group(owners)].map(async ([partition, indexes]) => {
-        const reply = await this.transport.request(partition, { type: "read_adjacency", owners: indexes.map((i) => owners[i]), direction, label }, this.options);
+        const asked = indexes.map((i) => owners[i]);
+        const reply = await this.ask(partition, { type: "read_adjacency", owners: asked, direction, label }, () => asked.map((owner) => `a${owner}`));
         expect(reply, "adjacency").lists.forEach((list, j) => (result[indexes[j]] = list));
       }),
     );
@@ -95,7 +111,7 @@ export class ScatterReader implements BaseReader {
   }
 
   private async everyPartition(request: { type: "read_label"; kind: RecordKind; label: string } | { type: "read_all"; kind: RecordKind }): Promise<bigint[]> {
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request, this.options)));
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.ask(partition, request, () => "whole")));
     // With one ascending range per partition, concatenating in partition order keeps ID order; after a rebalance
     // interleaved partitions' ranges, the merged list is sorted.
     return this.inIdOrder(replies.map((reply) => expect(reply, "ids").ids));
@@ -152,7 +168,7 @@ export class ScatterReader implements BaseReader {
    */
   private async executeEverywhere(entries: Entry[], returns: string[], parameters: Readonly<Record<string, unknown>>, deadline: Deadline): Promise<QueryResult[]> {
     const plan: Plan = { requestType: "read", entries, returns, parameters, timeoutMs: deadline.remainingMs() };
-    const replies = await Promise.allSettled(this.map.partitions.map((partition) => this.transport.request(partition, { type: "execute", plan }, this.options)));
+    const replies = await Promise.allSettled(this.map.partitions.map((partition) => this.ask(partition, { type: "execute", plan }, () => "whole")));
     return replies.map((reply) => {
       if (reply.status === "fulfilled") return expect(reply.value, "result").result;
       // The partition knew only the time left; the caller is told the timeout it asked for.
@@ -163,7 +179,7 @@ export class ScatterReader implements BaseReader {
   /** Every partition's index hits, in ID order; undefined unless the index is active on all of them. */
   async indexIds(kind: RecordKind, label: string, field: string, ranges: readonly IndexRange[]): Promise<bigint[] | undefined> {
     const request = { type: "read_index", kind, label, field, ranges } as const;
-    const replies = await Promise.all(this.map.partitions.map((partition) => this.transport.request(partition, request, this.options)));
+    const replies = await Promise.all(this.map.partitions.map((partition) => this.ask(partition, request, () => "whole")));
     const lists = replies.map((reply) => expect(reply, "index_ids").ids);
     return lists.some((ids) => ids === null) ? undefined : this.inIdOrder(lists as bigint[][]);
   }
@@ -196,7 +212,7 @@ export class ScatterReader implements BaseReader {
       request.candidates === undefined
         ? this.map.partitions.map((partition) => [partition, request])
         : [...this.group(request.candidates)].map(([partition, indexes]) => [partition, { ...request, candidates: indexes.map((i) => request.candidates![i]) }]);
-    const replies = await Promise.all(parts.map(([partition, part]) => this.transport.request(partition, message(this.ownOverlay(partition, part)), this.options)));
+    const replies = await Promise.all(parts.map(([partition, part]) => this.ask(partition, message(this.ownOverlay(partition, part)), () => "whole")));
     const hits = replies.flatMap((reply) => expect(reply, "hits").hits);
     return hits.sort((a, b) => order(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.k);
   }

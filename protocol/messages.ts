@@ -26,6 +26,18 @@ import type { Plan } from "./tree.js";
  */
 export type QueryResult = Record<string, unknown>;
 
+/**
+ * What an invocation read on one partition, for validation at its leader (docs/ISOLATION.md, "Several
+ * coordinators"): the smallest log sequence among the snapshots it read there, the keys it read (`r<id>` a record,
+ * `a<id>` the adjacency of `id`), and whether it read more than those keys (a scan, an index, a search, a count):
+ * then the whole partition.
+ */
+export interface ReadSet {
+  readonly sequence: number;
+  readonly keys: readonly string[];
+  readonly whole: boolean;
+}
+
 export type PartitionRequest =
   /** Runs a whole plan on this partition in one LMDB transaction (the single-partition fast path). */
   | { readonly type: "execute"; readonly plan: Plan }
@@ -50,9 +62,18 @@ export type PartitionRequest =
   | { readonly type: "drop_range"; readonly range: IdRange }
   /** Reserves `count` consecutive IDs from the partition's range; the reply names the first. */
   | { readonly type: "allocate_ids"; readonly count: number }
-  /** A single-partition commit of a coordinator-planned transaction; `batch` is an encoded mutation list. */
-  | { readonly type: "apply"; readonly batch: Uint8Array }
-  | { readonly type: "prepare"; readonly txid: string; readonly batch: Uint8Array }
+  /**
+   * A single-partition commit of a coordinator-planned transaction; `batch` is an encoded mutation list. With `reads`
+   * (several coordinators) the leader first validates them and checks the batch against prepared intents' locks,
+   * refusing with transaction_conflict.
+   */
+  | { readonly type: "apply"; readonly batch: Uint8Array; readonly reads?: ReadSet }
+  /** `reads`: as `apply`'s; a prepared intent then holds its read keys shared and its written keys exclusively. */
+  | { readonly type: "prepare"; readonly txid: string; readonly batch: Uint8Array; readonly reads?: ReadSet }
+  /** A read (any request isReadRequest accepts) answered by the leader with the log sequence of the snapshot it read. */
+  | { readonly type: "versioned"; readonly request: PartitionRequest }
+  /** Validates a read-only invocation's reads of this partition (no lock, nothing logged): done, or transaction_conflict. */
+  | { readonly type: "validate"; readonly reads: ReadSet }
   | { readonly type: "commit"; readonly txid: string }
   | { readonly type: "abort"; readonly txid: string }
   | { readonly type: "pending_intents" }
@@ -102,7 +123,9 @@ export type PartitionReplyBody =
   | { readonly type: "intents"; readonly txids: string[] }
   | { readonly type: "indexes"; readonly statuses: IndexStatus[]; readonly aborted?: IndexStatus[] }
   | { readonly type: "index_entries"; readonly entries: Uint8Array[] }
-  | { readonly type: "done" };
+  | { readonly type: "done" }
+  /** The reply to `versioned`: the read's own reply and the log sequence its snapshot holds. */
+  | { readonly type: "versioned"; readonly sequence: number; readonly body: PartitionReplyBody };
 
 export type PartitionReply =
   | { readonly ok: true; readonly body: PartitionReplyBody }

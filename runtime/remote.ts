@@ -11,8 +11,12 @@
  *   write lock; a writer resumes a move a crash interrupted before it serves, and answers the admin subject.
  * - A writer recovers transactions left in doubt (coordinator.recover()) before it serves anything, and again when it
  *   takes a lost writer lease back; that recovery runs beside the commits already in flight and leaves them alone.
- * - Isolation in this slice: one coordinator process per cluster. Its readers/writer lock keeps docs/ISOLATION.md's
- *   guarantee only among the invocations it runs; several coordinators need record locks (a later slice).
+ * - Isolation: with `coordinators: "one"` (the default) one writer coordinator per cluster (it holds the coordinator
+ *   lease); its readers/writer lock keeps docs/ISOLATION.md's guarantee among the invocations it runs. With "many",
+ *   any number serve at once: reads are validated and intents lock at the partition leaders (docs/ISOLATION.md,
+ *   "Several coordinators"); such a coordinator takes no lease, runs no recovery at start (the partitions' intent
+ *   resolvers resolve what a dead coordinator left in doubt) and no rebalancing, and refuses to start beside a
+ *   single writer coordinator (writer_locked).
  * - `indexes()` (synchronous) is refused with unsupported_operation; `indexStatuses()` asks the partitions.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -43,6 +47,12 @@ export interface ConnectClusterOptions {
   readonly schema?: OpenOptions["schema"];
   /** Default "writer". */
   readonly mode?: "writer" | "readonly";
+  /**
+   * "one" (default): this is the cluster's one writer coordinator (it holds the coordinator lease, serializes its
+   * invocations with its own lock). "many": any number of coordinators serve at once; isolation comes from
+   * validation and locks at the partition leaders (docs/ISOLATION.md, "Several coordinators").
+   */
+  readonly coordinators?: "one" | "many";
   readonly embedder?: Embedder;
   /**
    * Reads may be answered by any replica that is at most `maxStalenessMs` behind the log (positive integer ≤ 1 hour)
@@ -80,6 +90,8 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
   const cluster = checkClusterName(options.cluster);
   if (options.servers.length === 0) throw new SilkError("invalid_option", "connectCluster needs at least one NATS server URL");
   const mode = options.mode ?? "writer";
+  const coordinators = options.coordinators ?? "one";
+  if (coordinators !== "one" && coordinators !== "many") throw new SilkError("invalid_option", 'coordinators must be "one" or "many"');
   if (mode !== "writer" && mode !== "readonly") throw new SilkError("invalid_option", 'mode must be "writer" or "readonly"');
   staleReadsOption(options.staleReads); // refused before connecting
   let nc: NatsConnection;
@@ -99,9 +111,16 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
       const decisions = await KvDecisionLog.open({ nc, cluster, replicas });
       // One writer coordinator per cluster: its lease is taken before anything is recovered or written.
       let recover: () => Promise<unknown> = async () => undefined;
+      const logger = (): Logger => options.logger ?? pino({ level: "warn" }, pino.destination(2));
+      if (mode === "writer" && coordinators === "many") {
+        const single = await CoordinatorLease.currentHolder({ nc, cluster, replicas, logger: logger() });
+        if (single !== undefined) {
+          throw new SilkError("writer_locked", `cluster ${cluster} has a single writer coordinator (${single}); coordinators "many" serve only beside coordinators of that mode: stop it first`);
+        }
+      }
       writerLease =
-        mode === "writer"
-          ? await CoordinatorLease.acquire({ nc, cluster, replicas, logger: options.logger ?? pino({ level: "warn" }, pino.destination(2)), onRegained: () => recover() })
+        mode === "writer" && coordinators === "one"
+          ? await CoordinatorLease.acquire({ nc, cluster, replicas, logger: logger(), onRegained: () => recover() })
           : undefined;
       const coordinator = new Coordinator({
         transport,
@@ -114,9 +133,10 @@ export async function openCluster(options: ConnectClusterOptions): Promise<Opene
         embedder: options.embedder,
         onCommitPhase: options.onCommitPhase,
         writerGate: writerLease === undefined ? undefined : (waitMs) => writerLease?.gate(waitMs) ?? Promise.resolve(),
+        validate: coordinators === "many",
       });
       recover = () => coordinator.recover();
-      if (mode === "writer") {
+      if (mode === "writer" && coordinators === "one") {
         await coordinator.recover();
         rebalancer = new Rebalancer({ coordinator, transport, maps, revision, ...options.rebalance });
         await rebalancer.resume();
@@ -173,6 +193,7 @@ export function connectClusterDirectory(
 ): Promise<Database> {
   const manifest: ClusterManifest = readClusterManifest(directory);
   return connectCluster({
+    coordinators: manifest.coordinators,
     ...options,
     cluster: manifest.name,
     servers: natsServersOf(manifest),

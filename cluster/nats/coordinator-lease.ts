@@ -86,6 +86,24 @@ export class CoordinatorLease {
   }
 
   /**
+   * Who holds the writer lease now (undefined: nobody): a coordinator of the "many" mode refuses to serve beside a
+   * single writer coordinator, whose own lock would not see its transactions.
+   */
+  static async currentHolder(options: Omit<CoordinatorLeaseOptions, "onRegained">): Promise<string | undefined> {
+    const lease = await PartitionLease.open({
+      nc: options.nc,
+      cluster: options.cluster,
+      key: subjects.coordinatorLeaseKey,
+      replica: "",
+      replicas: options.replicas,
+      logger: options.logger,
+      onLost: () => undefined,
+      clock: options.clock,
+    });
+    return (await lease.holder())?.replica;
+  }
+
+  /**
    * Resolves once this coordinator may write: at once while it holds the lease, else when it holds it again, within
    * two lease lifetimes and a second and the caller's `waitMs`; `partition_unavailable` after that, `closed` once
    * released.

@@ -46,6 +46,11 @@ export interface ClusterManifest {
   readonly snapshots?: SnapshotPolicy;
   /** Replicas whose store is not DIR/partitions/p<i>/r<r>: `p<i>-r<r>` → an absolute directory. */
   readonly stores?: Readonly<Record<string, string>>;
+  /**
+   * "one" (absent): one `silk serve --cluster` serves (a second is refused); "many": any number serve at once
+   * (docs/ISOLATION.md, "Several coordinators"; runtime/remote.ts `coordinators`).
+   */
+  readonly coordinators?: "one" | "many";
 }
 
 /** The processes of a running development cluster, by role (names: `n1`.., `p0-r1`.., `serve`). */
@@ -87,6 +92,7 @@ export function checkClusterManifest(value: unknown, source: string): ClusterMan
       if (typeof path !== "string" || !isAbsolute(path)) bad(`stores: ${name} must be an absolute path`);
     }
   }
+  if (manifest.coordinators !== undefined && manifest.coordinators !== "one" && manifest.coordinators !== "many") bad('coordinators must be "one" or "many"');
   if (manifest.snapshots !== undefined) return { ...(manifest as ClusterManifest), snapshots: checkSnapshotPolicy(manifest.snapshots, source) };
   return manifest as ClusterManifest;
 }

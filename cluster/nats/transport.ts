@@ -110,6 +110,8 @@ export function safeToRepeat(request: PartitionRequest): boolean {
     case "vector_search":
     case "text_search":
     case "index_statuses":
+    case "versioned":
+    case "validate":
     case "allocate_ids":
     case "apply":
     case "prepare":
@@ -182,7 +184,8 @@ export class NatsTransport implements Transport {
 
   private async send(partition: number, message: PartitionRequest, leader: boolean): Promise<PartitionReplyBody> {
     const stale = this.stale;
-    if (stale === undefined || (leader && isReadRequest(message))) return this.sendTo(partition, message, undefined);
+    // Versioned reads and validations are answered by the leader only (it alone keeps the versions).
+    if (stale === undefined || (leader && isReadRequest(message)) || message.type === "versioned" || message.type === "validate") return this.sendTo(partition, message, undefined);
     if (!isReadRequest(message)) {
       try {
         return await this.sendTo(partition, message, undefined);
@@ -208,13 +211,26 @@ export class NatsTransport implements Transport {
     checkMessageSize(`the ${message.type} request to partition ${partition}`, payload.length, messageBytesMax(nc));
     const repeatable = safeToRepeat(message);
     let what = "no attempt was made";
+    /** Whether an earlier attempt's outcome is unknown (it may have taken effect). */
+    let unsure = false;
     for (let attempt = 0; ; attempt++) {
       // Whole milliseconds: NATS refuses a request timeout under 1 ms (a monotonic clock's remainder is fractional).
       const remainingMs = Math.floor(deadline - this.clock.monotonicMs());
       if (remainingMs < 1) break;
-      const outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs), repeatable && subject === subjects.leader(cluster, partition));
+      let outcome: Outcome;
+      try {
+        outcome = await this.attempt(subject, payload, Math.min(attemptTimeoutMs, remainingMs), repeatable && subject === subjects.leader(cluster, partition));
+      } catch (cause) {
+        // A validated apply refused after an attempt of unknown outcome: that attempt may have been appended (and
+        // changed what the repeat validates) at a leader that no longer serves, so the refusal says nothing.
+        if (unsure && message.type === "apply" && cause instanceof SilkError && cause.code === "transaction_conflict") {
+          throw new SilkError("partition_unavailable", `partition ${partition} of cluster ${cluster}: ${what}; the apply may or may not have taken effect (its repeat was refused as a conflict)`);
+        }
+        throw cause;
+      }
       if (outcome.kind === "reply") return outcome.body;
       what = outcome.what;
+      if (outcome.kind === "unknown") unsure = true;
       if (outcome.kind === "retry" && outcome.refused && maxStalenessMs !== undefined && subject !== subjects.leader(cluster, partition)) {
         // The replica is too far behind for the bound (or not a reader): the leader answers, without waiting.
         subject = subjects.leader(cluster, partition);

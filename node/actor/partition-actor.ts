@@ -46,6 +46,8 @@ import { indexKey } from "../indexes/index-keys.js";
 import { TxnView, type BaseReader, type IdSource, type Neighbour } from "../exec/txn-view.js";
 import { readsVectorData } from "./vector-reads.js";
 import { DEFAULT_WRITE_GROUP_BOUNDS, GroupFlushNeeded, GroupLayer, type WriteGroupBounds } from "./write-group.js";
+import { ConcurrencyControl, writtenKeys } from "./concurrency.js";
+import { isReadRequest, type ReadSet } from "../../protocol/messages.js";
 
 /**
  * Reads of one partition through one snapshot. `vectorData` false reads vector records without their vectors, for a
@@ -224,8 +226,15 @@ export class PartitionActor {
   /** Whether a group is queued or running: it takes the waiting invocations, and queues the next group if any remain. */
   private groupQueued = false;
   private readonly groupBounds: WriteGroupBounds;
+  /**
+   * A replicated leader's versions and intent locks (concurrency.ts), for coordinators that validate (docs/ISOLATION.md,
+   * "Several coordinators"); none without a log.
+   */
+  private readonly concurrency: ConcurrencyControl | undefined;
 
   constructor(private readonly options: PartitionActorOptions) {
+    this.concurrency =
+      options.log === undefined ? undefined : new ConcurrencyControl(options.store.appliedLogSequence(), options.store.pendingIntentBatches());
     const embedder = options.embedder;
     this.deferredEmbedder = embedder === undefined ? undefined : { name: embedder.name, embed: () => new Promise<Float64Array[]>(() => undefined) };
     const bounds = options.writeGroup;
@@ -388,10 +397,20 @@ export class PartitionActor {
         });
       case "apply":
         this.requireWritable();
-        return this.serialized(async () => (await this.change({ type: "apply", batch: request.batch }, requestId), { type: "done" as const }));
+        return this.serialized(async () => (await this.applyValidated(request.batch, request.reads, requestId), { type: "done" as const }));
       case "prepare":
         this.requireWritable();
-        return this.serialized(async () => (await this.change({ type: "prepare", txid: request.txid, batch: request.batch }, requestId), { type: "done" as const }));
+        return this.serialized(async () => (await this.prepareValidated(request.txid, request.batch, request.reads, requestId), { type: "done" as const }));
+      case "versioned": {
+        const concurrency = this.validating();
+        if (!isReadRequest(request.request)) throw new SilkError("internal", `a versioned request must be a read, not ${request.request.type} (a protocol bug)`);
+        // Taken before the read's snapshot, in the same synchronous turn: nothing is applied in between.
+        const sequence = concurrency.sequence;
+        return { type: "versioned", sequence, body: await this.dispatch(request.request, requestId) };
+      }
+      case "validate":
+        this.validating().check(undefined, new Set(), request.reads);
+        return { type: "done" };
       case "commit":
         return this.serialized(async () => (await this.change({ type: "commit", txid: request.txid }), { type: "done" as const }));
       case "abort":
@@ -429,6 +448,69 @@ export class PartitionActor {
     }
   }
 
+  /** The leader's concurrency control, or unsupported_operation where there is none (no replicated log). */
+  private validating(): ConcurrencyControl {
+    if (this.concurrency === undefined) throw new SilkError("unsupported_operation", "versioned reads and validation need a replicated partition's leader (several coordinators)");
+    return this.concurrency;
+  }
+
+  /**
+   * A single-partition commit, inside the write queue. With `reads` (a validating coordinator) the reads are
+   * validated and the batch checked against prepared intents' locks first; a repeat of an apply this leader appended
+   * is answered done.
+   */
+  private async applyValidated(batch: Uint8Array, reads: ReadSet | undefined, requestId: string | undefined): Promise<void> {
+    const concurrency = this.concurrency;
+    if (concurrency !== undefined && reads !== undefined) {
+      if (requestId !== undefined && concurrency.applied(requestId)) return;
+      concurrency.check(undefined, writtenKeys(batch), reads);
+    }
+    await this.change({ type: "apply", batch }, requestId);
+    if (requestId !== undefined) concurrency?.rememberApplied(requestId);
+  }
+
+  /**
+   * Phase one, inside the write queue: with `reads`, validated and checked against other intents' locks first; the
+   * intent's locks are taken before its append and freed again if the append fails.
+   */
+  private async prepareValidated(txid: string, batch: Uint8Array, reads: ReadSet | undefined, requestId: string | undefined): Promise<void> {
+    const concurrency = this.concurrency;
+    if (concurrency === undefined) return this.change({ type: "prepare", txid, batch }, requestId);
+    // A repeat of a prepare this leader validated already holds its locks.
+    const repeat = concurrency.holds(txid);
+    const writes = writtenKeys(batch);
+    if (reads !== undefined && !repeat) concurrency.check(txid, writes, reads);
+    if (!repeat) concurrency.lock(txid, writes, reads);
+    try {
+      await this.change({ type: "prepare", txid, batch }, requestId);
+    } catch (cause) {
+      if (!repeat) concurrency.release(txid);
+      throw cause;
+    }
+  }
+
+  /** Tells the concurrency control what an entry applied at `sequence` changed. */
+  private applied(entry: LogEntry, sequence: number): void {
+    const concurrency = this.concurrency;
+    if (concurrency === undefined) return;
+    switch (entry.type) {
+      case "apply":
+        return concurrency.changed(sequence, writtenKeys(entry.batch));
+      case "commit":
+        return concurrency.committed(sequence, entry.txid);
+      case "abort":
+        concurrency.release(entry.txid);
+        return concurrency.changed(sequence, []);
+      case "prepare":
+      case "reserve_ids":
+      case "index_build":
+        return concurrency.changed(sequence, []);
+      default:
+        // Ranges moved, indexes created, dropped or validated: what reads of them answer may have changed.
+        return concurrency.changedAll(sequence);
+    }
+  }
+
   /**
    * One state change, inside the write queue: applied directly on the single server; in a cluster validated,
    * appended to the replicated log, then applied with its sequence (so a failed validation logs nothing, and a
@@ -443,7 +525,10 @@ export class PartitionActor {
     if (log === undefined) return applyLogEntry(store, entry);
     if (entry.type === "apply" || entry.type === "prepare") store.validate(entry.batch);
     const sequence = await log.append(entry, requestId);
-    if (sequence !== "duplicate") applyLogEntry(store, entry, sequence);
+    if (sequence !== "duplicate") {
+      applyLogEntry(store, entry, sequence);
+      this.applied(entry, sequence);
+    }
   }
 
   /** Cluster mode: makes sure `count` IDs can be handed out, reserving a block through the log when needed. */

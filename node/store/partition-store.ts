@@ -655,6 +655,11 @@ export class PartitionStore {
     return definition?.family === "secondary" ? this.indexes.secondary.entryKeys(definition) : [];
   }
 
+  /** The prepared intents awaiting a decision, with their mutation lists (a new leader's locks). */
+  pendingIntentBatches(): { txid: string; batch: Uint8Array }[] {
+    return [...this.intents.getRange({})].map(({ key, value }) => ({ txid: String(key), batch: Uint8Array.from(value) }));
+  }
+
   /** The transaction IDs of prepared intents awaiting a decision (recovery asks the decision log about each). */
   pendingIntents(): string[] {
     return [...this.intents.getKeys({})].map(String);

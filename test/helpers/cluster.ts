@@ -99,6 +99,8 @@ export interface TestClusterOptions {
   readonly name?: string;
   /** The clock of the replicas and the coordinator (DEFAULT NOW, Date values); default: the real one. */
   readonly now?: () => Date;
+  /** The coordinator's mode (connectCluster's `coordinators`); default "one". */
+  readonly coordinators?: "one" | "many";
 }
 
 let clusterCounter = 0;
@@ -200,6 +202,7 @@ export async function startTestCluster(nats: TestNats, options: TestClusterOptio
       decisionReplicas: nats.streamReplicas,
       schema: options.schema,
       now,
+      coordinators: options.coordinators,
     });
     return { name, database, replicas, close: () => close(database) };
   } catch (cause) {
