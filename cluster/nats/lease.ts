@@ -4,7 +4,10 @@
  * `subjects.leaseBucket`, whose entries expire `ttlMs` after they were written (the bucket's max age), holding
  * `{ replica, term }` as JSON.
  *
- * - Acquire: `create()` (fails while another replica's entry lives).
+ * - Acquire: `create()` (fails while another replica's entry lives), with the term one above the highest this
+ *   replica saw: its own, the live entry's, and the last one recorded in the terms bucket (`subjects.termBucket`, no
+ *   expiry; the new holder records its term there once it holds the lease). Without that record, a replica elected
+ *   after its predecessor crashed (whose entry had expired) would start again at term 1.
  * - Renew: every ttl/3, `update()` at the revision held; the new revision lives ttl again.
  * - Held: only until `LEASE_VALID_FRACTION` of the TTL after the last renewal that succeeded was *sent* (the server
  *   wrote it no earlier, so it expires no earlier than ttl after that): a leader stops serving well before another
@@ -63,6 +66,7 @@ export class PartitionLease {
 
   private constructor(
     private readonly kv: KV,
+    private readonly terms: KV,
     private readonly options: LeaseOptions & { readonly ttlMs: number },
   ) {
     this.key = options.key ?? subjects.leaseKey(options.partition ?? 0);
@@ -76,7 +80,8 @@ export class PartitionLease {
     const kv = await creatingRacing(() => kvm.create(subjects.leaseBucket(options.cluster), { history: 1, ttl: options.ttlMs ?? DEFAULT_LEASE_TTL_MS, replicas: options.replicas }), undefined, clock);
     // An existing bucket keeps the lifetime it was made with: renewals must follow that one.
     const ttlMs = options.ttlMs ?? (await whileUnanswered(() => kv.status(), clock)).ttl;
-    return new PartitionLease(kv, { ...options, ttlMs });
+    const terms = await creatingRacing(() => kvm.create(subjects.termBucket(options.cluster), { history: 1, replicas: options.replicas }), undefined, clock);
+    return new PartitionLease(kv, terms, { ...options, ttlMs });
   }
 
   /** The current holder, if any (a follower's view; may be stale by the time it returns). */
@@ -103,7 +108,9 @@ export class PartitionLease {
   async tryAcquire(): Promise<boolean> {
     if (this.revision !== undefined) return this.held();
     const previous = await this.holder().catch(() => undefined);
-    const term = Math.max(this.term, previous?.term ?? 0) + 1;
+    // Only when no entry lives (the create may succeed) is the recorded term worth a read.
+    const recorded = previous === undefined ? await this.recordedTerm().catch(() => 0) : 0;
+    const term = Math.max(this.term, previous?.term ?? 0, recorded) + 1;
     const sent = this.clock.monotonicMs();
     try {
       this.revision = await this.kv.create(this.key, JSON.stringify({ replica: this.options.replica, term } satisfies LeaseValue));
@@ -113,7 +120,20 @@ export class PartitionLease {
     this.term = term;
     this.renewed(sent);
     this.cancelTicks = this.clock.every(Math.max(10, Math.floor(this.options.ttlMs / 10)), () => this.tick());
+    // Off the acquisition's path (a slow bucket must not delay leading); lost with a crash right here, the next term
+    // repeats this number, which only shows in `silk cluster status` (terms fence nothing).
+    void this.terms.put(this.key, JSON.stringify({ term })).catch((cause: unknown) => {
+      this.options.logger.warn({ err: String(cause), partition: this.options.partition, term }, "could not record the lease's term");
+    });
     return true;
+  }
+
+  /** The last term recorded for this lease (0: none yet). */
+  private async recordedTerm(): Promise<number> {
+    const entry = await this.terms.get(this.key);
+    if (entry === null || entry.operation !== "PUT") return 0;
+    const term = (entry.json<{ term?: unknown }>()).term;
+    return typeof term === "number" && Number.isSafeInteger(term) && term > 0 ? term : 0;
   }
 
   private renewed(sentAt: number): void {

@@ -11,6 +11,8 @@
  *   entries, msgpack).
  * - KV bucket `SILK_<CLUSTER>_LEASES`, key `p<i>`: partition i's leader lease; key `coordinator`: the writer
  *   coordinator's lease (one writer coordinator per cluster).
+ * - KV bucket `SILK_<CLUSTER>_TERMS`, same keys: the last term each lease was taken with (no expiry, so a leader
+ *   elected after its predecessor's entry expired still counts on from it; cluster/nats/lease.ts).
  * - KV bucket `SILK_<CLUSTER>_DECISIONS`, key = txid: two-phase-commit decisions.
  * - KV bucket `SILK_<CLUSTER>_MAP`, keys `map` and `move`: the partition map and a range move in flight.
  * - object store bucket `SILK_<CLUSTER>_SNAPSHOTS` (stream `OBJ_SILK_<CLUSTER>_SNAPSHOTS`), objects `p<i>/<sequence>`:
@@ -37,6 +39,7 @@ export const subjects = {
   leaseBucket: (cluster: string): string => `SILK_${upper(cluster)}_LEASES`,
   leaseKey: (partition: number): string => `p${partition}`,
   coordinatorLeaseKey: "coordinator",
+  termBucket: (cluster: string): string => `SILK_${upper(cluster)}_TERMS`,
   decisionBucket: (cluster: string): string => `SILK_${upper(cluster)}_DECISIONS`,
   mapBucket: (cluster: string): string => `SILK_${upper(cluster)}_MAP`,
   snapshotBucket: (cluster: string): string => `SILK_${upper(cluster)}_SNAPSHOTS`,

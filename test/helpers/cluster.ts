@@ -161,6 +161,7 @@ async function deleteClusterStreams(nats: TestNats, cluster: string, partitions:
     const names = [
       ...Array.from({ length: partitions }, (_, partition) => subjects.logStream(cluster, partition)),
       `KV_${subjects.leaseBucket(cluster)}`,
+      `KV_${subjects.termBucket(cluster)}`,
       `KV_${subjects.decisionBucket(cluster)}`,
       `KV_${subjects.mapBucket(cluster)}`,
       `OBJ_${subjects.snapshotBucket(cluster)}`,
