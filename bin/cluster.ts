@@ -27,7 +27,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -87,13 +87,17 @@ export interface CommandOutput {
   write(text: string): unknown;
 }
 
-/** Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. */
-export function spawnSilk(args: readonly string[], outFile: string, natsServers?: readonly string[]): number {
+/**
+ * Starts `silk <args>` detached, with its stdout and stderr appended to `outFile`; returns its pid. `onExit` is called
+ * if it exits while this process still runs (`up` fails on a process that exits during start-up).
+ */
+export function spawnSilk(args: readonly string[], outFile: string, natsServers?: readonly string[], onExit?: (code: number | null, signal: NodeJS.Signals | null) => void): number {
   const out = openSync(outFile, "a");
   try {
     const env = natsServers === undefined ? process.env : { ...process.env, [NATS_SERVERS_ENV]: natsServers.join(",") };
     // The same Node flags (tsx's loader when run from source) and the same entry script as this command.
     const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], { detached: true, stdio: ["ignore", out, out], env });
+    if (onExit !== undefined) child.once("exit", onExit);
     child.unref();
     if (child.pid === undefined) throw new SilkError("internal", `could not start silk ${args.join(" ")}`);
     return child.pid;
@@ -102,9 +106,67 @@ export function spawnSilk(args: readonly string[], outFile: string, natsServers?
   }
 }
 
+/** A process `up` started exited before the cluster was up: no use waiting on. */
+class StartFailed extends SilkError {
+  constructor(message: string) {
+    super("partition_unavailable", message);
+  }
+}
+
+/** How much of a failed process's log `up` shows. */
+const LOG_TAIL_LINES = 20;
+const LOG_TAIL_BYTES = 4_096;
+
+/** The last lines of a log file ("" when it is missing or empty). */
+export function logTail(path: string): string {
+  let text: string;
+  try {
+    const size = statSync(path).size;
+    const fd = openSync(path, "r");
+    try {
+      const length = Math.min(size, LOG_TAIL_BYTES);
+      const buffer = Buffer.alloc(length);
+      readSync(fd, buffer, 0, length, size - length);
+      text = buffer.toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return "";
+  }
+  return text.trimEnd().split("\n").slice(-LOG_TAIL_LINES).join("\n");
+}
+
+/** The processes `up` started, and those of them that exited (a replica, the server) while it waited. */
+class StartWatch {
+  private readonly exits: { name: string; code: number | null; signal: NodeJS.Signals | null; logs: readonly string[] }[] = [];
+
+  constructor(private readonly nats: LocalNatsCluster) {}
+
+  /** What spawnSilk calls when the process `name` (logging to `logs`, most telling first) exits. */
+  onExit(name: string, logs: readonly string[]): (code: number | null, signal: NodeJS.Signals | null) => void {
+    return (code, signal) => this.exits.push({ name, code, signal, logs });
+  }
+
+  /** Throws StartFailed naming the first started process that exited, how, and the end of its log. */
+  check(): void {
+    const server = this.nats.exited();
+    const exit = this.exits[0] ?? (server === undefined ? undefined : { name: `nats-server ${server.spec.name}`, code: server.code, signal: server.signal, logs: [server.spec.logFile] });
+    if (exit === undefined) return;
+    const how = exit.signal === null ? `with code ${exit.code}` : `on signal ${exit.signal}`;
+    const log = exit.logs.find((path) => logTail(path) !== "");
+    const tail = log === undefined ? `its log (${exit.logs.join(", ")}) is empty` : `the end of ${log}:\n${logTail(log).replace(/^/gm, "  | ")}`;
+    throw new StartFailed(`${exit.name} exited ${how} while the cluster was starting; ${tail}`);
+  }
+}
+
 async function waitFor<T>(what: string, deadline: number, probe: () => Promise<T | undefined>): Promise<T> {
   for (;;) {
-    const value = await probe().catch(() => undefined);
+    const value = await probe().catch((cause: unknown) => {
+      // A process that exited is not coming up: fail now, not at the deadline.
+      if (cause instanceof StartFailed) throw cause;
+      return undefined;
+    });
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new SilkError("partition_unavailable", `timed out waiting for ${what}`);
     await sleep(200);
@@ -144,6 +206,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
   const nats = await LocalNatsCluster.start(clusterPaths.nats(dir));
   const processes: { nats: Record<string, number>; replicas: Record<string, number>; serve?: number; supervisor?: number } = { nats: nats.pids(), replicas: {} };
   writeClusterProcesses(dir, processes);
+  const watch = new StartWatch(nats);
   const manifest: ClusterManifest = { format: CLUSTER_FORMAT, name: options.name, nats: nats.urls, partitions: options.partitions, replicas: options.replicas, project: resolve(options.project), port };
   try {
     writeClusterManifest(dir, manifest);
@@ -157,7 +220,8 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
       for (let replica = 0; replica < manifest.replicas; replica++) {
         const args = ["partition", "--dir", dir, "--partition", String(partition), "--replica", String(replica)];
         const name = `p${partition}-r${replica}`;
-        processes.replicas[name] = spawnSilk(args, `${clusterPaths.replicaLog(dir, partition, replica)}.out`, await options.natsServersFor?.(name, nats.urls));
+        const log = clusterPaths.replicaLog(dir, partition, replica);
+        processes.replicas[name] = spawnSilk(args, `${log}.out`, await options.natsServersFor?.(name, nats.urls), watch.onExit(`replica ${name}`, [`${log}.out`, log]));
         writeClusterProcesses(dir, processes);
       }
     }
@@ -165,8 +229,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     const nc = await connect({ servers: nats.urls });
     try {
       await waitFor("a leader of every partition", deadline, async () => {
-        const dead = Object.entries(processes.replicas).find(([, pid]) => !processAlive(pid));
-        if (dead !== undefined) throw new SilkError("internal", `replica ${dead[0]} exited (see ${clusterPaths.logs(dir)})`);
+        watch.check();
         return (await leaders(nc, manifest)).every((leader) => leader !== undefined) ? true : undefined;
       }).catch((cause: unknown) => {
         throw cause instanceof SilkError ? cause : new SilkError("partition_unavailable", String(cause));
@@ -174,13 +237,14 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
     } finally {
       await nc.close();
     }
-    processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`, await options.natsServersFor?.("serve", nats.urls));
+    processes.serve = spawnSilk(["serve", "--cluster", dir, "--port", String(port)], `${clusterPaths.serveLog(dir)}`, await options.natsServersFor?.("serve", nats.urls), watch.onExit("serve", [clusterPaths.serveLog(dir)]));
     writeClusterProcesses(dir, processes);
     await waitFor(`the server's /health on port ${port}`, deadline, async () => {
-      if (!processAlive(processes.serve!)) throw new SilkError("internal", `the serve process exited (see ${clusterPaths.serveLog(dir)})`);
+      watch.check();
       const response = await fetch(`http://127.0.0.1:${port}/health`);
       return response.ok ? true : undefined;
     });
+    watch.check();
     if (options.supervise !== false) {
       // Last: a supervisor started earlier would restart a process that failed to start, and `up` would not fail.
       const supervisor = spawnSilk(["cluster", "supervise", "--dir", dir], `${clusterPaths.supervisorLog(dir)}.out`);

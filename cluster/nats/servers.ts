@@ -73,6 +73,8 @@ function configOf(spec: NatsServerSpec, all: readonly NatsServerSpec[], clusterN
 /** A running local cluster: its client URLs, and single servers to stop, kill and start again. */
 export class LocalNatsCluster {
   private readonly processes = new Map<string, ChildProcess>();
+  /** Servers whose process exited by itself (not stopped or killed through this object), with how. */
+  private readonly exits = new Map<string, { readonly code: number | null; readonly signal: NodeJS.Signals | null }>();
 
   private constructor(
     readonly specs: readonly NatsServerSpec[],
@@ -119,10 +121,22 @@ export class LocalNatsCluster {
 
   private spawn(spec: NatsServerSpec): void {
     const child = spawn(NATS_SERVER_BINARY, ["-c", spec.configFile], { stdio: "ignore", detached: false });
-    child.on("exit", () => {
-      if (this.processes.get(spec.name) === child) this.processes.delete(spec.name);
+    this.exits.delete(spec.name);
+    child.on("exit", (code, signal) => {
+      if (this.processes.get(spec.name) !== child) return;
+      this.processes.delete(spec.name);
+      this.exits.set(spec.name, { code, signal });
     });
     this.processes.set(spec.name, child);
+  }
+
+  /** A server whose process exited by itself since it was started (`silk cluster up` fails on one), if any. */
+  exited(): { readonly spec: NatsServerSpec; readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined {
+    for (const spec of this.specs) {
+      const exit = this.exits.get(spec.name);
+      if (exit !== undefined) return { spec, ...exit };
+    }
+    return undefined;
   }
 
   /** Kills one server at once (SIGKILL: a crash, not a shutdown). */

@@ -19,6 +19,7 @@ import { REPO, removeTemporaryDirectories, runSilk, temporaryDirectory } from ".
 import { addN, entry, write } from "../helpers/tree.js";
 import { parseJsonExact } from "../../sdk/json.js";
 import { processAlive } from "../../platform/processes.js";
+import { unrecordedClusterProcesses } from "../../cluster/nats/supervisor.js";
 
 afterAll(removeTemporaryDirectories);
 
@@ -134,6 +135,26 @@ describe("silk cluster", () => {
     expect(pids.filter(processAlive)).toEqual([]);
     expect(existsSync(clusterPaths.processes(dir))).toBe(false);
   }, 90_000);
+
+  it("fails at once when a process it started exits during start-up, naming it, its exit code and its log's end", async () => {
+    const dir = temporaryDirectory();
+    // Replica p1-r2's store is held by this process: it exits at once (writer_locked), while its partition still
+    // elects a leader from the other two. Before, `up` did not notice and reported the cluster up.
+    const store = clusterPaths.replicaStore(dir, 1, 2);
+    mkdirSync(store, { recursive: true });
+    const held = acquireWriterLock(store);
+    try {
+      const up = await runSilk(["cluster", "up", "--dir", dir, "--project", join(REPO, "examples"), "--partitions", "2", "--replicas", "3", "--port", "0", "--name", "cli-exit", "--no-supervise"]);
+      expect(up.code).toBe(1);
+      expect(up.stderr).toMatch(/replica p1-r2 exited with code 1 while the cluster was starting; the end of \S+p1-r2\.log\.out:\n {2}\| .*writer_locked: .*r2 is open as a writer by process \d+/);
+      expect(up.stdout).not.toMatch(/is up/);
+    } finally {
+      held.release();
+    }
+    // It stopped what it had started.
+    expect(existsSync(clusterPaths.processes(dir))).toBe(false);
+    expect(unrecordedClusterProcesses(dir, [])).toEqual([]);
+  }, 120_000);
 
   it("refuses bad options before starting anything", async () => {
     const dir = temporaryDirectory();
