@@ -100,6 +100,11 @@ export interface TransactionCounts {
   readonly committed: number;
   /** Write transactions that ended without committing: refused, failed, timed out or in conflict; nothing of them was written. */
   readonly aborted: number;
+  /**
+   * Commits a participant refused because it does not hold the intent (`intent_not_prepared`: it aborted it, or never
+   * prepared it): a bug, each also counted as aborted and answered with that error, never as success.
+   */
+  readonly commitAnomalies: number;
 }
 
 /** A plan kept for repeated runs with different parameters. */
@@ -123,6 +128,7 @@ export class Coordinator {
   private unlockedDrained: (() => void)[] = [];
   private committedTransactions = 0;
   private abortedTransactions = 0;
+  private commitAnomalies = 0;
 
   /**
    * The two-phase commits this coordinator runs now, from before their first prepare until every participant applied
@@ -155,7 +161,7 @@ export class Coordinator {
 
   /** Write transactions (plans and import batches) ended so far, by outcome. Reads change nothing and are not counted. */
   transactionCounts(): TransactionCounts {
-    return { committed: this.committedTransactions, aborted: this.abortedTransactions };
+    return { committed: this.committedTransactions, aborted: this.abortedTransactions, commitAnomalies: this.commitAnomalies };
   }
 
   /** Counts a write transaction's outcome as it settles, and passes the outcome on unchanged. */
@@ -624,6 +630,10 @@ export class Coordinator {
         return;
       } catch (cause) {
         if (cause instanceof SilkError && cause.kind === "user") throw cause;
+        if (cause instanceof SilkError && cause.code === "intent_not_prepared") {
+          this.commitAnomalies += 1; // a bug signal: not retried, not answered as success
+          throw cause;
+        }
         await new Promise((resolve) => setTimeout(resolve, backoffMs(COMMIT_APPLY_BACKOFF, attempt)));
       }
     }

@@ -81,6 +81,11 @@ export class ServerMetrics {
     labelNames: ["outcome"],
     registers: [this.registry],
   });
+  private readonly commitAnomalies = new Counter({
+    name: "silk_commit_anomalies_total",
+    help: "two-phase commits a cluster partition refused as intent_not_prepared (it aborted or never held the intent): a bug signal, each answered as that error",
+    registers: [this.registry],
+  });
   private readonly mapSize = partitionGauge(this.registry, "silk_lmdb_map_size_bytes", "LMDB map size of each in-process partition");
   private readonly usedBytes = partitionGauge(this.registry, "silk_lmdb_used_bytes", "bytes of each in-process partition's map in use (its pages up to the highest used)");
   private readonly freePages = partitionGauge(this.registry, "silk_lmdb_free_pages", "pages on each in-process partition's LMDB free list");
@@ -150,6 +155,8 @@ export class ServerMetrics {
     this.transactions.reset();
     this.transactions.inc({ outcome: "committed" }, statistics.transactions.committed);
     this.transactions.inc({ outcome: "aborted" }, statistics.transactions.aborted);
+    this.commitAnomalies.reset();
+    this.commitAnomalies.inc(statistics.transactions.commitAnomalies);
     for (const gauge of [this.mapSize, this.usedBytes, this.freePages, this.readers]) gauge.reset();
     for (const storage of statistics.partitions) {
       const partition = { partition: String(storage.partition) };

@@ -31,7 +31,7 @@ export interface WriterLink {
 }
 
 /** The transaction counts a worker reports: none, since it commits nothing (the writer reports its own). */
-const NO_TRANSACTIONS: DatabaseStatistics = { transactions: { committed: 0, aborted: 0 }, partitions: [] };
+const NO_TRANSACTIONS: DatabaseStatistics = { transactions: { committed: 0, aborted: 0, commitAnomalies: 0 }, partitions: [] };
 
 function refusedAsReadOnly(cause: unknown): boolean {
   return cause instanceof SilkError && cause.code === "read_only";

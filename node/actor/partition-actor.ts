@@ -412,9 +412,8 @@ export class PartitionActor {
         this.validating().check(undefined, new Set(), request.reads);
         return { type: "done" };
       case "commit":
-        return this.serialized(async () => (await this.change({ type: "commit", txid: request.txid }), { type: "done" as const }));
       case "abort":
-        return this.serialized(async () => (await this.change({ type: "abort", txid: request.txid }), { type: "done" as const }));
+        return this.serialized(async () => (await this.decide(request.type, request.txid), { type: "done" as const }));
       case "pending_intents":
         return { type: "intents", txids: store.pendingIntents() };
       case "index_statuses":
@@ -529,6 +528,20 @@ export class PartitionActor {
       applyLogEntry(store, entry, sequence);
       this.applied(entry, sequence);
     }
+  }
+
+  /**
+   * Applies a two-phase-commit outcome to the intent `txid` (in the write queue). An outcome applied already answers
+   * done again (a retry), as does an abort of an intent never held (an abort after a failed prepare). A commit of an
+   * intent this partition aborted or does not hold, or an abort of one it committed, is a lost or torn write: it is
+   * refused, `intent_not_prepared`, and nothing is logged.
+   */
+  private async decide(outcome: "commit" | "abort", txid: string): Promise<void> {
+    const state = this.options.store.intentState(txid);
+    if (state === "prepared") return this.change({ type: outcome, txid });
+    if (outcome === "commit" ? state === "committed" : state !== "committed") return;
+    const held = state === "unknown" ? "does not hold its intent (never prepared here, or decided too long ago to be remembered)" : `${state} it`;
+    throw new SilkError("intent_not_prepared", `internal error (a bug in Silk): transaction ${txid} was to ${outcome} on this partition, which ${held}`);
   }
 
   /** Cluster mode: makes sure `count` IDs can be handed out, reserving a block through the log when needed. */

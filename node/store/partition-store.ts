@@ -80,7 +80,21 @@ export interface PartitionStoreOptions {
   readonly clockMs?: () => number;
   /** How a writer's open converts a format-2 adjacency (adjacency-upgrade.ts); tests set small chunks and crash. */
   readonly adjacencyUpgrade?: AdjacencyUpgradeOptions;
+  /** How many two-phase-commit outcomes the store remembers (DECIDED_REMEMBERED_DEFAULT; tests set a few). */
+  readonly decidedRemembered?: number;
 }
+
+/**
+ * How many outcomes of two-phase commits (an intent committed or aborted here) a partition remembers, the oldest
+ * forgotten first, so that a commit retried after it was applied is told apart from a commit of an intent this
+ * partition aborted or never held (`intentState`). A coordinator retries a commit only while it holds its lock,
+ * which keeps every other two-phase commit of that coordinator from deciding meanwhile, so a retry comes back long
+ * before 100,000 further outcomes; about 6 MB of meta entries at most.
+ */
+export const DECIDED_REMEMBERED_DEFAULT = 100_000;
+
+/** What a partition knows of a two-phase-commit transaction (`PartitionStore.intentState`). */
+export type IntentState = "prepared" | "committed" | "aborted" | "unknown";
 
 /**
  * How often a writer clears the reader slots of dead processes, at most. The check costs a few microseconds (one
@@ -129,6 +143,10 @@ const META_RESERVED_TO = "reserved_to";
 const META_OWNED_RANGES = "owned_ranges";
 /** The schema version this partition's records have (node/store/schema-migration.ts). */
 const META_SCHEMA_VERSION = "schema_version";
+/** `decided:<txid>` → { outcome, n }; `decided#<n, 16 digits>` → txid; `decided_next`: the next n (rememberDecided). */
+const DECIDED_PREFIX = "decided:";
+const DECIDED_ORDER_PREFIX = "decided#";
+const META_DECIDED_NEXT = "decided_next";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -163,6 +181,7 @@ export class PartitionStore {
   /** Every named database of the environment, whose pages `storageStatus` counts. */
   private readonly namedDatabases: { getStats(): object }[] = [];
   private readonly readerCheckIntervalMs: number;
+  private readonly decidedRemembered: number;
   private readonly clockMs: () => number;
   private readerCheckedAtMs: number;
   private staleReadersCleared = 0;
@@ -174,6 +193,7 @@ export class PartitionStore {
     this.path = options.path;
     this.uniqueEdgeLabels = new Set(options.uniqueEdgeLabels ?? []);
     this.readerCheckIntervalMs = options.readerCheckIntervalMs ?? READER_CHECK_INTERVAL_MS;
+    this.decidedRemembered = options.decidedRemembered ?? DECIDED_REMEMBERED_DEFAULT;
     this.clockMs = options.clockMs ?? (() => performance.now());
     // lmdb-js has just run the check in open(): the next one is due an interval from now.
     this.readerCheckedAtMs = this.clockMs();
@@ -540,21 +560,50 @@ export class PartitionStore {
     });
   }
 
-  /** Phase two, commit: applies the intent and forgets it in one transaction. Idempotent. */
+  /** Phase two, commit: applies the intent, forgets it and remembers the outcome in one transaction. Idempotent. */
   commitPrepared(txid: string): void {
     this.transact(() => {
       const encoded = this.intents.get(txid);
       if (encoded === undefined) return;
       this.write(encoded);
       this.intents.removeSync(txid);
+      this.rememberDecided(txid, "commit");
     });
   }
 
-  /** Phase two, abort: forgets the intent. Idempotent. */
+  /** Phase two, abort: forgets the intent and remembers the outcome. Idempotent. */
   abortPrepared(txid: string): void {
     this.transact(() => {
+      if (this.intents.get(txid) === undefined) return;
       this.intents.removeSync(txid);
+      this.rememberDecided(txid, "abort");
     });
+  }
+
+  /**
+   * Whether this partition holds `txid`'s intent, or applied its commit or abort (among the last `decidedRemembered`
+   * outcomes), or neither. Deterministic across replicas: outcomes are remembered and dropped in log order.
+   */
+  intentState(txid: string): IntentState {
+    if (this.intents.get(txid) !== undefined) return "prepared";
+    const decided = this.meta.get(DECIDED_PREFIX + txid) as { outcome: "commit" | "abort" } | undefined;
+    if (decided === undefined) return "unknown";
+    return decided.outcome === "commit" ? "committed" : "aborted";
+  }
+
+  /** Inside a write transaction: records the outcome, and drops the oldest once more than the bound are kept. */
+  private rememberDecided(txid: string, outcome: "commit" | "abort"): void {
+    const n = (this.meta.get(META_DECIDED_NEXT) as number | undefined) ?? 0;
+    const order = (i: number): string => DECIDED_ORDER_PREFIX + String(i).padStart(16, "0");
+    this.meta.putSync(DECIDED_PREFIX + txid, { outcome, n });
+    this.meta.putSync(order(n), txid);
+    this.meta.putSync(META_DECIDED_NEXT, n + 1);
+    const dropped = n - this.decidedRemembered;
+    if (dropped < 0) return;
+    const old = this.meta.get(order(dropped)) as string | undefined;
+    if (old === undefined) return;
+    this.meta.removeSync(order(dropped));
+    if ((this.meta.get(DECIDED_PREFIX + old) as { n: number } | undefined)?.n === dropped) this.meta.removeSync(DECIDED_PREFIX + old);
   }
 
   /** Whether a list could be refused for what it writes (an index, a UNIQUE edge type), not only for its keys. */

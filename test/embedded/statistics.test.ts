@@ -22,7 +22,7 @@ describe("Database.statistics", () => {
   });
 
   it("counts each write transaction once by outcome, across partitions, and no read", async () => {
-    expect((await db.statistics()).transactions).toEqual({ committed: 0, aborted: 0 });
+    expect((await db.statistics()).transactions).toEqual({ committed: 0, aborted: 0, commitAnomalies: 0 });
     // Enough nodes in one transaction to touch several partitions: one two-phase commit, counted once.
     await db.run(write(Array.from({ length: 30 }, (_, i) => entry(`n${i}`, addN("Doc", { i }))), []));
     expect(decided).toBe(1);
@@ -30,7 +30,7 @@ describe("Database.statistics", () => {
     await db.run(readOne(count(allNodes())));
     await expect(db.run(writeOne(addE(nodes({ ids: ["999999"] }), "Next", { ids: ["999998"] })))).rejects.toMatchObject({ code: "node_not_found" });
     await expect(db.importBatch({ nodes: [], edges: [{ label: "Next", from: { id: "999999" }, to: { id: "999998" }, props: {} }] })).rejects.toThrow();
-    expect((await db.statistics()).transactions).toEqual({ committed: 2, aborted: 2 });
+    expect((await db.statistics()).transactions).toEqual({ committed: 2, aborted: 2, commitAnomalies: 0 });
   });
 
   it("reports every partition's map, pages and readers", async () => {

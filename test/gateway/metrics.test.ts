@@ -113,6 +113,8 @@ describe("GET /metrics on the local server", () => {
     const after = await scrape(gateway.base);
     expect(sample(after, "silk_transactions_total", { outcome: "committed" })).toBe(committed + 1);
     expect(sample(after, "silk_transactions_total", { outcome: "aborted" })).toBe(aborted + 1);
+    // A single server has no two-phase commit across processes: never a commit anomaly.
+    expect(sample(after, "silk_commit_anomalies_total")).toBe(0);
   });
 
   it("shows requests in flight, and counts one whose client went away as aborted", async () => {

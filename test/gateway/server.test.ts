@@ -140,7 +140,7 @@ describe("unknown routes", () => {
 });
 
 /** A stand-in database's statistics: no transactions, no partitions. */
-const noStatistics = async (): Promise<DatabaseStatistics> => ({ transactions: { committed: 0, aborted: 0 }, partitions: [] });
+const noStatistics = async (): Promise<DatabaseStatistics> => ({ transactions: { committed: 0, aborted: 0, commitAnomalies: 0 }, partitions: [] });
 
 describe("replies the engine cannot give through a real database", () => {
   // A stand-in database: these are the engine's rare failures and values, which a real one cannot be made to
