@@ -12,8 +12,19 @@
  * was held while recovery aborted and forgot its transaction) gets the old outcome back instead of writing a new one.
  * Not KV `create`: it writes over a delete marker, which would let that late commit win over an abort already
  * applied. A key whose last entry is a delete marker (forgotten by an older Silk) counts as decided abort.
+ *
+ * Bound: a forgotten marker (or an old delete marker) older than `forgottenHorizonMs` (default one hour) is purged
+ * from the bucket's stream, so the bucket holds the decisions not yet forgotten plus at most an hour's forgotten
+ * ones. Safe because a late `decide` can only come from a call that started before its key was forgotten: a key is
+ * forgotten once every participant applied its outcome, so no partition holds its intent any more and neither
+ * recovery nor an intent resolver decides it again (they decide only intents a partition holds); what remains is the
+ * coordinator's own `decide(commit)` of that transaction, which retries for at most `deadlineMs` (20 s) after it
+ * started. A horizon far longer than that (it must exceed `deadlineMs`) leaves no such call alive. Decisions not yet
+ * forgotten are never purged, however old (a partition may need one after a long outage). And a partition refuses a
+ * commit of an intent it aborted (node/actor/partition-actor.ts), so even a commit written on a purged key would
+ * be refused, not acknowledged.
  */
-import { jetstreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SilkError } from "../../protocol/errors.js";
@@ -23,6 +34,12 @@ import { openBucket, retrying } from "./kv-buckets.js";
 
 /** How long decide() keeps trying (a stream leader's failover takes about 5 s, DESIGN.md). */
 export const DECISION_DEADLINE_MS_DEFAULT = 20_000;
+/** How long a forgotten decision's marker stays before it is purged (see the bound above). */
+export const FORGOTTEN_HORIZON_MS_DEFAULT = 60 * 60_000;
+/** The most a sweep of old forgotten markers waits after the last: a quarter of the horizon, at most 5 minutes. */
+const SWEEP_INTERVAL_MS_MAX = 5 * 60_000;
+/** Messages a sweep pulls at a time. */
+const SWEEP_BATCH = 512;
 /** What NATS KV accepts as a key; the coordinator's txids (`<hex>-<n>`) always are. */
 const TXID = /^[-/_=.a-zA-Z0-9]{1,256}$/;
 
@@ -37,6 +54,8 @@ export interface KvDecisionLogOptions {
   /** The bucket's replicas: 3 on a three-server cluster, 1 on a single server. */
   readonly replicas: number;
   readonly deadlineMs?: number;
+  /** How long a forgotten decision stays marked before a sweep purges it; more than deadlineMs (default one hour). */
+  readonly forgottenHorizonMs?: number;
 }
 
 const encoder = new TextEncoder();
@@ -54,23 +73,43 @@ function parseDecision(txid: string, bytes: Uint8Array): StoredDecision {
   return parsed.forgotten === true ? { ...decision, forgotten: true } : decision;
 }
 
+/** A message of the bucket's stream that a sweep may purge once old: a forgotten decision, or a delete marker. */
+function isForgotten(message: JsMsg): boolean {
+  const operation = message.headers?.get("KV-Operation") ?? "";
+  if (operation === "DEL" || operation === "PURGE") return true;
+  try {
+    return (JSON.parse(decoder.decode(message.data)) as Partial<StoredDecision>).forgotten === true;
+  } catch {
+    return false; // not a decision: left for decision() to report
+  }
+}
+
 /** What a key holds now: nothing, a decision (`revision`: the entry's, for a conditional update), or a delete marker. */
 type Held = { readonly kind: "none" } | { readonly kind: "decision"; readonly decision: StoredDecision; readonly revision: number } | { readonly kind: "deleted" };
 
 export class KvDecisionLog implements DecisionStore {
+  /** When the last sweep of old forgotten markers started (0: none yet), and the one running. */
+  private sweptAt = 0;
+  private sweeping: Promise<number> | undefined;
+
   private constructor(
     private readonly kv: KV,
     private readonly deadlineMs: number,
     private readonly nc: NatsConnection,
     private readonly bucket: string,
+    private readonly forgottenHorizonMs: number,
   ) {}
 
   /** Opens the bucket, creating it if absent (idempotent across coordinators). */
   static async open(options: KvDecisionLogOptions): Promise<KvDecisionLog> {
     const deadlineMs = options.deadlineMs ?? DECISION_DEADLINE_MS_DEFAULT;
+    const horizonMs = options.forgottenHorizonMs ?? FORGOTTEN_HORIZON_MS_DEFAULT;
+    if (!Number.isSafeInteger(horizonMs) || horizonMs <= deadlineMs) {
+      throw new SilkError("invalid_option", `the decision log's forgotten horizon must be an integer number of milliseconds above its deadline (${deadlineMs} ms), not ${horizonMs}`);
+    }
     const name = subjects.decisionBucket(options.cluster);
     const kv = await openBucket(options.nc, name, options.replicas, Date.now() + deadlineMs);
-    return new KvDecisionLog(kv, deadlineMs, options.nc, name);
+    return new KvDecisionLog(kv, deadlineMs, options.nc, name, horizonMs);
   }
 
   async decide(txid: string, outcome: Outcome, participants: readonly number[]): Promise<Outcome> {
@@ -118,6 +157,51 @@ export class KvDecisionLog implements DecisionStore {
       const { outcome, participants } = held.decision;
       await this.kv.update(txid, encoder.encode(JSON.stringify({ outcome, participants: [...participants], forgotten: true } satisfies StoredDecision)), held.revision);
     });
+    this.sweepWhenDue();
+  }
+
+  /** Starts a sweep in the background when the last one started long enough ago (forgetting is what adds markers). */
+  private sweepWhenDue(): void {
+    if (this.sweeping !== undefined || Date.now() - this.sweptAt < Math.min(this.forgottenHorizonMs / 4, SWEEP_INTERVAL_MS_MAX)) return;
+    this.sweeping = this.sweepForgotten()
+      .catch(() => 0) // tried again after the next interval
+      .finally(() => (this.sweeping = undefined));
+  }
+
+  /**
+   * Purges every forgotten marker (and old delete marker) written more than the horizon ago; resolves to how many.
+   * The stream is read in order from its first message up to the first one younger than the horizon (a stream's
+   * messages are in the order they were written), and each old marker is purged by its subject up to its own
+   * sequence only, so nothing written to that key later would go with it.
+   */
+  async sweepForgotten(): Promise<number> {
+    this.sweptAt = Date.now();
+    const cutoffMs = this.sweptAt - this.forgottenHorizonMs;
+    const stream = `KV_${this.bucket}`;
+    const jsm = await jetstreamManager(this.nc);
+    const old: { subject: string; seq: number }[] = [];
+    const consumer = await jetstream(this.nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All });
+    try {
+      for (let done = false; !done; ) {
+        const batch = await consumer.fetch({ max_messages: SWEEP_BATCH, expires: 2_000 });
+        let delivered = 0;
+        for await (const message of batch) {
+          delivered += 1;
+          if (message.time.getTime() >= cutoffMs) done = true;
+          else if (isForgotten(message)) old.push({ subject: message.subject, seq: message.seq });
+          if (done || message.info.pending === 0) {
+            done = true;
+            batch.stop();
+            break;
+          }
+        }
+        if (delivered === 0) done = true;
+      }
+    } finally {
+      await consumer.delete().catch(() => false);
+    }
+    for (const { subject, seq } of old) await jsm.streams.purge(stream, { filter: subject, seq: seq + 1 });
+    return old.length;
   }
 
   async all(): Promise<string[]> {
@@ -134,7 +218,8 @@ export class KvDecisionLog implements DecisionStore {
   }
 
   async close(): Promise<void> {
-    // The connection belongs to the caller; the bucket has nothing of its own to release.
+    // The connection belongs to the caller; only a sweep under way is waited for.
+    await this.sweeping;
   }
 }
 

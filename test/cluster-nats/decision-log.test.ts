@@ -1,12 +1,13 @@
 /**
  * The replicated decision log (cluster/nats/kv-decision-log.ts) on a real three-server JetStream cluster: a decision is
  * written once and never changes, two coordinators deciding the same transaction at once get the same answer, a
- * forgotten decision is gone (and never replaced by a late one), decisions survive a server's crash and new ones are
+ * forgotten decision is gone (and never replaced by a late one, within the horizon after which its marker is purged), decisions survive a server's crash and new ones are
  * taken while it is down.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { KvDecisionLog } from "../../cluster/nats/kv-decision-log.js";
 import { LocalNatsCluster } from "../../cluster/nats/servers.js";
 import { subjects } from "../../cluster/nats/subjects.js";
@@ -86,6 +87,37 @@ describe("KvDecisionLog", () => {
     expect(await log.decide("late-3", "commit", [0, 1])).toBe("abort");
     expect(await log.decision("late-3")).toBeUndefined();
   });
+
+  it("purges forgotten decisions older than its horizon, keeps the others, and still refuses a late decide within it", async () => {
+    const cluster = "decisions-horizon";
+    const HORIZON_MS = 1_500;
+    const log = await KvDecisionLog.open({ nc: first, cluster, replicas: 3, deadlineMs: 1_000, forgottenHorizonMs: HORIZON_MS });
+    const jsm = await jetstreamManager(first);
+    const stream = `KV_${subjects.decisionBucket(cluster)}`;
+    const messages = async (): Promise<number> => (await jsm.streams.info(stream)).state.messages;
+    for (let i = 0; i < 20; i++) expect(await log.decide(`old-${i}`, i % 2 === 0 ? "commit" : "abort", [0, 1])).toBe(i % 2 === 0 ? "commit" : "abort");
+    expect(await log.decide("kept-1", "commit", [0, 1])).toBe("commit");
+    for (let i = 0; i < 20; i++) await log.forget(`old-${i}`);
+    expect(await messages()).toBe(21);
+    // Within the horizon a forgotten decision still answers a late decide.
+    expect(await log.decide("old-1", "commit", [0, 1])).toBe("abort");
+    await new Promise((resolve) => setTimeout(resolve, HORIZON_MS + 200));
+    // A forget after the horizon starts the sweep by itself: the twenty old markers go, the new one and the decision
+    // never forgotten stay.
+    expect(await log.decide("new-1", "abort", [1])).toBe("abort");
+    await log.forget("new-1");
+    const deadline = Date.now() + 10_000;
+    while ((await messages()) > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await messages()).toBe(2);
+    expect(await log.decision("kept-1")).toBe("commit");
+    expect(await log.decide("new-1", "commit", [0, 1])).toBe("abort");
+    expect(await log.all()).toEqual(["kept-1"]);
+    // Nothing old left: a sweep now purges nothing.
+    expect(await log.sweepForgotten()).toBe(0);
+    await log.close();
+    await expectCode(KvDecisionLog.open({ nc: first, cluster, replicas: 3, deadlineMs: 1_000, forgottenHorizonMs: 1_000 }), "invalid_option");
+    await jsm.streams.delete(stream);
+  }, 40_000);
 
   it("refuses a key that holds something other than a decision, and a txid that is no key", async () => {
     const log = await KvDecisionLog.open({ nc: first, cluster: CLUSTER, replicas: 3 });
