@@ -90,4 +90,24 @@ describe("a commit of an intent a participant no longer holds", () => {
       await Promise.all(stores.map((store) => store.close()));
     }
   });
+
+  it("remembers the last outcomes only, dropping the oldest first, and keeps them across a reopen", async () => {
+    const path = join(tempDir("silk-decided-"), "p0");
+    const open = (): PartitionStore => PartitionStore.open({ path, readOnly: false, noSync: true, idFirst: 1n, idLast: 1n << 40n, decidedRemembered: 3 });
+    let store = open();
+    try {
+      for (let i = 1; i <= 5; i++) {
+        store.prepare(`t${i}`, encodeMutations([{ op: "put_record", record: { kind: "node", id: BigInt(i), label: "User", props: { name: `u${i}` } } }]));
+        if (i % 2 === 0) store.abortPrepared(`t${i}`);
+        else store.commitPrepared(`t${i}`);
+      }
+      const states = (): string[] => [1, 2, 3, 4, 5].map((i) => store.intentState(`t${i}`));
+      expect(states()).toEqual(["unknown", "unknown", "committed", "aborted", "committed"]);
+      await store.close();
+      store = open();
+      expect(states()).toEqual(["unknown", "unknown", "committed", "aborted", "committed"]);
+    } finally {
+      await store.close();
+    }
+  });
 });
