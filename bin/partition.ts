@@ -15,15 +15,16 @@
  * `GET /ready`, the readiness probe: 200 only while the replica is caught up with its log, that is a leader holding
  * its lease, or a follower that applied every entry the log held at most `--ready-within-ms` ago (default
  * DEFAULT_MAX_STALENESS_MS, the bound stale reads get: a ready replica can answer them), else 503 with how far behind
- * it is; and `GET /metrics` in Prometheus text (docs/CLUSTER.md, "Replica metrics"): its role, applied
- * log sequence, LMDB map, pages and readers, and Node's process metrics.
+ * it is; and `GET /metrics` in Prometheus text (docs/CLUSTER.md, "Replica metrics"): its role, the log's last and
+ * its applied sequence (so its lag), the lease's term, leadership changes, lease renewals, the transaction steps it
+ * answered as leader and the intents in doubt on its store, LMDB map, pages and readers, and Node's process metrics.
  *
  * SIGINT / SIGTERM: the replica stops (a leader gives its lease up, so another takes over at once), then the store
  * and the NATS connection close. A fatal replica failure (the store cannot follow the log) exits with code 1.
  */
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { clusterPaths, natsServersOf, readClusterManifest, replicaDirectories, streamReplicas } from "../cluster/nats/manifest.js";
@@ -67,36 +68,84 @@ interface ReplicaState {
 /** The replica's metrics: what `GET /metrics` reports, set from the replica and its store once per scrape. */
 interface ReplicaMetrics {
   readonly registry: Registry;
-  refresh(state: ReplicaState): void;
+  refresh(state: ReplicaState): Promise<void>;
 }
 
+/** How long a scrape waits for JetStream (the log's last sequence, the lease's holder) before it leaves those series out. */
+const SCRAPE_NATS_TIMEOUT_MS = 1_000;
+
 /**
- * Role, applied sequence and the LMDB gauges of `silk serve` (names and meanings as docs/SERVER.md gives them), each
- * labelled partition and replica, plus Node's process metrics.
+ * Role, log and applied sequences, lag, the lease's term, leadership changes, lease renewals, transaction steps and
+ * intents in doubt, and the LMDB gauges of `silk serve` (names and meanings as docs/SERVER.md gives them), each
+ * labelled partition and replica, plus Node's process metrics (docs/CLUSTER.md, "Replica metrics").
  */
-function replicaMetrics(store: PartitionStore): ReplicaMetrics {
+function replicaMetrics(store: PartitionStore, replica: PartitionReplica): ReplicaMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const gauge = (name: string, help: string): Gauge => new Gauge({ name, help, labelNames: ["partition", "replica"], registers: [registry] });
+  const counter = <T extends string>(name: string, help: string, label: T): Counter<"partition" | "replica" | T> =>
+    new Counter({ name, help, labelNames: ["partition", "replica", label], registers: [registry] });
   const leader = gauge("silk_replica_leader", "1 while this replica leads its partition (holds the lease), else 0");
   const applied = gauge("silk_replica_applied_sequence", "the last log sequence this replica applied to its LMDB");
+  const logSequence = gauge("silk_replica_log_sequence", "the last sequence of the partition's log, as JetStream answered the scrape");
+  const lag = gauge("silk_replica_lag_entries", "log entries this replica has not applied yet (log sequence minus applied sequence)");
+  const term = gauge("silk_replica_lease_term", "the term of the partition's lease as its key holds it (0 while no replica leads)");
+  const inDoubt = gauge("silk_partition_transactions_in_doubt", "two-phase-commit intents prepared on this replica's store and not yet committed or aborted");
+  const leaderChanges = counter("silk_replica_leader_changes_total", "times this replica became its partition's leader (taken) or stopped leading (ended)", "change");
+  const renewals = counter("silk_replica_lease_renewals_total", "lease renewals this replica sent as leader, by outcome (renewed, failed)", "outcome");
+  const transactions = counter("silk_partition_transactions_total", "transaction steps this replica answered as leader (prepared, committed, aborted; applied: a one-partition write)", "outcome");
   const mapSize = gauge("silk_lmdb_map_size_bytes", "this replica's LMDB map size");
   const usedBytes = gauge("silk_lmdb_used_bytes", "bytes of this replica's map in use (its pages up to the highest used)");
   const freePages = gauge("silk_lmdb_free_pages", "pages on this replica's LMDB free list");
   const readers = gauge("silk_lmdb_readers", "live LMDB reader slots of this replica's environment, of every process");
+  const counts = <T extends string>(metric: Counter<"partition" | "replica" | T>, labels: { partition: string; replica: string }, label: T, values: Readonly<Record<string, number>>): void => {
+    metric.reset();
+    for (const [value, count] of Object.entries(values)) metric.inc({ ...labels, [label]: value } as Record<"partition" | "replica" | T, string>, count);
+  };
   return {
     registry,
-    refresh(state) {
+    async refresh(state) {
       const labels = { partition: String(state.partition), replica: state.replica };
+      // Both JetStream reads at once, each bounded: a scrape while NATS is out of reach answers the rest.
+      const [last, holder] = await Promise.all([
+        within(replica.logSequence(), SCRAPE_NATS_TIMEOUT_MS),
+        within(replica.leaseHolder().then((value) => ({ value })), SCRAPE_NATS_TIMEOUT_MS),
+      ]);
       const storage = storageStatistics(state.partition, store);
       leader.set(labels, state.role === "leader" ? 1 : 0);
       applied.set(labels, state.applied);
+      for (const metric of [logSequence, lag, term]) metric.reset();
+      if (last !== undefined) {
+        logSequence.set(labels, last);
+        lag.set(labels, Math.max(0, last - state.applied));
+      }
+      if (holder !== undefined) term.set(labels, holder.value?.term ?? 0);
+      inDoubt.set(labels, store.pendingIntents().length);
+      const counters = replica.counters();
+      counts(leaderChanges, labels, "change", counters.leaderships);
+      counts(renewals, labels, "outcome", counters.leaseRenewals);
+      counts(transactions, labels, "outcome", counters.transactions);
       mapSize.set(labels, storage.mapSizeBytes);
       usedBytes.set(labels, storage.usedBytes);
       freePages.set(labels, storage.freePages);
       readers.set(labels, storage.readers);
     },
   };
+}
+
+/** `work`'s value, or undefined when it fails or takes longer than `ms`. */
+async function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The replica's health answer (what a probe needs to tell a running replica from one that is going away) and metrics. */
@@ -106,8 +155,8 @@ function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics, readyW
     if (request.method === "GET" && url === "/metrics") {
       // In the promise, so that a store closing under a scrape answers 500 instead of throwing out of the handler.
       void Promise.resolve()
-        .then(() => {
-          metrics.refresh(state());
+        .then(async () => {
+          await metrics.refresh(state());
           return metrics.registry.metrics();
         })
         .then(
@@ -229,7 +278,7 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   if (options.healthPort !== undefined) {
     const running = replica;
     const state = (): ReplicaState => ({ stopping, partition: options.partition, replica: replicaName, role: running.role, applied: running.appliedSequence(), stalenessMs: running.stalenessMs() });
-    health = healthServer(state, replicaMetrics(store), options.readyWithinMs ?? DEFAULT_MAX_STALENESS_MS);
+    health = healthServer(state, replicaMetrics(store, running), options.readyWithinMs ?? DEFAULT_MAX_STALENESS_MS);
     const server = health;
     await new Promise<void>((listening, failed) => {
       server.once("error", failed);

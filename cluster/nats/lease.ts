@@ -63,6 +63,8 @@ export class PartitionLease {
   private cancelTicks: CancelTimer | undefined;
   private term = 0;
   private readonly clock: Clock;
+  /** Renewals since the lease was opened, by outcome (`silk partition`'s `/metrics`). */
+  private readonly renewalCounts = { renewed: 0, failed: 0 };
 
   private constructor(
     private readonly kv: KV,
@@ -102,6 +104,14 @@ export class PartitionLease {
 
   get currentTerm(): number {
     return this.term;
+  }
+
+  /**
+   * Renewals sent since the lease was opened: `renewed` those written, `failed` those refused (the lease then is
+   * lost) or unanswered (retried on the next tick).
+   */
+  renewals(): { readonly renewed: number; readonly failed: number } {
+    return { ...this.renewalCounts };
   }
 
   /** Tries to take the lease; true when this replica now holds it (and renews it until lost or released). */
@@ -156,11 +166,13 @@ export class PartitionLease {
     const sent = this.clock.monotonicMs();
     try {
       const next = await this.kv.update(this.key, JSON.stringify({ replica: this.options.replica, term: this.term } satisfies LeaseValue), revision, Math.floor(this.options.ttlMs / 4));
+      this.renewalCounts.renewed += 1;
       if (this.revision === revision) {
         this.revision = next;
         this.renewed(sent);
       }
     } catch (cause) {
+      this.renewalCounts.failed += 1;
       if (this.revision !== revision) return;
       if (cause instanceof JetStreamApiError && (cause.code === JetStreamApiCodes.StreamWrongLastSequence || cause.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
         this.lose("the lease entry moved (another replica holds it)");

@@ -37,7 +37,7 @@ import { headers, type Msg, type NatsConnection, type Subscription } from "@nats
 import type { Logger } from "pino";
 import type { Embedder } from "../../protocol/embedding.js";
 import { SilkError, asSilkError } from "../../protocol/errors.js";
-import { isReadRequest, type PartitionReply } from "../../protocol/messages.js";
+import { isReadRequest, type PartitionReply, type PartitionRequest } from "../../protocol/messages.js";
 import type { Schema } from "../../protocol/schema.js";
 import { realClock, sleep, type CancelTimer, type Clock } from "../../platform/clock.js";
 import { PartitionActor } from "../../node/actor/partition-actor.js";
@@ -45,7 +45,7 @@ import type { PartitionStore } from "../../node/store/partition-store.js";
 import type { DecisionStore } from "../decision-log.js";
 import { IntentResolver } from "./intent-resolver.js";
 import { KvDecisionLog } from "./kv-decision-log.js";
-import { DEFAULT_LEASE_TTL_MS, PartitionLease } from "./lease.js";
+import { DEFAULT_LEASE_TTL_MS, PartitionLease, type LeaseValue } from "./lease.js";
 import { DEFAULT_MAX_STALENESS_MS, decodeRequest, encodeReply, type RequestEnvelope } from "./wire.js";
 import { LeaderWriteLog, PartitionLog, applyAt, type LogFollower } from "./partition-log.js";
 import { STALE_QUEUE, subjects } from "./subjects.js";
@@ -96,6 +96,19 @@ const APPLIED_POLL_MS = 5;
 const SNAPSHOT_CHECK_MS = 100;
 const SNAPSHOT_BYTES_CHECK_EVERY = 10;
 
+/** What a replica counted since it started (`silk partition`'s `GET /metrics`, bin/partition.ts). */
+export interface ReplicaCounters {
+  /** Times this replica became its partition's leader (`taken`), and stopped leading (`ended`: lease lost, stepped down, stopped). */
+  readonly leaderships: { readonly taken: number; readonly ended: number };
+  /** Its lease renewals while it led (cluster/nats/lease.ts `renewals`). */
+  readonly leaseRenewals: { readonly renewed: number; readonly failed: number };
+  /**
+   * The transaction steps it answered as leader: `prepared`, `committed` and `aborted` (two-phase commit, those the
+   * intent resolver decided included) and `applied` (a write to this partition alone, which needs no two phases).
+   */
+  readonly transactions: { prepared: number; committed: number; aborted: number; applied: number };
+}
+
 interface Leadership {
   readonly actor: PartitionActor;
   readonly log: LeaderWriteLog;
@@ -132,6 +145,8 @@ export class PartitionReplica {
   private held = false;
   /** The partition's snapshots, opened when a leader first checks whether one is due. */
   private snapshots: Promise<PartitionSnapshots> | undefined;
+  private readonly leaderships = { taken: 0, ended: 0 };
+  private readonly transactions: ReplicaCounters["transactions"] = { prepared: 0, committed: 0, aborted: 0, applied: 0 };
   /** The sequence of the partition's latest snapshot (0: none), once read. */
   private latestSnapshot: number | undefined;
   /** The snapshot being taken (one at a time; `stop` waits for it: it reads the store). */
@@ -180,6 +195,20 @@ export class PartitionReplica {
 
   appliedSequence(): number {
     return this.options.store.appliedLogSequence();
+  }
+
+  /** The last sequence of the partition's log, asked of JetStream (one round trip). */
+  logSequence(): Promise<number> {
+    return this.log.lastSequence();
+  }
+
+  /** The partition's lease as its key holds it now (one read of the lease bucket): who leads, in which term; undefined while none does. */
+  leaseHolder(): Promise<LeaseValue | undefined> {
+    return this.lease.holder();
+  }
+
+  counters(): ReplicaCounters {
+    return { leaderships: { ...this.leaderships }, leaseRenewals: this.lease.renewals(), transactions: { ...this.transactions } };
   }
 
   /** How far behind the log this replica may be, in ms (0 for a leader; Infinity before it was first current). */
@@ -321,7 +350,11 @@ export class PartitionReplica {
     leadership.subscription = this.options.nc.subscribe(subjects.leader(this.options.cluster, partition), {
       callback: (error, message) => {
         if (error !== null || leadership?.current !== true) return;
-        const work = this.answer(message, ({ request, requestId }) => actor.handle(request, requestId));
+        const work = this.answer(message, async ({ request, requestId }) => {
+          const reply = await actor.handle(request, requestId);
+          if (reply.ok) this.countTransaction(request.type);
+          return reply;
+        });
         leadership.inflight.add(work);
         void work.finally(() => leadership.inflight.delete(work));
       },
@@ -329,7 +362,16 @@ export class PartitionReplica {
     actor.startIndexBuilds();
     this.startResolver(leadership);
     this.startSnapshots(leadership);
+    this.leaderships.taken += 1;
     logger.info({ partition, replica, term: this.lease.currentTerm, applied: store.appliedLogSequence() }, "leading");
+  }
+
+  /** Counts a transaction step this leader answered (`counters().transactions`); other requests are not counted. */
+  private countTransaction(type: PartitionRequest["type"]): void {
+    if (type === "prepare") this.transactions.prepared += 1;
+    else if (type === "commit") this.transactions.committed += 1;
+    else if (type === "abort") this.transactions.aborted += 1;
+    else if (type === "apply") this.transactions.applied += 1;
   }
 
   /** Resolves intents left in doubt while this leadership lasts (cluster/nats/intent-resolver.ts). */
@@ -349,6 +391,7 @@ export class PartitionReplica {
         if (!leadership.current) throw new Error("no longer leading");
         const reply = await leadership.actor.handle({ type: outcome, txid });
         if (!reply.ok) throw new Error(`${reply.code}: ${reply.message}`);
+        this.countTransaction(outcome);
       },
       timeoutMs: this.options.intentTimeoutMs,
       clockMs: () => this.clock.monotonicMs(),
@@ -459,6 +502,7 @@ export class PartitionReplica {
     await Promise.allSettled([...leadership.inflight]);
     await leadership.actor.stop();
     this.leadership = undefined;
+    this.leaderships.ended += 1;
     if (release) await this.lease.release();
     else this.lease.forget();
     this.options.logger.info({ partition: this.options.partition, replica: this.options.replica, reason, applied: this.appliedSequence() }, "stepped down");
