@@ -31,7 +31,6 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSy
 import { join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { Kvm } from "@nats-io/kv";
 import { pino } from "pino";
 import {
   CLUSTER_FORMAT,
@@ -54,9 +53,9 @@ import {
 import { ClusterSupervisor, isClusterProcess, startClusterProcess, SUPERVISOR_POLL_MS, unrecordedClusterProcesses, withHold } from "../cluster/nats/supervisor.js";
 import { freePort, LocalNatsCluster } from "../cluster/nats/servers.js";
 import { MapStore } from "../cluster/nats/map-store.js";
-import { PartitionMap } from "../cluster/partition-map.js";
 import { subjects } from "../cluster/nats/subjects.js";
-import { latestSnapshot } from "../cluster/nats/snapshots.js";
+import { leaseHolders, readClusterStatus } from "../cluster/nats/cluster-status.js";
+import type { LeaseValue } from "../cluster/nats/lease.js";
 import { PartitionStore } from "../node/store/partition-store.js";
 import { SilkError } from "../protocol/errors.js";
 import { SERVE_PORT_DEFAULT } from "./defaults.js";
@@ -174,19 +173,8 @@ async function waitFor<T>(what: string, deadline: number, probe: () => Promise<T
 }
 
 /** Each partition's lease holder, undefined where none holds it (or the bucket does not exist yet). */
-async function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<({ replica: string; term: number } | undefined)[]> {
-  let kv;
-  try {
-    kv = await new Kvm(nc).open(subjects.leaseBucket(manifest.name));
-  } catch {
-    return new Array<undefined>(manifest.partitions).fill(undefined);
-  }
-  return Promise.all(
-    Array.from({ length: manifest.partitions }, async (_, partition) => {
-      const entry = await kv.get(subjects.leaseKey(partition)).catch(() => null);
-      return entry === null || entry.operation !== "PUT" ? undefined : (JSON.parse(new TextDecoder().decode(entry.value)) as { replica: string; term: number });
-    }),
-  );
+function leaders(nc: NatsConnection, manifest: ClusterManifest): Promise<(LeaseValue | undefined)[]> {
+  return leaseHolders(nc, manifest.name, manifest.partitions);
 }
 
 /** `timeoutMs` bounds the wait for leaders and for /health (`silk chaos run` waits longer: it starts clusters on
@@ -362,39 +350,19 @@ export async function runClusterStatus(dir: string, out: CommandOutput): Promise
     throw new SilkError("partition_unavailable", `cannot reach NATS at ${manifest.nats.join(", ")}: ${(cause as Error).message}`);
   });
   try {
-    // No API check: it is one more request that can time out while JetStream elects a leader (a NATS server just
-    // died), and status then failed as a whole; each read below says "none" for what does not answer.
-    const jsm = await jetstreamManager(nc, { checkAPI: false });
-    const holders = await leaders(nc, manifest);
-    const stored = await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest), deadlineMs: 3_000 }).then((maps) => maps.read()).catch(() => undefined);
-    const map = stored?.value ?? new PartitionMap(manifest.partitions);
-    const owned = map.partitions.map((partition) => map.rangesOf(partition).map((range) => `${range.first}..${range.last}`).join(" "));
-    out.write(`map version ${map.version}${map.pending === undefined ? "" : `, partition ${map.pending} being added`}\n`);
-    for (const range of map.ranges) {
-      const log = await jsm.streams.info(subjects.logStream(manifest.name, range.index)).then((info) => info.state, () => undefined);
-      const last = log?.last_seq;
-      const applied = Array.from({ length: manifest.replicas }, (_, replica) => `r${replica}=${appliedSequence(directory, manifest, range, replica)}`);
-      const holder = holders[range.index];
-      const leader = holder === undefined ? "none" : `${holder.replica} (term ${holder.term})`;
-      out.write(`p${range.index}: leader ${leader}, log last sequence ${last ?? "none"}, applied ${applied.join(" ")}\n`);
-      out.write(`  owns ${owned[range.index]}\n`);
-      const snapshot = await latestSnapshot(nc, manifest.name, range.index).catch(() => undefined);
-      const entries = log === undefined ? "no log" : `log holds ${log.first_seq}..${log.last_seq} (${log.messages} entries, ${log.bytes} bytes)`;
-      out.write(`  ${entries}, ${snapshot === undefined ? "no snapshot" : `latest snapshot at ${snapshot.sequence} (${snapshot.bytes} bytes)`}\n`);
+    const status = await readClusterStatus(nc, directory, manifest);
+    out.write(`map version ${status.mapVersion}${status.pending === null ? "" : `, partition ${status.pending} being added`}\n`);
+    for (const partition of status.partitions) {
+      const leader = partition.leader === null ? "none" : `${partition.leader} (term ${partition.term})`;
+      const applied = partition.replicas.map((replica) => `${replica.replica}=${replica.applied ?? "none"}`);
+      out.write(`p${partition.partition}: leader ${leader}, log last sequence ${partition.log?.last ?? "none"}, applied ${applied.join(" ")}\n`);
+      out.write(`  owns ${partition.ranges.map((range) => `${range.first}..${range.last}`).join(" ")}\n`);
+      const { log, snapshot } = partition;
+      const entries = log === null ? "no log" : `log holds ${log.first}..${log.last} (${log.entries} entries, ${log.bytes} bytes)`;
+      out.write(`  ${entries}, ${snapshot === null ? "no snapshot" : `latest snapshot at ${snapshot.sequence} (${snapshot.bytes} bytes)`}\n`);
     }
   } finally {
     await nc.close();
-  }
-}
-
-function appliedSequence(dir: string, manifest: ClusterManifest, range: { index: number; first: bigint; last: bigint }, replica: number): string {
-  const path = replicaDirectories(dir, manifest, range.index, replica).store;
-  if (!existsSync(join(path, "data.mdb"))) return "none";
-  const store = PartitionStore.open({ path, readOnly: true, noSync: false, idFirst: range.first, idLast: range.last });
-  try {
-    return String(store.appliedLogSequence());
-  } finally {
-    void store.close();
   }
 }
 

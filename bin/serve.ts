@@ -13,14 +13,18 @@
  * prepared_first, prepared_all, decided, committed_first, committed_all), for the fault tests of a coordinator crash.
  */
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Database } from "../runtime/embedded.js";
-import { readClusterManifest } from "../cluster/nats/manifest.js";
+import { natsServersOf, readClusterManifest } from "../cluster/nats/manifest.js";
+import { readClusterStatus, type ClusterStatus } from "../cluster/nats/cluster-status.js";
 import type { CommitPhase } from "../cluster/coordinator.js";
 import { connectClusterDirectory } from "../runtime/remote.js";
 import { embedderStartMessage } from "../embedders/index.js";
-import { buildGateway, type GatewayDatabase } from "../gateway/server.js";
+import { buildGateway, type GatewayDatabase, type GatewayOptions } from "../gateway/server.js";
 import { asSilkError, SilkError } from "../protocol/errors.js";
 import { formatDiagnostic, type Warning } from "../protocol/schema.js";
 import { loadSchemaSources } from "./schema-files.js";
@@ -59,11 +63,12 @@ export async function listenGateway(
   settings: ServeSettings,
   served: string,
   closeDatabase: () => Promise<void>,
+  gateway: Pick<GatewayOptions, "clusterStatus"> = {},
 ): Promise<FastifyInstance> {
   const { port, host, data, logger, localAccess } = settings;
   let app: FastifyInstance | undefined;
   try {
-    app = await buildGateway({ database, logger, localAccess });
+    app = await buildGateway({ ...gateway, database, logger, localAccess });
     await app.listen({ port, host });
   } catch (cause) {
     await app?.close();
@@ -174,8 +179,22 @@ export async function runServeCluster(options: ServeClusterOptions): Promise<voi
     embedder: settings.embedder,
     defaultTimeoutMs: settings.timeoutMs,
   });
-  const server = await listenGateway(database, settings, project, () => database.close());
-  closeOnSignals(server, () => database.close(), settings.logger);
+  // The console's partition page reads the cluster's status over a connection of its own (the coordinator's is
+  // runtime/remote.ts's), from the manifest as it is at each read: replace-replica and add-partition change it.
+  let statusConnection: NatsConnection;
+  try {
+    statusConnection = await connect({ servers: [...natsServersOf(manifest)], maxReconnectAttempts: -1, name: `silk-status-${manifest.name}` });
+  } catch (cause) {
+    await database.close();
+    throw new SilkError("partition_unavailable", `cannot reach NATS at ${natsServersOf(manifest).join(", ")}: ${(cause as Error).message}`);
+  }
+  const closeAll = async (): Promise<void> => {
+    await database.close();
+    await statusConnection.close();
+  };
+  const clusterStatus = (): Promise<ClusterStatus> => readClusterStatus(statusConnection, resolve(options.cluster), readClusterManifest(options.cluster));
+  const server = await listenGateway(database, settings, project, closeAll, { clusterStatus });
+  closeOnSignals(server, closeAll, settings.logger);
   announceEmbedder(settings);
   announceWarnings(database.warnings, settings.logger);
 }

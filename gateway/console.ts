@@ -14,6 +14,9 @@
  *   strings). A text that does not check is its first diagnostic's error, with every diagnostic in the message.
  *   Write queries are refused (`unsupported_operation`): the console reads.
  * - `GET /console/api/indexes`: every index with its state and build counters (`db.indexes()`, `silk index status`).
+ * - `GET /console/api/partitions`: on `silk serve --cluster`, the cluster's map and each partition's leader, term,
+ *   log, latest snapshot, ranges and each replica's applied sequence and lag (`silk cluster status`'s figures);
+ *   `unsupported_operation` on a server that is not a cluster's.
  *
  * The console is registered by `silk serve` and `silk dev` only (not the hosted gateway, whose routes all take a
  * key that a browser's page load cannot send), so it has the rules of their other routes: loopback unless `--host`
@@ -63,8 +66,16 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 /** The names vite gives built assets (`index-Bx3k9.js`): no separators, so a request cannot leave the folder. */
 const ASSET_NAME = /^[A-Za-z0-9_.-]+$/;
 
+/**
+ * Reads a cluster's status (cluster/nats/cluster-status.ts readClusterStatus, what `silk cluster status` prints), as
+ * the JSON the partition page shows; `silk serve --cluster` gives one.
+ */
+export type ClusterStatusReader = () => Promise<object>;
+
 export interface ConsoleOptions {
   readonly database: QueryRunner & ServedProject;
+  /** The cluster's status reader on `silk serve --cluster`; without one `/console/api/partitions` is unsupported_operation. */
+  readonly clusterStatus?: ClusterStatusReader;
 }
 
 interface DiagnosticJson {
@@ -177,5 +188,13 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opt
 
   app.get("/console/api/indexes", async (_request, reply) => {
     return reply.type("application/json; charset=utf-8").send(stringifyJson({ indexes: await database.indexStatuses() }));
+  });
+
+  app.get("/console/api/partitions", async (_request, reply) => {
+    const { clusterStatus } = options;
+    if (clusterStatus === undefined) {
+      throw new SilkError("unsupported_operation", "this server's database is not a cluster's: the partition page is served by silk serve --cluster");
+    }
+    return reply.type("application/json; charset=utf-8").send(stringifyJson(await clusterStatus()));
   });
 };

@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { adminRoutes, type ServedProject } from "./admin.js";
-import { consoleRoutes } from "./console.js";
+import { consoleRoutes, type ClusterStatusReader } from "./console.js";
 import { answerClientError, installErrorReplies } from "./errors.js";
 import { HTTP_HEADER_BYTES_MAX, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_TIMEOUTS_DEFAULT, type HttpTimeouts } from "./http-limits.js";
 import { installHostedAccess, type HostedAccess } from "./hosted/access.js";
@@ -52,6 +52,8 @@ export interface GatewayOptions {
   readonly metrics?: ServerMetrics;
   /** What `GET /metrics` answers; this server's registry unless given (a read worker's: every worker's together). */
   readonly scrapeMetrics?: () => Promise<string>;
+  /** `silk serve --cluster`: the cluster's status, the console's partition page (console.ts); absent elsewhere. */
+  readonly clusterStatus?: ClusterStatusReader;
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -87,7 +89,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   // is then route_not_found like any other unknown path, not query_not_found, which would suggest a project.
   // The web console (console.ts) on `silk serve` and `silk dev`: the hosted gateway's routes all take a key, which a
   // browser's page load cannot send. Registered before the per-query routes, whose `/:name` is one segment only.
-  if (options.hosted === undefined) await app.register(consoleRoutes, { database: options.database });
+  if (options.hosted === undefined) await app.register(consoleRoutes, { database: options.database, clusterStatus: options.clusterStatus });
   if (options.database.schema !== undefined) await app.register(queryRoutes, { database: options.database });
   await app.ready();
   return app;

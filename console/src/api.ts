@@ -85,3 +85,33 @@ export async function project(): Promise<Project> {
   const answer = (await request("/introspect")) as { schema: { nodes: { name: string }[] } | null };
   return { hasSchema: answer.schema !== null, nodeTypes: answer.schema?.nodes.map((node) => node.name) ?? [] };
 }
+
+/** A replica's applied sequence and lag behind its partition's log; null where its store is not on the server's machine. */
+export interface ReplicaStatus {
+  readonly replica: string;
+  readonly applied: number | null;
+  readonly lag: number | null;
+}
+
+/** One partition as `GET /console/api/partitions` answers it (cluster/nats/cluster-status.ts). */
+export interface PartitionStatus {
+  readonly partition: number;
+  readonly leader: string | null;
+  readonly term: number | null;
+  readonly log: { readonly first: number; readonly last: number; readonly entries: number; readonly bytes: number } | null;
+  readonly snapshot: { readonly sequence: number; readonly bytes: number } | null;
+  readonly ranges: readonly { readonly first: string; readonly last: string }[];
+  readonly replicas: readonly ReplicaStatus[];
+}
+
+export interface ClusterStatus {
+  readonly cluster: string;
+  readonly mapVersion: number;
+  readonly pending: number | null;
+  readonly partitions: readonly PartitionStatus[];
+}
+
+/** The cluster's status on `silk serve --cluster`; ApiError unsupported_operation on any other server. */
+export function clusterStatus(): Promise<ClusterStatus> {
+  return request("/console/api/partitions") as Promise<ClusterStatus>;
+}

@@ -112,6 +112,11 @@ describe("the console's other routes", () => {
     expect(body.indexes).toContainEqual(expect.objectContaining({ label: "User", field: "handle", state: "active" }));
   });
 
+  it("GET /console/api/partitions is unsupported_operation on a server whose database is not a cluster's", async () => {
+    const message = await expectError(await fetch(`${base}/console/api/partitions`), 400, "unsupported_operation");
+    expect(message).toMatch(/silk serve --cluster/);
+  });
+
   it("serves no file outside its assets", async () => {
     await expectError(await fetch(`${base}/console/assets/..%2F..%2Fpackage.json`), 404, "route_not_found");
     await expectError(await fetch(`${base}/console/assets/nothing.js`), 404, "route_not_found");
