@@ -9,14 +9,15 @@
  * - the operation-tree playground: a tree sent to `POST /v2/query`, its answer, a malformed tree's error;
  * - the graph explorer: a node shown by its ID, its properties, and one of its edge labels expanded; nodes found by a
  *   property's value;
- * - the index page: the project's index with its state.
+ * - the index page: the project's index with its state; a text index built over 20,000 posts, its counters read
+ *   again by the page itself while it is built, until it is active.
  */
 import { spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { REPO, removeTemporaryDirectories, spawnSilk, temporaryDirectory } from "../cli/helpers.js";
+import { REPO, removeTemporaryDirectories, spawnSilk, temporaryDirectory, write as writeTree } from "../cli/helpers.js";
 
 /** Debian's Chromium (`apt-get install chromium`, `make chromium`); SILK_CHROMIUM names another binary. */
 const CHROMIUM = process.env.SILK_CHROMIUM ?? "/usr/bin/chromium";
@@ -224,4 +225,49 @@ describe("the index page", () => {
     await eventually(() => rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/User.*handle.*active/)]));
     await screenshot("indexes");
   });
+
+  it("reads the build counters again by itself while an index is built, until it is active", async () => {
+    // 20,000 posts of a hundred words each: a text index over their bodies builds in ten chunks of 2,000 records, a
+    // build of seconds (each chunk tokenizes and writes every word's posting).
+    const words = Array.from({ length: 100 }, (_, word) => `word${word % 37}x${word}`).join(" ");
+    // A write batch holds at most BATCH_ENTRIES_MAX (1,000) entries.
+    for (let batch = 0; batch < 20; batch += 1) {
+      const posts = Object.fromEntries(
+        Array.from({ length: 1_000 }, (_, post) => [`p${post}`, { add_n: { label: "Post", properties: [["title", { value: { string: `post ${batch}-${post}` } }], ["body", { value: { string: words } }]] } }]),
+      );
+      const wrote = await fetch(`${base}/v2/query`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(writeTree(posts, [])) });
+      expect(wrote.status).toBe(200);
+    }
+    // What the page read of the new index, each time it asked (it asks by itself: nothing below clicks Refresh).
+    const reads: { state: string; entities: number }[] = [];
+    page.on("response", (response) => {
+      if (!response.url().endsWith("/console/api/indexes")) return;
+      void response.json().then((body: { indexes: { label: string; field: string; state: string; entities: number }[] }) => {
+        const index = body.indexes.find((candidate) => candidate.label === "Post" && candidate.field === "body");
+        if (index !== undefined) reads.push({ state: index.state, entities: index.entities });
+      });
+    });
+    await page.getByTestId("tab-explorer").click();
+    const created = await fetch(`${base}/v2/query`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(writeTree({ index: { create_index: { label: "Post", property: "body", type: "text" } } })),
+    });
+    expect(created.status).toBe(200);
+    await page.getByTestId("tab-indexes").click();
+    const row = page.getByTestId("index-table").locator("tbody tr", { hasText: /Post.*body/ });
+    await eventually(() => row.textContent()).toMatch(/constructing/);
+    await eventually(() => page.getByTestId("indexes-status").textContent()).toMatch(/1 being built \(reading again every 0\.5 s\)/);
+    await screenshot("indexes-building");
+    await expect.poll(() => row.textContent(), { timeout: 120_000, interval: 100 }).toMatch(/active/);
+    // Several reads while it was being built, its counters never going back, and the last one past every post.
+    const building = reads.filter((read) => read.state === "constructing");
+    expect(building.length).toBeGreaterThanOrEqual(2);
+    for (let index = 1; index < reads.length; index += 1) expect(reads[index].entities).toBeGreaterThanOrEqual(reads[index - 1].entities);
+    // The page's last read (its answer is parsed here after the table showed it).
+    await eventually(async () => reads.at(-1)?.state).toBe("active");
+    expect(reads.at(-1)!.entities).toBeGreaterThanOrEqual(20_000);
+    expect(await page.getByTestId("indexes-status").textContent()).not.toMatch(/being built/);
+    await screenshot("indexes-built");
+  }, 300_000);
 });
