@@ -8,8 +8,10 @@
  * Both builds load the same dataset (bench/datasets.ts) into a database of their own, with the same project, and run
  * the same start nodes. Each round runs every shape on both sides, in alternating order (base first in even rounds,
  * this tree first in odd ones), so the machine's other load and either side's garbage fall on both alike; the
- * ratio of the two sides within a round is what to read, and its median over the rounds. Every answer is checked
- * against the other build's answer for the same start node before any clock starts.
+ * ratio of the two sides within a round is what to read, and its median over the rounds. Each round is timed both in
+ * elapsed time and in the process's CPU time: on a machine shared with other work, a run descheduled for a while
+ * counts in the first and not in the second. Every answer is checked against the other build's answer for the same
+ * start node before any clock starts.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -94,12 +96,21 @@ async function openSide(silk: Silk, label: string, edges: ReturnType<typeof read
   return { label, db, directory, sample };
 }
 
+interface Micros {
+  /** Elapsed time per run. */
+  readonly wall: number;
+  /** The process's CPU time (user and system, every thread) per run: what the machine's other load disturbs least. */
+  readonly cpu: number;
+}
+
 /** Microseconds per run of `shape` over `count` runs, each awaited before the next starts. */
-async function timeRuns(side: Side, shape: Shape, first: number, count: number): Promise<number> {
+async function timeRuns(side: Side, shape: Shape, first: number, count: number): Promise<Micros> {
   const { db, sample } = side;
   const started = nowMillis();
+  const cpuBefore = process.cpuUsage();
   for (let i = first; i < first + count; i += 1) await shape.run(db, sample[i % sample.length]);
-  return ((nowMillis() - started) * 1_000) / count;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { wall: ((nowMillis() - started) * 1_000) / count, cpu: (cpu.user + cpu.system) / count };
 }
 
 function median(values: readonly number[]): number {
@@ -140,7 +151,7 @@ async function main(): Promise<void> {
       }
       for (const side of sides) await timeRuns(side, shape, 0, WARMUP_RUNS);
     }
-    const micros = SHAPES.map(() => sides.map((): number[] => []));
+    const micros = SHAPES.map(() => sides.map((): Micros[] => []));
     const loads: number[] = [];
     for (let round = 0; round < rounds; round += 1) {
       loads.push(loadavg()[0]);
@@ -150,14 +161,17 @@ async function main(): Promise<void> {
       }
     }
     process.stdout.write(`${spec.name}; ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, Node ${process.version}; load average (1 min) ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}\n`);
-    process.stdout.write(`${sides[0].label} vs ${sides[1].label}; ${rounds} rounds of ${RUNS_PER_ROUND} runs per shape and side (alternating order), µs per run\n`);
-    process.stdout.write(`${"shape".padEnd(24)}${"base median".padStart(12)}${"this median".padStart(12)}${"base best".padStart(10)}${"this best".padStart(10)}  this/base time: median of rounds (min-max)\n`);
-    for (const [s, shape] of SHAPES.entries()) {
-      const [baseTimes, thisTimes] = micros[s];
-      const ratios = baseTimes.map((baseTime, round) => thisTimes[round] / baseTime);
-      process.stdout.write(
-        `${shape.name.padEnd(24)}${median(baseTimes).toFixed(2).padStart(12)}${median(thisTimes).toFixed(2).padStart(12)}${Math.min(...baseTimes).toFixed(2).padStart(10)}${Math.min(...thisTimes).toFixed(2).padStart(10)}  ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})\n`,
-      );
+    process.stdout.write(`${sides[0].label} vs ${sides[1].label}; ${rounds} rounds of ${RUNS_PER_ROUND} runs per shape and side (alternating order)\n`);
+    for (const measure of ["cpu", "wall"] as const) {
+      process.stdout.write(`\n${measure === "cpu" ? "CPU" : "elapsed"} µs per run\n`);
+      process.stdout.write(`${"shape".padEnd(24)}${"base median".padStart(12)}${"this median".padStart(12)}${"base best".padStart(10)}${"this best".padStart(10)}  this/base: median of the rounds' ratios (min-max)\n`);
+      for (const [s, shape] of SHAPES.entries()) {
+        const [baseTimes, thisTimes] = micros[s].map((times) => times.map((time) => time[measure]));
+        const ratios = baseTimes.map((baseTime, round) => thisTimes[round] / baseTime);
+        process.stdout.write(
+          `${shape.name.padEnd(24)}${median(baseTimes).toFixed(2).padStart(12)}${median(thisTimes).toFixed(2).padStart(12)}${Math.min(...baseTimes).toFixed(2).padStart(10)}${Math.min(...thisTimes).toFixed(2).padStart(10)}  ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})\n`,
+        );
+      }
     }
   } finally {
     for (const side of sides) {

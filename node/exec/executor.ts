@@ -257,8 +257,12 @@ function contextAt(depth: number, scope: EvalScope): Stream {
   throw new SilkError("malformed_tree", `context at depth ${depth} needs ${depth} enclosing sub-traversals with a current element`);
 }
 
-function* evalBound(bound: Bound, scope: EvalScope): Op<number> {
-  if (bound.kind === "literal") return bound.value;
+/** A limit's, skip's or range's bound: a literal at once, an expression through its op. */
+function boundOf(bound: Bound, scope: EvalScope): Maybe<number> {
+  return bound.kind === "literal" ? bound.value : evalBound(bound, scope);
+}
+
+function* evalBound(bound: Extract<Bound, { kind: "expr" }>, scope: EvalScope): Op<number> {
   const value = yield* evaluateExpr(bound.expr, undefined, scope);
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
@@ -403,7 +407,7 @@ function* sourceWhere(step: Extract<Step, { op: "nodes_where" | "edges_where" | 
   const kind = sourceKind(step.op);
   const ids = yield* sourceIds(step.op, kind, step.predicate, scope);
   const candidates = yield* loaded(scope.context.view, ids.map((id) => ({ kind, id })));
-  return elements(yield* filterElements(candidates, step.predicate, scope));
+  return elements(yield* wait(filterElements(candidates, step.predicate, scope)));
 }
 
 /** `dedup` (records by ID, values by JSON form) and `within` / `without` (membership in a variable's records). */
@@ -516,46 +520,93 @@ function traverseFrom(step: TraversalStep, items: Element[], scope: EvalScope): 
   }
 }
 
-/** The elements the predicate holds for; decided without a generator per element where it reads nothing (predicateNow). */
-function* filterElements(items: Element[], predicate: Predicate, scope: EvalScope): Op<Element[]> {
+/**
+ * The elements the predicate holds for: a plain loop while each element is decided from its own record
+ * (predicateNow) and the slice lasts, so a filter that never waits builds no generator; from the first element that
+ * must wait (a predicate reading other records, a spent slice) an op goes on with the rest.
+ */
+function filterElements(items: Element[], predicate: Predicate, scope: EvalScope): Maybe<Element[]> {
+  const { deadline } = scope.context;
   const kept: Element[] = [];
-  for (const element of items) {
-    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+  for (let i = 0; i < items.length; i++) {
+    if (deadline.tick()) return filterElementsFrom(items, predicate, scope, i, kept, true);
+    const now = predicateNow(predicate, items[i], scope);
+    if (now === LATER) return filterElementsFrom(items, predicate, scope, i, kept, false);
+    if (now) kept.push(items[i]);
+  }
+  return kept;
+}
+
+/** `filterElements` from the `from`th element on, into `kept`; `paused`: that element's slice check said to pause. */
+function* filterElementsFrom(items: Element[], predicate: Predicate, scope: EvalScope, from: number, kept: Element[], paused: boolean): Op<Element[]> {
+  const { deadline } = scope.context;
+  for (let i = from; i < items.length; i++) {
+    const element = items[i];
+    if (i === from ? paused : deadline.tick()) yield deadline.pause();
     const now = predicateNow(predicate, element, scope);
     if (now === LATER ? yield* evaluatePredicate(predicate, element, scope) : now) kept.push(element);
   }
   return kept;
 }
 
-function* filterStep(step: Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>, scope: EvalScope): Op<Element[]> {
-  const items = yield* loaded(scope.context.view, elementsOf(yield* wait(evalStep(step.input, scope, true)), step.op));
+type FilterStep = Extract<Step, { op: "has" | "has_label" | "has_key" | "where" }>;
+
+/** `has`, `has_label`, `has_key` and `where` over their input's records; plain while nothing waits. */
+function filterStep(step: FilterStep, scope: EvalScope): Maybe<Element[]> {
+  const input = evalStep(step.input, scope, true);
+  return ready(input) ? filterInput(step, input, scope) : andThen(input, (value) => filterInput(step, value, scope));
+}
+
+function filterInput(step: FilterStep, input: Stream, scope: EvalScope): Maybe<Element[]> {
+  const items = loadedNow(scope.context.view, elementsOf(input, step.op));
+  return ready(items) ? filterLoaded(step, items, scope) : andThen(items, (value) => filterLoaded(step, value, scope));
+}
+
+function filterLoaded(step: FilterStep, items: Element[], scope: EvalScope): Maybe<Element[]> {
   switch (step.op) {
     case "has":
-      return yield* filterElements(items, { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, scope);
+      return filterElements(items, { kind: "compare", op: "eq", left: { kind: "property", path: step.path }, right: { kind: "constant", value: step.value } }, scope);
     case "has_label":
       return items.filter((element) => element.record!.label === step.label);
     case "has_key":
-      return yield* filterElements(items, { kind: "has_key", path: step.path }, scope);
+      return filterElements(items, { kind: "has_key", path: step.path }, scope);
     case "where":
-      return yield* filterElements(items, step.predicate, scope);
+      return filterElements(items, step.predicate, scope);
     default:
       return unreachable(step, "filter");
   }
 }
 
-function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope, withRecords: boolean): Op<Stream> {
-  const paged = step.op === "skip" ? undefined : yield* pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
-  if (paged !== undefined) return elements(paged);
-  const input = yield* wait(evalStep(step.input, scope, withRecords));
+type PageStep = Extract<Step, { op: "limit" | "skip" | "range" }>;
+
+/** `limit`, `skip` and `range`: read from the store's scan where the input allows it (pushdown.ts), else sliced. */
+function page(step: PageStep, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
+  if (step.op === "skip") return pageOfInput(step, scope, withRecords);
+  const paged = pageWithoutElements(step.input, scope, () => boundsBeforeInput(step, scope));
+  if (!ready(paged)) return andThen(paged, (value) => (value !== undefined ? elements(value) : pageOfInput(step, scope, withRecords)));
+  return paged !== undefined ? elements(paged) : pageOfInput(step, scope, withRecords);
+}
+
+function pageOfInput(step: PageStep, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
+  const input = evalStep(step.input, scope, withRecords);
+  return ready(input) ? pageInput(step, input, scope) : andThen(input, (value) => pageInput(step, value, scope));
+}
+
+/** The input's [start, end) slice, its bounds evaluated after it (start first). */
+function pageInput(step: PageStep, input: Stream, scope: EvalScope): Maybe<Stream> {
   if (input.kind === "scalar") return input;
-  let start = 0;
-  let end = Number.MAX_SAFE_INTEGER;
-  if (step.op === "limit") end = yield* evalBound(step.count, scope);
-  if (step.op === "skip") start = yield* evalBound(step.count, scope);
-  if (step.op === "range") {
-    start = yield* evalBound(step.start, scope);
-    end = yield* evalBound(step.end, scope);
+  if (step.op !== "range") {
+    const count = boundOf(step.count, scope);
+    const sliceOf = step.op === "limit" ? (end: number): Stream => slice(input, 0, end) : (start: number): Stream => slice(input, start, Number.MAX_SAFE_INTEGER);
+    return ready(count) ? sliceOf(count) : andThen(count, sliceOf);
   }
+  const start = boundOf(step.start, scope);
+  if (!ready(start)) return andThen(start, (from) => andThen(boundOf(step.end, scope), (end) => slice(input, from, end)));
+  const end = boundOf(step.end, scope);
+  return ready(end) ? slice(input, start, end) : andThen(end, (to) => slice(input, start, to));
+}
+
+function slice(input: Exclude<Stream, { kind: "scalar" }>, start: number, end: number): Stream {
   return input.kind === "values" ? { kind: "values", items: input.items.slice(start, end) } : elements(input.items.slice(start, end));
 }
 
@@ -564,13 +615,13 @@ function* page(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: E
  * without building the stream; undefined when a bound is not plain or fails, and then `page` evaluates it after the input,
  * so an error of the input is still the one answered.
  */
-function* boundsBeforeInput(step: Extract<Step, { op: "limit" | "skip" | "range" }>, scope: EvalScope): Op<[number, number] | undefined> {
+function* boundsBeforeInput(step: PageStep, scope: EvalScope): Op<[number, number] | undefined> {
   // A skip keeps every element after its count: nothing short of the whole stream answers it.
   if (step.op === "skip") return undefined;
   const [start, end] = step.op === "range" ? [step.start, step.end] : [undefined, step.count];
   if ((start !== undefined && !plainBound(start)) || !plainBound(end)) return undefined;
   try {
-    return [start === undefined ? 0 : yield* evalBound(start, scope), yield* evalBound(end, scope)];
+    return [start === undefined ? 0 : yield* wait(boundOf(start, scope)), yield* wait(boundOf(end, scope))];
   } catch (cause) {
     if (cause instanceof SilkError) return undefined;
     throw cause;

@@ -17,7 +17,7 @@
  * `$explain` (which lists the access path of every source step, so the stream is built).
  */
 import { unreachable } from "../../protocol/errors.js";
-import { wait, type Op } from "./ops.js";
+import { wait, type Maybe, type Op } from "./ops.js";
 import { sourceKind, type Bound, type Entry, type Expr, type Predicate, type Step } from "../../protocol/tree.js";
 import type { RecordKind } from "../../protocol/records.js";
 import { labelOfPredicate } from "./planner.js";
@@ -46,12 +46,23 @@ export function* countWithoutElements(input: Step, scope: EvalScope): Op<number 
  * scan (nothing past it is read or decoded); a partition-local stream is paged from the partitions' first `end` IDs.
  * `bounds` evaluates the page's [start, end) before the input (undefined: it cannot, and the caller builds the stream).
  */
-export function* pageWithoutElements(input: Step, scope: EvalScope, bounds: () => Op<[number, number] | undefined>): Op<Element[] | undefined> {
+export function pageWithoutElements(input: Step, scope: EvalScope, bounds: () => Op<[number, number] | undefined>): Maybe<Element[] | undefined> {
   const { view, explain } = scope.context;
   if (explain !== undefined || view.hasWrites) return undefined;
   const whole = wholeKindOrLabel(input);
   const local = view.pagesWhereStored ? localStep(input) : undefined;
   if (whole === undefined && local === undefined) return undefined;
+  return pageFromStore(input, scope, bounds, whole, local);
+}
+
+function* pageFromStore(
+  input: Step,
+  scope: EvalScope,
+  bounds: () => Op<[number, number] | undefined>,
+  whole: { kind: RecordKind; label?: string } | undefined,
+  local: { kind: RecordKind; parameters: string[] } | undefined,
+): Op<Element[] | undefined> {
+  const { view } = scope.context;
   const page = yield* bounds();
   if (page === undefined) return undefined;
   const [start, end] = page;

@@ -104,8 +104,13 @@ export function* loaded(view: TxnView, items: Element[]): Op<Element[]> {
 
 /** `loaded` as a plain function: the elements when no read had to wait (no generator is built), else an op. */
 export function loadedNow(view: TxnView, items: Element[]): Maybe<Element[]> {
-  const byKind = unloadedByKind(items);
-  return byKind.size === 0 ? withRecordsOnly(items) : loadKinds(view, items, [...byKind], 0);
+  // Sources by ID whose consumer reads records arrive loaded (evalStep's withRecords): nothing to group then.
+  if (items.every(isLoaded)) return items.slice();
+  return loadKinds(view, items, [...unloadedByKind(items)], 0);
+}
+
+function isLoaded(item: Element): boolean {
+  return item.record !== undefined;
 }
 
 function loadKinds(view: TxnView, items: Element[], kinds: readonly [RecordKind, Element[]][], from: number): Maybe<Element[]> {
@@ -177,16 +182,20 @@ export function parameterIds(parameters: Readonly<Record<string, unknown>>, name
  */
 export function existing(view: TxnView, kind: RecordKind, ids: readonly bigint[], withRecords = false): Maybe<Element[]> {
   if (withRecords) {
-    return andThen(view.records(kind, ids), (records) => {
-      const items: Element[] = [];
-      records.forEach((record, i) => {
-        if (record !== undefined) items.push({ kind, id: ids[i], record });
-      });
-      return items;
-    });
+    const records = view.records(kind, ids);
+    return ready(records) ? existingRecords(kind, ids, records) : andThen(records, (value) => existingRecords(kind, ids, value));
   }
   const found = view.exists(kind, ids);
   return ready(found) ? existingOf(kind, ids, found) : andThen(found, (value) => existingOf(kind, ids, value));
+}
+
+function existingRecords(kind: RecordKind, ids: readonly bigint[], records: readonly (StoredRecord | undefined)[]): Element[] {
+  const items: Element[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const record = records[i];
+    if (record !== undefined) items.push({ kind, id: ids[i], record });
+  }
+  return items;
 }
 
 function existingOf(kind: RecordKind, ids: readonly bigint[], found: readonly boolean[]): Element[] {

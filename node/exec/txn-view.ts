@@ -129,16 +129,19 @@ interface WriteState {
   readonly createdAdjacency: Record<Direction, Map<bigint, AdjacencyEntry[]>>;
 }
 
+/** The changes of a view that has written nothing: shared by every such view, never written (see `changes`). */
+const NO_CHANGES: ReadonlyMap<bigint, StoredRecord | null> = new Map();
+
 export class TxnView {
-  /** Records this invocation changed: the new record, or null once dropped. */
-  private readonly changed: Map<bigint, StoredRecord | null>;
+  /** Records this invocation changed: the new record, or null once dropped (NO_CHANGES until the first write). */
+  private changed: ReadonlyMap<bigint, StoredRecord | null>;
 
   private get writeState(): WriteState | undefined {
-    return this.overlay.writes;
+    return this.overlay?.writes;
   }
 
   private get writes(): WriteState {
-    return (this.overlay.writes ??= {
+    return (this.shared().writes ??= {
       original: new Map(),
       created: new Set(),
       createdByLabel: new Map(),
@@ -146,14 +149,29 @@ export class TxnView {
     });
   }
 
+  /** The changes map a write goes into, made on the first write: most invocations only read, and make none. */
+  private get changes(): Map<bigint, StoredRecord | null> {
+    return this.shared().changed;
+  }
+
   constructor(
     private readonly base: BaseReader,
     private readonly ids: IdSource,
     /** The invocation's deadline, checked (and its slice paced) between the chunks of a large read. */
     private readonly deadline: Deadline = Deadline.none(),
-    private readonly overlay: TxnOverlay = { changed: new Map(), writes: undefined },
+    /** Made on the first write, or given by the view this one was made `over`. */
+    private overlay?: TxnOverlay,
   ) {
-    this.changed = overlay.changed;
+    this.changed = overlay === undefined ? NO_CHANGES : overlay.changed;
+  }
+
+  /** This view's overlay, made now if it has none (a view made `over` this one must share it). */
+  private shared(): TxnOverlay {
+    if (this.overlay === undefined) {
+      this.overlay = { changed: new Map(), writes: undefined };
+      this.changed = this.overlay.changed;
+    }
+    return this.overlay;
   }
 
   /**
@@ -161,7 +179,7 @@ export class TxnView {
    * of both. A write group reads its pending state through each member's snapshot reader and deadline this way.
    */
   over(base: BaseReader, deadline: Deadline): TxnView {
-    return new TxnView(base, this.ids, deadline, this.overlay);
+    return new TxnView(base, this.ids, deadline, this.shared());
   }
 
   /**
@@ -250,7 +268,7 @@ export class TxnView {
   }
 
   records(kind: RecordKind, ids: readonly bigint[]): Maybe<(StoredRecord | undefined)[]> {
-    if (this.changed.size === 0) return this.chunked(ids, (chunk) => this.base.records(kind, chunk));
+    if (this.changed.size === 0) return ids.length <= BASE_READ_CHUNK_IDS ? this.base.records(kind, ids) : this.inChunks(ids, (chunk) => this.base.records(kind, chunk), Infinity);
     return this.recordsOverlaid(kind, ids);
   }
 
@@ -270,7 +288,7 @@ export class TxnView {
   }
 
   exists(kind: RecordKind, ids: readonly bigint[]): Maybe<boolean[]> {
-    if (this.changed.size === 0) return this.chunked(ids, (chunk) => this.base.exists(kind, chunk));
+    if (this.changed.size === 0) return ids.length <= BASE_READ_CHUNK_IDS ? this.base.exists(kind, ids) : this.inChunks(ids, (chunk) => this.base.exists(kind, chunk), Infinity);
     return this.existsOverlaid(kind, ids);
   }
 
@@ -279,7 +297,9 @@ export class TxnView {
   }
 
   adjacency(owners: readonly bigint[], direction: Direction, label?: string): Maybe<AdjacencyEntry[][]> {
-    if (this.changed.size === 0) return this.chunked(owners, (chunk) => this.base.adjacency(chunk, direction, label));
+    if (this.changed.size === 0) {
+      return owners.length <= BASE_READ_CHUNK_IDS ? this.base.adjacency(owners, direction, label) : this.inChunks(owners, (chunk) => this.base.adjacency(chunk, direction, label), Infinity);
+    }
     return this.chunked(owners, (chunk) => this.adjacencyOfChunk(chunk, direction, label));
   }
 
@@ -302,11 +322,9 @@ export class TxnView {
    * over a dense graph is refused after a million neighbours, not after building twenty million.
    */
   neighbours(owners: readonly bigint[], direction: Direction, label?: string): Maybe<Neighbour[]> {
-    const read =
-      this.changed.size === 0
-        ? (chunk: readonly bigint[]) => this.base.neighbours(chunk, direction, label)
-        : (chunk: readonly bigint[]) => this.neighboursOverlaid(chunk, direction, label);
-    return this.chunked(owners, read, RESULT_ELEMENTS_MAX);
+    if (this.changed.size > 0) return this.chunked(owners, (chunk) => this.neighboursOverlaid(chunk, direction, label), RESULT_ELEMENTS_MAX);
+    if (owners.length <= BASE_READ_CHUNK_IDS) return this.base.neighbours(owners, direction, label);
+    return this.inChunks(owners, (chunk) => this.base.neighbours(chunk, direction, label), RESULT_ELEMENTS_MAX);
   }
 
   private *neighboursOverlaid(owners: readonly bigint[], direction: Direction, label: string | undefined): Op<Neighbour[]> {
@@ -433,7 +451,7 @@ export class TxnView {
 
   /** Adds a freshly built record (its ID from `allocate`). */
   create(record: StoredRecord): void {
-    this.changed.set(record.id, record);
+    this.changes.set(record.id, record);
     this.writes.created.add(record.id);
     const key = `${record.kind}:${record.label}`;
     const list = this.writes.createdByLabel.get(key);
@@ -448,13 +466,13 @@ export class TxnView {
   /** Replaces a record's properties (the caller merged them); the label and endpoints never change. */
   replace(before: StoredRecord, after: StoredRecord): void {
     this.remember(before);
-    this.changed.set(after.id, after);
+    this.changes.set(after.id, after);
   }
 
   /** Drops one record. Dropping a node or vector does not cascade here: the executor drops its edges first. */
   drop(record: StoredRecord): void {
     this.remember(record);
-    this.changed.set(record.id, null);
+    this.changes.set(record.id, null);
   }
 
   /** Keeps the committed form of a record the first time this invocation changes it. */
