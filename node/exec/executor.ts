@@ -21,7 +21,7 @@ import { rerank, search } from "./search.js";
 import { ExplainLog, sourceIds } from "./planner.js";
 import { evaluateExpr, evaluatePredicate, LATER, predicateNow, type EvalScope } from "./predicates.js";
 import { project, type ProjectionStep } from "./projection.js";
-import { named, reshape } from "./reshape.js";
+import { named, order, reshape, type OrderStep } from "./reshape.js";
 import { bindings } from "./bindings.js";
 import { sack } from "./sacks.js";
 import { carriesRows, traverseRows, walk } from "./walks.js";
@@ -324,6 +324,7 @@ function stepStream(step: Step, scope: EvalScope, withRecords: boolean): Maybe<S
       return page(step, scope, withRecords);
     case "order_by":
     case "order_by_multiple":
+      return andThen(evalStep(step.input, scope), (input) => order(step, input, scope));
     case "fold":
     case "unfold":
     case "edge_has":
@@ -588,7 +589,8 @@ function page(step: PageStep, scope: EvalScope, withRecords: boolean): Maybe<Str
 }
 
 function pageOfInput(step: PageStep, scope: EvalScope, withRecords: boolean): Maybe<Stream> {
-  const input = evalStep(step.input, scope, withRecords);
+  const keep = orderedPageEnd(step);
+  const input = keep === undefined ? evalStep(step.input, scope, withRecords) : firstOrdered(step.input as OrderStep, scope, keep);
   return ready(input) ? pageInput(step, input, scope) : andThen(input, (value) => pageInput(step, value, scope));
 }
 
@@ -604,6 +606,24 @@ function pageInput(step: PageStep, input: Stream, scope: EvalScope): Maybe<Strea
   if (!ready(start)) return andThen(start, (from) => andThen(boundOf(step.end, scope), (end) => slice(input, from, end)));
   const end = boundOf(step.end, scope);
   return ready(end) ? slice(input, start, end) : andThen(end, (to) => slice(input, start, to));
+}
+
+/**
+ * The end of a `limit` or `range` with literal bounds over an ordering, or undefined: the ordering then selects only
+ * that many of its records, in the order sorting them all would give them (reshape.ts `order`).
+ */
+function orderedPageEnd(step: PageStep): number | undefined {
+  const input = step.input;
+  if (input.op !== "order_by" && input.op !== "order_by_multiple") return undefined;
+  if (step.op === "range") return step.start.kind === "literal" && step.end.kind === "literal" ? step.end.value : undefined;
+  return step.op === "limit" && step.count.kind === "literal" ? step.count.value : undefined;
+}
+
+/** `evalStep` of an ordering of which only the first `keep` records are read. */
+function firstOrdered(step: OrderStep, scope: EvalScope, keep: number): Maybe<Stream> {
+  const { deadline } = scope.context;
+  const run = (): Maybe<Stream> => andThen(evalStep(step.input, scope), (input) => order(step, input, scope, keep));
+  return deadline.checkSlice() ? andThen(deadline.pause(), run) : run();
 }
 
 function slice(input: Exclude<Stream, { kind: "scalar" }>, start: number, end: number): Stream {

@@ -4,16 +4,17 @@
  * and write the invocation's variables, the same names entries define).
  */
 import { SilkError, unreachable } from "../../protocol/errors.js";
-import { wait, type Op } from "./ops.js";
+import { andThen, ready, wait, type Maybe, type Op } from "./ops.js";
 import type { RecordKind } from "../../protocol/records.js";
 import type { Expr, Order, OrderRule, Step } from "../../protocol/tree.js";
 import { compareValues, type Value } from "../../protocol/values.js";
 import { evalInput } from "./mutations.js";
-import { pacedSort } from "./paced-sort.js";
+import { pacedFirst, sortNow } from "./paced-sort.js";
 import { evaluateExpr, evaluatePredicate, exprNow, LATER, type EvalScope } from "./predicates.js";
-import { concatStreams, elements, elementsOf, loaded, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
+import { concatStreams, elements, elementsOf, loaded, loadedNow, streamToJson, valuesStream, type Element, type Stream } from "./streams.js";
 
-type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "order_by" | "order_by_multiple" | "edge_has" | "edge_has_label" }>;
+type ReshapeStep = Extract<Step, { op: "fold" | "unfold" | "edge_has" | "edge_has_label" }>;
+export type OrderStep = Extract<Step, { op: "order_by" | "order_by_multiple" }>;
 
 export function* reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Op<Stream> {
   const { view } = scope.context;
@@ -23,12 +24,6 @@ export function* reshape(step: ReshapeStep, input: Stream, scope: EvalScope): Op
       return { kind: "scalar", value: input.kind === "scalar" ? [yield* streamToJson(input, view, scope.context.renderId)] : yield* streamToJson(input, view, scope.context.renderId) };
     case "unfold":
       return unfold(input);
-    case "order_by":
-      return elements(yield* ordered(elementsOf(input, step.op), [[step.by, step.order]], step.rule, scope));
-    case "order_by_multiple": {
-      const orderings = step.orderings.map(([path, order]): [Expr, Order] => [{ kind: "property", path }, order]);
-      return elements(yield* ordered(elementsOf(input, step.op), orderings, step.rule, scope));
-    }
     case "edge_has": {
       const value = (yield* evalInput(step.value, scope)) as Value;
       const edges = yield* loaded(view, elementsOf(input, step.op).filter((item) => item.kind === "edge"));
@@ -64,23 +59,61 @@ function unfold(input: Stream): Stream {
 }
 
 /**
- * Records sorted by each key in turn (an expression evaluated with the record as the current element). A key that is
- * absent or null is missing; where missing keys go and how ties break is the step's rule (protocol/tree.ts
- * OrderRule): HelixDB v3 ranks a missing key below every value and breaks ties by element, HelixQL puts missing keys
- * last in either order and keeps ties in stream order (the sort is stable).
+ * `order_by` and `order_by_multiple`: records sorted by each key in turn (an expression evaluated with the record as
+ * the current element). A key that is absent or null is missing; where missing keys go and how ties break is the
+ * step's rule (protocol/tree.ts OrderRule): HelixDB v3 ranks a missing key below every value and breaks ties by
+ * element, HelixQL puts missing keys last in either order and keeps ties in stream order (the sort is stable).
+ * `keep`: only the first `keep` of the sorted records are read (a `range` or `limit` of the ordering, executor.ts
+ * `page`), selected without sorting the rest (paced-sort.ts `pacedFirst`). Plain while nothing waits.
  */
-function* ordered(items: Element[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, scope: EvalScope): Op<Element[]> {
-  const keyed: { element: Element; keys: (Value | undefined)[] }[] = [];
-  for (const element of yield* loaded(scope.context.view, items)) {
-    if (scope.context.deadline.tick()) yield scope.context.deadline.pause();
+export function order(step: OrderStep, input: Stream, scope: EvalScope, keep = Infinity): Maybe<Stream> {
+  const orderings: readonly (readonly [Expr, Order])[] =
+    step.op === "order_by" ? [[step.by, step.order]] : step.orderings.map(([path, direction]): [Expr, Order] => [{ kind: "property", path }, direction]);
+  const items = loadedNow(scope.context.view, elementsOf(input, step.op));
+  const keyed = ready(items) ? keyedNow(items, orderings, scope) : andThen(items, (value) => keyedNow(value, orderings, scope));
+  const sort = (records: Keyed[]): Maybe<Stream> => andThen(sortKeyed(records, orderings, step.rule, keep, scope), elements);
+  return ready(keyed) ? sort(keyed) : andThen(keyed, sort);
+}
+
+/** A record and its sort keys. */
+interface Keyed {
+  readonly element: Element;
+  readonly keys: (Value | undefined)[];
+}
+
+/** Each record with its keys: a plain loop while every key is read from the record itself and the slice lasts. */
+function keyedNow(items: readonly Element[], orderings: readonly (readonly [Expr, Order])[], scope: EvalScope): Maybe<Keyed[]> {
+  const keyed: Keyed[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (scope.context.deadline.tick()) return keyedFrom(items, orderings, scope, i, keyed, true);
     const keys: (Value | undefined)[] = [];
     for (const [by] of orderings) {
-      const now = exprNow(by, element, scope);
-      keys.push(now !== LATER ? now : yield* evaluateExpr(by, element, scope));
+      const now = exprNow(by, items[i], scope);
+      if (now === LATER) return keyedFrom(items, orderings, scope, i, keyed, false);
+      keys.push(now);
     }
-    keyed.push({ element, keys });
+    keyed.push({ element: items[i], keys });
   }
-  const sorted = yield* pacedSort(keyed, (a, b) => {
+  return keyed;
+}
+
+/** `keyedNow` from the `from`th record on, into `keyed`; `paused`: that record's slice check said to pause. */
+function* keyedFrom(items: readonly Element[], orderings: readonly (readonly [Expr, Order])[], scope: EvalScope, from: number, keyed: Keyed[], paused: boolean): Op<Keyed[]> {
+  const { deadline } = scope.context;
+  for (let i = from; i < items.length; i++) {
+    if (i === from ? paused : deadline.tick()) yield deadline.pause();
+    const keys: (Value | undefined)[] = [];
+    for (const [by] of orderings) {
+      const now = exprNow(by, items[i], scope);
+      keys.push(now !== LATER ? now : yield* evaluateExpr(by, items[i], scope));
+    }
+    keyed.push({ element: items[i], keys });
+  }
+  return keyed;
+}
+
+function sortKeyed(keyed: Keyed[], orderings: readonly (readonly [Expr, Order])[], rule: OrderRule, keep: number, scope: EvalScope): Maybe<Element[]> {
+  const compare = (a: Keyed, b: Keyed): number => {
     for (let i = 0; i < orderings.length; i += 1) {
       const [left, right] = [a.keys[i], b.keys[i]];
       const direction = orderings[i][1] === "asc" ? 1 : -1;
@@ -95,8 +128,10 @@ function* ordered(items: Element[], orderings: readonly (readonly [Expr, Order])
       if (order !== 0) return order;
     }
     return rule === "helixdb_v3" ? compareElements(a.element, b.element) : 0;
-  }, scope.context.deadline);
-  return sorted.map((item) => item.element);
+  };
+  const { deadline } = scope.context;
+  const sorted = keep < keyed.length ? pacedFirst(keyed, compare, keep, deadline) : sortNow(keyed, compare, deadline);
+  return andThen(sorted, (records) => records.map((item) => item.element));
 }
 
 /** HelixDB v3's tie-break: by the element, nodes before edges (before Silk's vectors), then by ID ascending. */
