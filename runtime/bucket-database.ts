@@ -3,10 +3,11 @@
  * (docs/STORAGE.md): before the stores open, `prepareCache` claims the writer's epoch (or reads the manifest, for a
  * follower), judges the cache and restores it when it cannot be trusted; once they are open, `catchUpAndFence` replays
  * the segments the cache lacks and puts the writer's fence segment; at close, `closeWriter` waits for the shipper and
- * takes a snapshot when enough segments passed since the last one.
+ * takes a snapshot when enough segments passed since the last one. A follower that restores itself while it serves
+ * (bucket-follower.ts) does so into a copy beside the cache (`restoredCopyFolder`), moved into the cache at close.
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { SilkError } from "../protocol/errors.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { DecisionStore } from "../cluster/decision-log.js";
@@ -48,12 +49,53 @@ function where(storage: CheckedS3Storage): string {
 }
 
 /**
+ * The folder beside the cache `cacheDir` into which a running follower restores its `n`th copy (bucket-follower.ts):
+ * it serves from there until it closes, when the copy moves into `cacheDir` (`moveCopyIntoCache`).
+ */
+export function restoredCopyFolder(cacheDir: string, n: number): string {
+  return join(dirname(cacheDir), `${basename(cacheDir)}.restored-${n}`);
+}
+
+/** Removes the restored copies a follower left beside `cacheDir` (it was killed while it served one); under the cache's lock. */
+function removeRestoredCopies(cacheDir: string): void {
+  const prefix = `${basename(cacheDir)}.restored-`;
+  const parent = dirname(cacheDir);
+  if (!existsSync(parent)) return;
+  for (const name of readdirSync(parent)) if (name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length))) rmSync(join(parent, name), { recursive: true, force: true });
+}
+
+/**
+ * A follower's cache once the restored copy it serves replaced it: its data goes (the disk holds one copy), its state
+ * says position 0 (below the bucket's retention, so a reopen after a crash restores), and only the decision log stays,
+ * open until close (a follower never writes it).
+ */
+export function retireReplacedCache(storage: CheckedS3Storage, cacheDir: string): void {
+  writeCacheState(cacheDir, { bucket: storage.bucket, prefix: storage.prefix, role: "follower", epoch: 0, clean: false, position: 0 });
+  for (const entry of ["silk.json", "partitions", "outbox"]) rmSync(join(cacheDir, entry), { recursive: true, force: true });
+}
+
+/**
+ * At a follower's close, its environments closed: the restored copy it served moves into the cache, its state last
+ * (a crash before that leaves the cache at position 0, which restores at reopen).
+ */
+export function moveCopyIntoCache(copy: string, cacheDir: string): void {
+  for (const entry of readdirSync(copy)) {
+    if (entry === "cache.json") continue;
+    rmSync(join(cacheDir, entry), { recursive: true, force: true });
+    renameSync(join(copy, entry), join(cacheDir, entry));
+  }
+  renameSync(join(copy, "cache.json"), join(cacheDir, "cache.json"));
+  rmSync(copy, { recursive: true, force: true });
+}
+
+/**
  * Before the partitions open: the manifest read (a follower) or the next epoch claimed (a writer), an outbox a
  * `local` writer left shipped, and the cache kept or emptied and restored from the latest snapshot.
  */
 export async function prepareCache(storage: CheckedS3Storage, mode: "writer" | "readonly", directory: string, partitions: number | undefined, now: Date): Promise<PreparedCache> {
   const store = objectStoreOf(storage);
   try {
+    removeRestoredCopies(directory);
     const current = await readManifest(store);
     const state = readCacheState(directory);
     checkCacheOwner(directory, storage, state);

@@ -9,6 +9,12 @@
  *
  * `lagMs` is how long ago the follower last held everything the bucket held: the start of the last poll that found
  * nothing after what it applied. While the writer ships steadily it stays near the interval plus one read.
+ *
+ * Behind the retention (its next segment deleted: it stalled longer than `retentionMs`), a follower given `restore`
+ * restores itself while it serves: the newest snapshot is downloaded into a fresh copy beside the cache and caught up
+ * with the segments after it, to a point without an undecided transaction, while reads go on on the old copy; then,
+ * under the coordinator's exclusive lock (the reads in flight finish first, on the old copy), the copy is installed in
+ * place of the old one, and every later read sees it. It then follows from the copy's position.
  */
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { readManifest } from "./bucket-manifest.js";
@@ -28,9 +34,28 @@ export interface FollowerStatus {
   readonly lastError?: string;
   /**
    * The segment after `position` was deleted by the bucket's retention (the follower fell further behind than
-   * `retentionMs`): it can no longer catch up, and a reopen restores it from the newest snapshot.
+   * `retentionMs`) and the follower has not restored itself yet (it does at its next poll; without `restore`, at its
+   * reopen).
    */
   readonly behindRetention?: boolean;
+  /** How many times this follower restored itself from a newer snapshot while it served. */
+  readonly restores: number;
+}
+
+/**
+ * A copy of the database restored from the newest snapshot beside the one the follower serves (runtime/embedded.ts
+ * makes it): open, holding everything up to `position`, read by nobody yet.
+ */
+export interface RestoredCopy {
+  readonly stores: readonly PartitionStore[];
+  /** The snapshot's segment. */
+  readonly position: number;
+  /** Puts the copy in place of the stores served now; called with no read in flight (the exclusive lock). */
+  install(position: number): void;
+  /** After `install`, outside the lock: the replaced copy closed and removed. */
+  retire(): Promise<void>;
+  /** Instead of `install` (a failure): the copy closed and removed. */
+  discard(): Promise<void>;
 }
 
 export interface BucketFollowerOptions {
@@ -43,11 +68,15 @@ export interface BucketFollowerOptions {
   readonly exclusive: (work: () => Promise<void>) => Promise<void>;
   /** After each applied run of segments, with the new position. */
   readonly onApplied?: (position: number) => void;
+  /** Makes a restored copy, for a follower behind the retention; absent: such a follower stops (its reopen restores). */
+  readonly restore?: () => Promise<RestoredCopy>;
   readonly clockMs?: () => number;
 }
 
 export class BucketFollower {
   private position: number;
+  private stores: readonly PartitionStore[];
+  private restores = 0;
   private readonly waiting: Segment[] = [];
   private caughtUpAtMs: number;
   private timer: NodeJS.Timeout | undefined;
@@ -59,6 +88,7 @@ export class BucketFollower {
 
   constructor(private readonly options: BucketFollowerOptions) {
     this.position = options.position;
+    this.stores = options.stores;
     this.clockMs = options.clockMs ?? (() => performance.now());
     this.caughtUpAtMs = this.clockMs();
   }
@@ -70,6 +100,7 @@ export class BucketFollower {
       waitingSegments: this.waiting.length,
       ...(this.lastError === undefined ? {} : { lastError: this.lastError }),
       ...(this.behindRetention ? { behindRetention: true } : {}),
+      restores: this.restores,
     };
   }
 
@@ -89,29 +120,58 @@ export class BucketFollower {
     if (cut > 0) {
       const run = this.waiting.splice(0, cut);
       await this.options.exclusive(async () => {
-        for (const segment of run) await applySegment(segment, this.options.stores, undefined);
+        for (const segment of run) await applySegment(segment, this.stores, undefined);
       });
       this.position = run[run.length - 1]!.seq;
       this.options.onApplied?.(this.position);
     }
-    if (fresh.length === 0 && this.waiting.length === 0) {
+    if (fresh.length === 0) {
       // Nothing new: either the writer is idle, or the next segment was deleted by retention (then never again).
       const current = await readManifest(this.options.store);
-      if (current !== undefined && current.manifest.retainFrom > this.position + 1) {
+      if (current !== undefined && current.manifest.retainFrom > after + 1) {
         this.behindRetention = true;
-        throw new SilkError(
-          "storage_unavailable",
-          `this follower is at segment ${this.position} and the bucket keeps segments from ${current.manifest.retainFrom} on (retention deleted the ones between): reopen it, which restores the newest snapshot`,
-        );
+        if (this.options.restore === undefined) {
+          throw new SilkError(
+            "storage_unavailable",
+            `this follower is at segment ${after} and the bucket keeps segments from ${current.manifest.retainFrom} on (retention deleted the ones between): reopen it, which restores the newest snapshot`,
+          );
+        }
+        await this.restoreBeside(this.options.restore);
+        return;
       }
-      this.caughtUpAtMs = startedAtMs;
+      if (this.waiting.length === 0) this.caughtUpAtMs = startedAtMs;
     }
+  }
+
+  /** Behind the retention: a copy restored beside the served one, caught up, then installed in its place. */
+  private async restoreBeside(restore: () => Promise<RestoredCopy>): Promise<void> {
+    const copy = await restore();
+    let position: number;
+    try {
+      // Nobody reads the copy yet: its catch-up needs no lock. It stops at a point without an undecided transaction.
+      const catchUp = new BucketFollower({ store: this.options.store, stores: copy.stores, position: copy.position, intervalMs: this.options.intervalMs, exclusive: (work) => work() });
+      await catchUp.poll();
+      position = catchUp.position;
+      await this.options.exclusive(async () => {
+        copy.install(position);
+        this.stores = copy.stores;
+        this.position = position;
+        this.waiting.length = 0;
+      });
+    } catch (cause) {
+      await copy.discard();
+      throw cause;
+    }
+    this.behindRetention = false;
+    this.restores += 1;
+    this.options.onApplied?.(this.position);
+    await copy.retire();
   }
 
   /** How many of the waiting segments can be applied: up to the last one after which no intent is undecided. */
   private cleanCut(): number {
     const open = new Set<string>();
-    this.options.stores.forEach((store, partition) => {
+    this.stores.forEach((store, partition) => {
       for (const txid of store.pendingIntents()) open.add(`${partition}:${txid}`);
     });
     let cut = 0;

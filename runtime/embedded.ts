@@ -41,9 +41,10 @@ import { writeFileAtomic } from "../platform/durable-files.js";
 import { PartitionMap } from "../cluster/partition-map.js";
 import { InProcessTransport } from "../cluster/transport.js";
 import { acquireWriterLock, type WriterLock } from "./writer-lock.js";
-import { checkS3Storage, writeCacheState, type S3Storage } from "./bucket-storage.js";
-import { catchUpAndFence, closeWriter, prepareCache, type CheckedS3Storage, type PreparedCache } from "./bucket-database.js";
-import { BucketFollower, type FollowerStatus } from "./bucket-follower.js";
+import { checkS3Storage, downloadSnapshot, writeCacheState, type S3Storage } from "./bucket-storage.js";
+import { catchUpAndFence, closeWriter, moveCopyIntoCache, prepareCache, restoredCopyFolder, retireReplacedCache, type CheckedS3Storage, type PreparedCache } from "./bucket-database.js";
+import { BucketFollower, type FollowerStatus, type RestoredCopy } from "./bucket-follower.js";
+import { readManifest as readBucketManifest } from "./bucket-manifest.js";
 import { SegmentShipper, ShippedDecisionLog } from "./segment-shipper.js";
 import { BucketSnapshotter, type SnapshotterStatus } from "./bucket-snapshots.js";
 
@@ -389,9 +390,9 @@ export class Database {
         throw new SilkError("invalid_option", `${directory} holds data format ${manifest.format}, which this Silk reads only after converting it: open it once as a writer (mode "writer"), which upgrades it to format ${FORMAT_VERSION}, then read-only`);
       }
       if (schema === undefined && !readOnly && !memory) await refuseSchemaDatabase(directory, map);
-      const stores = map.ranges.map((range) =>
+      const openStore = (folder: string, range: (typeof map.ranges)[number]): PartitionStore =>
         PartitionStore.open({
-          path: join(directory, "partitions", `p${range.index}`),
+          path: join(folder, "partitions", `p${range.index}`),
           readOnly: storesReadOnly,
           noSync: memory,
           idFirst: range.first,
@@ -402,8 +403,9 @@ export class Database {
           uniqueEdgeLabels: uniqueEdgeLabels(schema),
           readerCheckIntervalMs: internal.readerCheckIntervalMs,
           clockMs: internal.clockMs,
-        }),
-      );
+        });
+      // A follower that restores itself while it serves replaces these in place (bucket-follower.ts).
+      const stores = map.ranges.map((range) => openStore(directory, range));
       opened.push(...stores);
       // Every store converted its partition at open: only now may the directory say so.
       if (manifest.format !== FORMAT_VERSION) writeFileAtomic(join(directory, MANIFEST), JSON.stringify({ ...manifest, format: FORMAT_VERSION }, null, 2) + "\n");
@@ -477,16 +479,52 @@ export class Database {
         embedder,
       });
       let follower: BucketFollower | undefined;
+      // Where a follower's data is: the cache, or the copy it restored beside it while serving (moved in at close).
+      let served = directory;
       if (bucket !== undefined && s3 !== undefined && readOnly) {
-        const followerState = (position: number): void =>
-          writeCacheState(directory, { bucket: s3.bucket, prefix: s3.prefix, role: "follower", epoch: 0, clean: false, position });
+        const followerState = (folder: string, position: number): void =>
+          writeCacheState(folder, { bucket: s3.bucket, prefix: s3.prefix, role: "follower", epoch: 0, clean: false, position });
+        const objects = bucket.store;
+        let copies = 0;
+        const restore = async (): Promise<RestoredCopy> => {
+          copies += 1;
+          const folder = restoredCopyFolder(directory, copies);
+          rmSync(folder, { recursive: true, force: true });
+          const current = await readBucketManifest(objects);
+          if (current?.manifest.snapshotFolder === undefined) throw new SilkError("storage_unavailable", `${directory}: the bucket's retention deleted segments this follower needs, and its manifest names no snapshot: the bucket is damaged`);
+          await downloadSnapshot(objects, current.manifest.snapshotFolder, folder);
+          const fresh = map.ranges.map((range) => openStore(folder, range));
+          const replaced: PartitionStore[] = [];
+          let retiring = served;
+          return {
+            stores: fresh,
+            position: current.manifest.snapshot,
+            install: (position) => {
+              followerState(folder, position);
+              actors.forEach((actor, partition) => replaced.push(actor.replaceStore(fresh[partition]!)));
+              stores.splice(0, stores.length, ...fresh);
+              [retiring, served] = [served, folder];
+            },
+            retire: async () => {
+              await Promise.all(replaced.map((store) => store.close()));
+              if (retiring === directory) retireReplacedCache(s3, directory);
+              else rmSync(retiring, { recursive: true, force: true });
+              await coordinator.loadIndexCatalog();
+            },
+            discard: async () => {
+              await Promise.all(fresh.map((store) => store.close()));
+              rmSync(folder, { recursive: true, force: true });
+            },
+          };
+        };
         follower = new BucketFollower({
-          store: bucket.store,
+          store: objects,
           stores,
           position: bucket.position,
           intervalMs: s3.followIntervalMs,
           exclusive: (work) => coordinator.exclusive(work),
-          onApplied: followerState,
+          onApplied: (position) => followerState(served, position),
+          restore,
           clockMs: internal.clockMs,
         });
         await follower.poll();
@@ -533,6 +571,7 @@ export class Database {
           await bucket?.outbox?.close();
           try {
             if (shipper !== undefined && snapshotter !== undefined && bucket !== undefined && s3 !== undefined) await closeWriter(s3, bucket, shipper, snapshotter, directory, shipped, now());
+            if (served !== directory) moveCopyIntoCache(served, directory);
           } finally {
             release();
           }

@@ -232,7 +232,7 @@ export class PartitionActor {
    */
   private readonly concurrency: ConcurrencyControl | undefined;
 
-  constructor(private readonly options: PartitionActorOptions) {
+  constructor(private options: PartitionActorOptions) {
     this.concurrency =
       options.log === undefined ? undefined : new ConcurrencyControl(options.store.appliedLogSequence(), options.store.pendingIntentBatches());
     const embedder = options.embedder;
@@ -250,6 +250,19 @@ export class PartitionActor {
    */
   startIndexBuilds(): void {
     if (this.options.writable && !this.stopped && this.building === undefined) this.building = this.buildIndexes();
+  }
+
+  /**
+   * A read-only actor's store replaced by another copy of the same partition (a bucket follower restored from a newer
+   * snapshot, runtime/bucket-follower.ts): the caller runs it with no request in flight (the coordinator's exclusive
+   * lock), so every later request reads the new store; registered plans stay. Answers the store replaced, for the
+   * caller to close. A writable actor's store is never replaced: its writes and index builds run on it.
+   */
+  replaceStore(store: PartitionStore): PartitionStore {
+    if (this.options.writable) throw new SilkError("internal", "a writable partition's store is never replaced");
+    const replaced = this.options.store;
+    this.options = { ...this.options, store };
+    return replaced;
   }
 
   /** Stops the background build after its current chunk; the database closes only after this. */

@@ -2,9 +2,11 @@
  * Snapshots taken while a bucket writer serves, and retention (docs/STORAGE.md, "Snapshots, compaction, retention"),
  * against a real S3-compatible server (Ceph's RADOS Gateway, test/helpers/s3-server.ts): after many writes the bucket
  * holds a bounded number of objects; a fresh follower, and a fresh writer, restored from the compacted bucket answer
- * the same; a snapshot carries the persisted vector graphs; a follower that fell further behind than the retention restores at its reopen, and a running one says so.
+ * the same; a snapshot carries the persisted vector graphs; a follower that fell further behind than the retention
+ * restores at its reopen, and a running one restores itself beside its cache and follows on (one without a way to
+ * restore says so).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +16,8 @@ import { Database, type DatabaseStatus, type OpenOptions } from "../../runtime/e
 import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
-import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
+import { startFaultProxy } from "../helpers/s3-fault-proxy.js";
+import { addN, entry, nodesOf, readOne, values, write, writeOne } from "../helpers/tree.js";
 import { seededRandom } from "../../protocol/random.js";
 
 const BUCKET = "silk-snapshots";
@@ -49,10 +52,14 @@ function writerStatus(db: Database): Extract<DatabaseStatus, { mode: "writer"; s
   return status.s3;
 }
 
-function followerPosition(db: Database): number {
+function followerStatus(db: Database): Extract<DatabaseStatus, { mode: "readonly"; storage: "s3" }>["s3"] {
   const status = db.status();
   if (status.storage !== "s3" || status.mode !== "readonly") throw new Error("not a bucket follower");
-  return status.s3.position;
+  return status.s3;
+}
+
+function followerPosition(db: Database): number {
+  return followerStatus(db).position;
 }
 
 async function until(what: string, deadlineMs: number, check: () => boolean | Promise<boolean>): Promise<void> {
@@ -211,7 +218,74 @@ QUERY Near(v: [F32], k: I64) =>
     await writer.close();
   });
 
-  it("a running follower whose next segment retention deleted says so in its status", async () => {
+  it("a running follower behind the retention restores itself beside its cache, swaps under the open handle and follows on", async () => {
+    const proxy = await startFaultProxy(server.endpoint);
+    try {
+      const writer = await open({ storage: { s3: s3("restoring", { snapshotEverySegments: 3, retentionMs: 0 }) }, partitions: 2 });
+      // Two records per transaction: a reader must never see one without the other.
+      const pair = (t: number) => write([entry("a", addN("Doc", { i: 2 * t, t })), entry("b", addN("Doc", { i: 2 * t + 1, t }))], []);
+      const upTo = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+      for (let t = 0; t < 3; t += 1) await writer.run(pair(t));
+      const cacheDir = join(scratch, "restoring-follower");
+      // The follower alone goes through the proxy, so its polls can be stopped while the writer goes on.
+      const follower = await open({ storage: { s3: { ...s3("restoring", { cacheDir, followIntervalMs: 50 }), endpoint: proxy.endpoint } }, mode: "readonly" });
+      const prepared = await follower.prepare(readOne(values(nodesOf("Doc"), "i")));
+      expect(await docs(follower)).toEqual(upTo(6));
+      const left = followerPosition(follower);
+
+      proxy.rules.push({ action: "503" });
+      for (let t = 3; t < 21; t += 1) await writer.run(pair(t));
+      await until("retention past the follower", 20_000, async () => !writerStatus(writer).snapshotting && (await objects("restoring")).manifest.retainFrom > left + 1);
+      expect(followerPosition(follower)).toBe(left);
+
+      // Reads go on through the restore and the swap: each sees whole transactions, and never fewer than the one before.
+      const counts: number[] = [];
+      let reading = true;
+      const reader = (async () => {
+        while (reading) {
+          counts.push((await docs(follower)).length);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })();
+      proxy.rules.splice(0);
+      await until("the follower restored and caught up", 30_000, () => followerStatus(follower).restores === 1 && followerPosition(follower) === writerStatus(writer).position);
+      reading = false;
+      await reader;
+      expect(counts.every((count) => count % 2 === 0)).toBe(true);
+      expect(counts.every((count, index) => index === 0 || count >= counts[index - 1]!)).toBe(true);
+      expect(counts[0]).toBe(6);
+      expect(counts[counts.length - 1]).toBe(42);
+      expect(followerStatus(follower)).not.toHaveProperty("behindRetention");
+      expect(await docs(follower)).toEqual(upTo(42));
+      // A query prepared before the swap runs on the restored copy.
+      expect(((await prepared.run()) as { r: unknown[] }).r).toHaveLength(42);
+      // The restored copy is served from beside the cache, whose own data is gone.
+      expect(readdirSync(scratch).filter((name) => name.startsWith("restoring-follower."))).toEqual(["restoring-follower.restored-1"]);
+      expect(readdirSync(cacheDir).sort()).toEqual(["cache.json", "coordinator", "writer.lock"]);
+
+      // It follows on from the restored copy.
+      await writer.run(pair(21));
+      await until("the next write followed", 20_000, () => followerPosition(follower) === writerStatus(writer).position);
+      expect(await docs(follower)).toEqual(upTo(44));
+      expect(followerStatus(follower).lagMs).toBeLessThan(20_000);
+      await prepared.release();
+      await follower.close();
+      // At close the copy moved into the cache: a reopen serves it.
+      expect(readdirSync(scratch).filter((name) => name.startsWith("restoring-follower."))).toEqual([]);
+      // A copy a killed follower left beside its cache is removed at the next open.
+      mkdirSync(join(scratch, "restoring-follower.restored-7", "partitions"), { recursive: true });
+      const back = await open({ storage: { s3: s3("restoring", { cacheDir, followIntervalMs: 50 }) }, mode: "readonly" });
+      expect(await docs(back)).toEqual(upTo(44));
+      expect(followerStatus(back)).toMatchObject({ position: writerStatus(writer).position, restores: 0 });
+      expect(readdirSync(scratch).filter((name) => name.startsWith("restoring-follower."))).toEqual([]);
+      await back.close();
+      await writer.close();
+    } finally {
+      await proxy.stop();
+    }
+  }, 90_000);
+
+  it("a follower that cannot restore itself says in its status that retention deleted its next segment", async () => {
     const writer = await open({ storage: { s3: s3("stranded", { snapshotEverySegments: 2, retentionMs: 0 }) } });
     for (let i = 0; i < 8; i += 1) await writer.run(writeOne(addN("Doc", { i })));
     await writer.close();
