@@ -30,12 +30,32 @@ export interface ServeOptions extends StorageFlags {
   readonly workers?: string;
 }
 
-/** `--storage` and `--s3-endpoint` of `silk serve` and `silk gateway`. */
+/** `--storage` and the `--s3-...` flags of `silk serve`, `silk gateway`, `silk backup` and `silk restore`. */
 export interface StorageFlags {
   /** `s3://bucket/prefix`: the database lives in that bucket (docs/STORAGE.md); absent: on local disk. */
   readonly storage?: string;
   /** An S3-compatible endpoint (http:// or https://); absent: AWS S3. */
   readonly s3Endpoint?: string;
+  /** `--s3-request-deadline-ms`: how long one request to the store may take, retries included (default 10,000). */
+  readonly s3RequestDeadlineMs?: string;
+  /** `--s3-max-attempts`: tries of one request for retryable failures (default 5). */
+  readonly s3MaxAttempts?: string;
+}
+
+/** The `--s3-...` flags that tune requests, as numbers; each a positive integer, and only with --storage. */
+function requestFlags(flags: StorageFlags): { requestDeadlineMs?: number; maxAttempts?: number } {
+  const answer: { requestDeadlineMs?: number; maxAttempts?: number } = {};
+  for (const [flag, text, key] of [
+    ["--s3-request-deadline-ms", flags.s3RequestDeadlineMs, "requestDeadlineMs"],
+    ["--s3-max-attempts", flags.s3MaxAttempts, "maxAttempts"],
+  ] as const) {
+    if (text === undefined) continue;
+    if (flags.storage === undefined) throw new SilkError("invalid_option", `${flag} tunes the requests to the object store of --storage s3://bucket/prefix, which is missing`);
+    const value = Number(text);
+    if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw new SilkError("invalid_option", `${flag} must be a positive integer, got ${JSON.stringify(text)}`);
+    answer[key] = value;
+  }
+  return answer;
 }
 
 /**
@@ -44,6 +64,7 @@ export interface StorageFlags {
  * and config files (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/...); `open()` checks the rest.
  */
 export function storageOf(flags: StorageFlags, data: string, cacheDir: string): Storage {
+  const requests = requestFlags(flags);
   if (flags.storage === undefined) {
     if (flags.s3Endpoint !== undefined) throw new SilkError("invalid_option", "--s3-endpoint names the object store of --storage s3://bucket/prefix, which is missing");
     return { disk: data };
@@ -59,6 +80,7 @@ export function storageOf(flags: StorageFlags, data: string, cacheDir: string): 
       cacheDir,
       ...(flags.s3Endpoint === undefined ? {} : { endpoint: flags.s3Endpoint }),
       ...(region === undefined || region === "" ? {} : { region }),
+      ...requests,
     },
   };
 }

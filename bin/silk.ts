@@ -89,9 +89,11 @@ function serveCommand(): Command {
     .option("--cluster <dir>", "serve a cluster's partitions (its cluster.json, written by `silk cluster up`) instead of --data (docs/CLUSTER.md)")
     .option("--storage <uri>", "s3://bucket/prefix: the database lives in that bucket, --data is its local cache (docs/STORAGE.md; credentials from the AWS environment variables and config files)")
     .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
+    .option("--s3-request-deadline-ms <ms>", "how long one request to the object store may take, retries included, before storage_unavailable (default 10000)")
+    .option("--s3-max-attempts <n>", "tries of one request to the object store on 500, 503, throttling or a dropped connection (default 5)")
     .option("--timeout-ms <n>", `the execution deadline of a request that sets no timeout_ms (default ${SERVE_TIMEOUT_MS_DEFAULT})`)
     .option("--workers <n>", "processes that serve HTTP, each with a read-only handle, writes going to the one writer; a number, or auto for one per core (default 1; docs/SERVER.md#read-workers)")
-    .action(async (flags: { project?: string; port?: string; host: string; allowedHosts?: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; timeoutMs?: string; workers?: string }) => {
+    .action(async (flags: { project?: string; port?: string; host: string; allowedHosts?: string; data: string; cluster?: string; storage?: string; s3Endpoint?: string; s3RequestDeadlineMs?: string; s3MaxAttempts?: string; timeoutMs?: string; workers?: string }) => {
       try {
         if (flags.cluster !== undefined && flags.storage !== undefined) throw new SilkError("invalid_option", "--cluster and --storage exclude each other: a cluster's partitions keep their own data");
         const { runServe, runServeCluster } = await import("./serve.js");
@@ -153,6 +155,8 @@ function gatewayCommand(): Command {
     .option("--read-only", "open the database read-only: another gateway beside the writer on the same directory; with --storage, a follower of the bucket")
     .option("--storage <uri>", "s3://bucket/prefix: the database lives in that bucket, cached in <data>/s3-cache (docs/STORAGE.md; credentials from the AWS environment variables and config files)")
     .option("--s3-endpoint <url>", "the S3-compatible endpoint of --storage (default: AWS S3)")
+    .option("--s3-request-deadline-ms <ms>", "how long one request to the object store may take, retries included, before storage_unavailable (default 10000)")
+    .option("--s3-max-attempts <n>", "tries of one request to the object store on 500, 503, throttling or a dropped connection (default 5)")
     .action(async (flags: GatewayCommandOptions) => {
       try {
         const { runGateway } = await import("./gateway.js");
@@ -257,7 +261,9 @@ function backupCommand(): Command {
     .requiredOption("--data <dir>", "the database directory")
     .requiredOption("--to <uri>", "s3://bucket/prefix, empty (credentials from the AWS environment variables and config files)")
     .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
-    .action(async (flags: { data: string; to: string; s3Endpoint?: string }) => {
+    .option("--s3-request-deadline-ms <ms>", "how long one request to the object store may take, retries included, before storage_unavailable (default 10000)")
+    .option("--s3-max-attempts <n>", "tries of one request to the object store on 500, 503, throttling or a dropped connection (default 5)")
+    .action(async (flags: { data: string; to: string; s3Endpoint?: string; s3RequestDeadlineMs?: string; s3MaxAttempts?: string }) => {
       try {
         const { runBackup } = await import("./backup.js");
         await runBackup(flags, { stdout: process.stdout });
@@ -273,7 +279,9 @@ function restoreCommand(): Command {
     .requiredOption("--from <uri>", "s3://bucket/prefix (credentials from the AWS environment variables and config files)")
     .requiredOption("--data <dir>", "the directory to create, or an empty one")
     .option("--s3-endpoint <url>", "the S3-compatible endpoint (default: AWS S3)")
-    .action(async (flags: { from: string; data: string; s3Endpoint?: string }) => {
+    .option("--s3-request-deadline-ms <ms>", "how long one request to the object store may take, retries included, before storage_unavailable (default 10000)")
+    .option("--s3-max-attempts <n>", "tries of one request to the object store on 500, 503, throttling or a dropped connection (default 5)")
+    .action(async (flags: { from: string; data: string; s3Endpoint?: string; s3RequestDeadlineMs?: string; s3MaxAttempts?: string }) => {
       try {
         const { runRestore } = await import("./backup.js");
         await runRestore(flags, { stdout: process.stdout });

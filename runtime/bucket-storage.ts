@@ -21,7 +21,7 @@ import { applyLogEntry } from "../node/store/log-entry.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { DecisionStore } from "../cluster/decision-log.js";
 import { RETENTION_MS, SNAPSHOT_EVERY_BYTES, SNAPSHOT_EVERY_SEGMENTS, SNAPSHOT_SCRATCH } from "./bucket-snapshots.js";
-import { ObjectStore, type ObjectStoreOptions } from "./object-store.js";
+import { ObjectStore } from "./object-store.js";
 import { decodeSegment, recordSequence, segmentName, type Segment } from "./segment-log.js";
 import type { Durability } from "./segment-shipper.js";
 
@@ -50,10 +50,17 @@ export interface S3Storage {
   readonly retentionMs?: number;
   /** A follower's poll interval (default 1,000 ms). */
   readonly followIntervalMs?: number;
+  /**
+   * How long one request to the store may take, its retries included, before it fails `storage_unavailable` (default
+   * 10,000 ms). A write waiting for its segment waits at most this long per PUT.
+   */
+  readonly requestDeadlineMs?: number;
+  /** Tries of one request (the first and its retries) for retryable failures: 500, 503, throttling, dropped connections (default 5). */
+  readonly maxAttempts?: number;
 }
 
 export const FOLLOW_INTERVAL_MS = 1_000;
-const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "snapshotEveryBytes", "retentionMs", "followIntervalMs"]);
+const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "snapshotEveryBytes", "retentionMs", "followIntervalMs", "requestDeadlineMs", "maxAttempts"]);
 const CACHE_STATE = "cache.json";
 /** What a cache holds besides its state file: everything a restore replaces. */
 const CACHE_ENTRIES = ["silk.json", "partitions", "coordinator", "outbox", SNAPSHOT_SCRATCH];
@@ -96,7 +103,7 @@ export function checkS3Storage(
   if (s3.cacheDir !== undefined && (typeof s3.cacheDir !== "string" || s3.cacheDir === "")) refuse("cacheDir must be a directory path");
   if (s3.durability !== undefined && s3.durability !== "object" && s3.durability !== "local") refuse('durability must be "object" or "local"');
   if (s3.durability !== undefined && mode === "readonly") refuse("durability is a writer's option; a read-only handle writes nothing");
-  for (const key of ["snapshotEverySegments", "snapshotEveryBytes", "followIntervalMs"] as const) {
+  for (const key of ["snapshotEverySegments", "snapshotEveryBytes", "followIntervalMs", "requestDeadlineMs", "maxAttempts"] as const) {
     const number = s3[key];
     if (number !== undefined && (!Number.isSafeInteger(number) || (number as number) < 1)) refuse(`${key} must be a positive integer`);
   }
@@ -115,14 +122,15 @@ export function checkS3Storage(
   };
 }
 
-export function objectStoreOf(storage: S3Storage, extra: Pick<ObjectStoreOptions, "requestDeadlineMs" | "maxAttempts"> = {}): ObjectStore {
+export function objectStoreOf(storage: S3Storage): ObjectStore {
   return new ObjectStore({
     bucket: storage.bucket,
     prefix: storage.prefix ?? "",
     ...(storage.endpoint === undefined ? {} : { endpoint: storage.endpoint }),
     ...(storage.region === undefined ? {} : { region: storage.region }),
     ...(storage.credentials === undefined ? {} : { credentials: storage.credentials }),
-    ...extra,
+    ...(storage.requestDeadlineMs === undefined ? {} : { requestDeadlineMs: storage.requestDeadlineMs }),
+    ...(storage.maxAttempts === undefined ? {} : { maxAttempts: storage.maxAttempts }),
   });
 }
 

@@ -31,11 +31,12 @@ export interface ObjectStoreOptions {
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string };
   /** How long one operation may take, retries included (default OBJECT_REQUEST_DEADLINE_MS). */
   readonly requestDeadlineMs?: number;
-  /** Attempts per operation for retryable failures (500, 503, throttling, dropped connections); default 5. */
+  /** Attempts per operation for retryable failures (500, 503, throttling, dropped connections); default OBJECT_REQUEST_ATTEMPTS. */
   readonly maxAttempts?: number;
 }
 
 export const OBJECT_REQUEST_DEADLINE_MS = 10_000;
+export const OBJECT_REQUEST_ATTEMPTS = 5;
 /** Keys a single list call returns at most (S3's page size). */
 export const OBJECT_LIST_PAGE_KEYS_MAX = 1_000;
 /** DELETE requests in flight at once while retention deletes old objects. */
@@ -78,6 +79,10 @@ export class ObjectStore {
     if (/^\/|\/$/.test(options.prefix)) throw new SilkError("invalid_option", "storage.s3.prefix must not begin or end with /");
     this.bucket = options.bucket;
     this.prefix = options.prefix;
+    for (const key of ["requestDeadlineMs", "maxAttempts"] as const) {
+      const value = options[key];
+      if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new SilkError("invalid_option", `storage.s3.${key} must be a positive integer`);
+    }
     this.deadlineMs = options.requestDeadlineMs ?? OBJECT_REQUEST_DEADLINE_MS;
     this.client = new S3Client({
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
@@ -85,7 +90,7 @@ export class ObjectStore {
       // endpoint usually accepts any region, so us-east-1 is the last resort.
       region: options.region ?? regionFromEnvironment() ?? "us-east-1",
       ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
-      maxAttempts: options.maxAttempts ?? 5,
+      maxAttempts: options.maxAttempts ?? OBJECT_REQUEST_ATTEMPTS,
     });
   }
 

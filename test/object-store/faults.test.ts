@@ -21,6 +21,7 @@ import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/s3-fault-proxy.js";
 import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
 import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
+import { runSilk } from "../cli/helpers.js";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const WRITER = fileURLToPath(new URL("./fixtures/s3-writer.ts", import.meta.url));
@@ -126,6 +127,57 @@ describe("a store that fails for a while", () => {
     await again.run(writeOne(addN("Doc", { i: 7 })));
     await again.close();
   }, 60_000);
+});
+
+describe("a deadline and attempts of the database's own", () => {
+  it("open(): attempts as configured, then storage_unavailable; a store slower than the deadline fails, one within it is waited for", async () => {
+    const db = await open(s3("tuned", { requestDeadlineMs: 1_500, maxAttempts: 3 }));
+    await db.run(writeOne(addN("Doc", { i: 0 })));
+    // Slower than usual, within the deadline: waited for.
+    proxy.rules.push({ match: segmentPut, action: { delayMs: 100 }, times: 1 });
+    await db.run(writeOne(addN("Doc", { i: 1 })));
+    // Every try answered 503: exactly maxAttempts tries of the segment PUT.
+    proxy.rules.splice(0, proxy.rules.length, { match: segmentPut, action: "503" });
+    const before = proxy.seen.length;
+    expect(await code(db.run(writeOne(addN("Doc", { i: 2 }))))).toBe("storage_unavailable");
+    expect(proxy.seen.slice(before).filter((seen) => segmentPut(seen.method, seen.path))).toHaveLength(3);
+    await db.close();
+    proxy.rules.splice(0);
+
+    // One try, and an answer later than the deadline (the default deadline, 10 s, would have waited for it).
+    const slow = await open(s3("tuned-slow", { requestDeadlineMs: 1_000, maxAttempts: 1 }));
+    await slow.run(writeOne(addN("Doc", { i: 0 })));
+    proxy.rules.push({ match: segmentPut, action: { delayMs: 4_000 } });
+    const failure = await slow.run(writeOne(addN("Doc", { i: 1 }))).then(() => undefined, (cause: unknown) => cause);
+    expect(failure).toBeInstanceOf(SilkError);
+    expect(failure).toMatchObject({ code: "storage_unavailable", message: expect.stringMatching(/within 1000 ms/) });
+    await slow.close();
+  }, 60_000);
+
+  it("refuses a deadline or attempts that are not positive integers", async () => {
+    for (const extra of [{ requestDeadlineMs: 0 }, { maxAttempts: 1.5 }, { maxAttempts: "3" }] as unknown as Partial<S3Storage>[]) {
+      await expect(Database.open({ storage: { s3: s3("refused", extra) } })).rejects.toMatchObject({ code: "invalid_option", message: expect.stringMatching(/storage\.s3\.(requestDeadlineMs|maxAttempts) must be a positive integer/) });
+    }
+  });
+
+  it("silk restore --s3-request-deadline-ms --s3-max-attempts: a store slower than the deadline is storage_unavailable", async () => {
+    const db = await open(s3("tuned-cli", {}, true));
+    await db.run(writeOne(addN("Doc", { i: 0 })));
+    await db.close();
+    proxy.rules.push({ match: (method) => method === "GET", action: { delayMs: 4_000 } });
+    const environment = { ...process.env, AWS_ACCESS_KEY_ID: server.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey, AWS_REGION: server.region };
+    const args = ["restore", "--from", `s3://${BUCKET}/tuned-cli`, "--data", join(scratch, "tuned-cli-restore"), "--s3-endpoint", proxy.endpoint];
+    const slow = await runSilk([...args, "--s3-request-deadline-ms", "1000", "--s3-max-attempts", "1"], { env: environment });
+    expect(slow.code).toBe(1);
+    expect(slow.stderr).toMatch(/storage_unavailable: .*within 1000 ms/);
+    const refused = await runSilk([...args, "--s3-max-attempts", "0"], { env: environment });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('invalid_option: --s3-max-attempts must be a positive integer, got "0"');
+    proxy.rules.splice(0);
+    const waited = await runSilk([...args, "--s3-request-deadline-ms", "20000"], { env: environment });
+    expect(waited.stderr).toBe("");
+    expect(waited.code).toBe(0);
+  }, 120_000);
 });
 
 describe("a writer SIGKILLed at the worst moments", () => {
