@@ -12,11 +12,15 @@
  *
  * Retention: a snapshot, and the segments up to a newer snapshot, are deleted once that newer snapshot is
  * `retentionMs` old. So a follower that is less than `retentionMs` behind the writer finds every segment it still
- * needs; one further behind restores from the newest snapshot (at its open, bucket-database.ts).
+ * needs; one further behind restores from the newest snapshot (at its open, bucket-database.ts, or while it serves,
+ * bucket-follower.ts).
+ *
+ * A failed snapshot is tried again when next due, but not before SNAPSHOT_RETRY_BACKOFF after the failure.
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { SilkError, asSilkError } from "../protocol/errors.js";
+import { backoffMs, type Backoff } from "../platform/backoff.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { LmdbDecisionLog } from "../cluster/decision-log.js";
 import { advanceManifest, snapshotsOf, type ManifestVersion } from "./bucket-manifest.js";
@@ -30,6 +34,12 @@ export const SNAPSHOT_EVERY_BYTES = 64 * 1024 * 1024;
 export const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** The cache's folder for a snapshot's copy on its way to the bucket. */
 export const SNAPSHOT_SCRATCH = "snapshot-copy";
+/**
+ * How a snapshot that failed is tried again: not before this backoff after the failure (1 s, then twice as long after
+ * each failure in a row, at most a minute; equal jitter, so never sooner than half). Without it a store that refuses
+ * snapshots would get a whole snapshot's copy and upload after every stored segment.
+ */
+export const SNAPSHOT_RETRY_BACKOFF: Backoff = { firstMs: 1_000, maxMs: 60_000, jitter: "equal" };
 
 /** The folder of a snapshot: its segment and the epoch of the writer that took it (two writers never share one). */
 export function snapshotFolder(seq: number, epoch: number): string {
@@ -130,6 +140,8 @@ export interface BucketSnapshotterOptions {
   readonly everyBytes: number;
   readonly retentionMs: number;
   readonly now: () => Date;
+  /** The clock the retry backoff is measured on; default `performance.now`. */
+  readonly clockMs?: () => number;
 }
 
 export interface SnapshotterStatus {
@@ -139,6 +151,8 @@ export interface SnapshotterStatus {
   readonly snapshotting: boolean;
   /** The last snapshot's or retention pass's failure; cleared by the next that succeeds. */
   readonly lastSnapshotError?: string;
+  /** Snapshots (or retention passes) that failed in a row; the next is tried after SNAPSHOT_RETRY_BACKOFF. */
+  readonly snapshotFailures: number;
 }
 
 /** A writer's snapshots while it serves, and retention after each. One at a time; a failed one is tried again when next due. */
@@ -151,9 +165,14 @@ export class BucketSnapshotter {
   /** A deposed writer takes no more snapshots. */
   private fenced = false;
   private lastError: string | undefined;
+  /** Failures in a row, and the instant (on `clockMs`) before which no snapshot starts after the last one. */
+  private failures = 0;
+  private retryAtMs = 0;
+  private readonly clockMs: () => number;
 
   constructor(private readonly options: BucketSnapshotterOptions) {
     this.manifest = options.manifest;
+    this.clockMs = options.clockMs ?? (() => performance.now());
   }
 
   /** The manifest as this writer last wrote it (its ETag is the one a further update must name). */
@@ -162,13 +181,19 @@ export class BucketSnapshotter {
   }
 
   status(): SnapshotterStatus {
-    return { snapshot: this.manifest.manifest.snapshot, snapshotting: this.running !== undefined, ...(this.lastError === undefined ? {} : { lastSnapshotError: this.lastError }) };
+    return {
+      snapshot: this.manifest.manifest.snapshot,
+      snapshotting: this.running !== undefined,
+      ...(this.lastError === undefined ? {} : { lastSnapshotError: this.lastError }),
+      snapshotFailures: this.failures,
+    };
   }
 
-  /** The shipper stored a segment: a snapshot starts in the background when one is due. */
+  /** The shipper stored a segment: a snapshot starts in the background when one is due and no failure's backoff runs. */
   shipped(seq: number, bytes: number): void {
     this.bytesSince += bytes;
-    if (seq - this.manifest.manifest.snapshot >= this.options.everySegments || this.bytesSince >= this.options.everyBytes) this.start();
+    const due = seq - this.manifest.manifest.snapshot >= this.options.everySegments || this.bytesSince >= this.options.everyBytes;
+    if (due && this.clockMs() >= this.retryAtMs) this.start();
   }
 
   /** Takes a snapshot now unless one is running (then waits for it); throws what it failed with. */
@@ -219,10 +244,14 @@ export class BucketSnapshotter {
       }
       this.manifest = await applyRetention(store, this.manifest, this.options.now(), this.options.retentionMs);
       this.lastError = undefined;
+      this.failures = 0;
+      this.retryAtMs = 0;
     } catch (cause) {
       const failure = asSilkError(cause);
       if (failure.code === "writer_fenced") this.fenced = true;
       this.lastError = failure.message;
+      this.retryAtMs = this.clockMs() + backoffMs(SNAPSHOT_RETRY_BACKOFF, this.failures);
+      this.failures += 1;
       throw failure;
     } finally {
       rmSync(scratch, { recursive: true, force: true });

@@ -447,6 +447,7 @@ export class Database {
           everyBytes: s3.snapshotEveryBytes,
           retentionMs: s3.retentionMs,
           now,
+          clockMs: internal.clockMs,
         });
       }
       const actors = stores.map(

@@ -36,6 +36,8 @@ export interface SeenRequest {
   readonly authorization: string;
   /** The action taken, or "pass". */
   readonly outcome: string;
+  /** When the proxy received it (performance.now()). */
+  readonly atMs: number;
 }
 
 export interface FaultProxy {
@@ -81,7 +83,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         const rule = rules.find((candidate) => (candidate.times === undefined || candidate.times > 0) && (candidate.match?.(method, path) ?? true));
         if (rule?.times !== undefined) rule.times -= 1;
         const action = rule?.action;
-        seen.push({ method, path, authorization: String(incoming.headers.authorization ?? ""), outcome: action === undefined ? "pass" : typeof action === "string" ? action : `delay ${action.delayMs}` });
+        seen.push({ method, path, authorization: String(incoming.headers.authorization ?? ""), outcome: action === undefined ? "pass" : typeof action === "string" ? action : `delay ${action.delayMs}`, atMs: performance.now() });
         const body = Buffer.concat(chunks);
         try {
           if (action === "503") return s3Error(response, 503, "ServiceUnavailable");
@@ -99,6 +101,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       })();
     });
   });
+  // Node closes a keep-alive connection idle for 5 s by default; a client that reuses it at that instant reads
+  // ECONNRESET, which a test with one attempt per request would take for a fault it did not inject.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {

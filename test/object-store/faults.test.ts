@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SilkError } from "../../protocol/errors.js";
 import { readManifest } from "../../runtime/bucket-manifest.js";
-import { Database } from "../../runtime/embedded.js";
+import { Database, type DatabaseStatus } from "../../runtime/embedded.js";
 import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/s3-fault-proxy.js";
@@ -59,11 +59,12 @@ async function code(promise: Promise<unknown>): Promise<string> {
   }
 }
 
-async function until(what: string, deadlineMs: number, check: () => boolean): Promise<void> {
+/** Waits for `check`, running `step` (default: a 20 ms pause) between looks. */
+async function until(what: string, deadlineMs: number, check: () => boolean, step?: () => Promise<void>): Promise<void> {
   const end = performance.now() + deadlineMs;
   while (!check()) {
     if (performance.now() > end) throw new Error(`${what} within ${deadlineMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await (step?.() ?? new Promise((resolve) => setTimeout(resolve, 20)));
   }
 }
 
@@ -177,6 +178,52 @@ describe("a deadline and attempts of the database's own", () => {
     const waited = await runSilk([...args, "--s3-request-deadline-ms", "20000"], { env: environment });
     expect(waited.stderr).toBe("");
     expect(waited.code).toBe(0);
+  }, 120_000);
+});
+
+describe("a snapshot that keeps failing", () => {
+  it("is tried again after a growing backoff, not after every stored segment, and succeeds once the store takes it", async () => {
+    // One try per request: each snapshot attempt is one PUT of its first file.
+    const db = await open(s3("snapshot-backoff", { snapshotEverySegments: 1, retentionMs: 0, maxAttempts: 1 }));
+    const snapshotPut = (method: string, path: string): boolean => method === "PUT" && path.includes("/snapshot-backoff/snapshots/");
+    proxy.rules.push({ match: snapshotPut, action: "503" });
+    const before = proxy.seen.length;
+    const started = performance.now();
+    let writes = 0;
+    // Every write is a segment, and every segment makes a snapshot due.
+    while (performance.now() - started < 4_000 || writes < 20) {
+      await db.run(writeOne(addN("Doc", { i: writes })));
+      writes += 1;
+    }
+    const status = db.status();
+    if (status.storage !== "s3" || status.mode !== "writer") throw new Error("not a bucket writer");
+    expect(status.s3.lastSnapshotError).toMatch(/storage_unavailable|did not complete PUT/);
+    const attempts = proxy.seen.slice(before).filter((seen) => snapshotPut(seen.method, seen.path));
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts.length).toBeLessThan(writes / 2);
+    expect(status.s3.snapshotFailures).toBeGreaterThanOrEqual(attempts.length - 1);
+    // Attempt n + 1 starts no sooner than half of min(60 s, 1 s x 2^n) after attempt n failed (equal jitter).
+    attempts.slice(1).forEach((attempt, n) => expect(attempt.atMs - attempts[n]!.atMs).toBeGreaterThanOrEqual(0.5 * Math.min(60_000, 1_000 * 2 ** n)));
+    proxy.rules.splice(0);
+    const writerStatus = (): Extract<DatabaseStatus, { storage: "s3"; mode: "writer" }>["s3"] => {
+      const now = db.status();
+      if (now.storage !== "s3" || now.mode !== "writer") throw new Error("not a bucket writer");
+      return now.s3;
+    };
+    // Each stored segment makes the next snapshot due: the first after the backoff succeeds.
+    await until("a snapshot once the store takes it", 90_000, () => writerStatus().snapshot > 0, async () => {
+      await db.run(writeOne(addN("Doc", { i: writes })));
+      writes += 1;
+    });
+    await until("the snapshots in flight done", 30_000, () => !writerStatus().snapshotting);
+    const after = db.status();
+    if (after.storage !== "s3" || after.mode !== "writer") throw new Error("not a bucket writer");
+    expect(after.s3).not.toHaveProperty("lastSnapshotError");
+    expect(after.s3.snapshotFailures).toBe(0);
+    await db.close();
+    const fresh = await open(s3("snapshot-backoff", {}, true));
+    expect(await docs(fresh)).toEqual(Array.from({ length: writes }, (_, i) => i));
+    await fresh.close();
   }, 120_000);
 });
 
