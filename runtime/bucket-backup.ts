@@ -118,9 +118,8 @@ export async function backupToBucket(data: string, s3: S3Storage, now: Date): Pr
     const files = snapshotFiles(copy);
     let bytes = 0;
     for (const file of files) {
-      const body = readFileSync(join(copy, file));
-      bytes += body.length;
-      const answer = await store.putIfAbsent(`${folder}/${file}`, body);
+      bytes += statSync(join(copy, file)).size;
+      const answer = await store.putFile(`${folder}/${file}`, join(copy, file), storage.snapshotPartBytes);
       if (answer.outcome === "precondition_failed") throw new SilkError("target_not_empty", `another backup or writer is writing ${where(storage)}: back up into a new prefix`);
     }
     await store.putIfAbsent(`${folder}/files.json`, new TextEncoder().encode(JSON.stringify(files)));

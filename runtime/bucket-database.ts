@@ -186,6 +186,6 @@ export async function closeWriter(storage: CheckedS3Storage, prepared: PreparedC
   let manifest = snapshotter.current();
   const stored = shipper.storedSegment();
   writeCacheState(directory, writerCacheState(storage, manifest.manifest.epoch, stored, true));
-  if (stored - manifest.manifest.snapshot >= storage.snapshotEverySegments) manifest = await uploadSnapshot(prepared.store, directory, stored, manifest, now);
+  if (stored - manifest.manifest.snapshot >= storage.snapshotEverySegments) manifest = await uploadSnapshot(prepared.store, directory, stored, manifest, now, storage.snapshotPartBytes);
   await snapshotter.retain(manifest);
 }

@@ -17,7 +17,7 @@
  *
  * A failed snapshot is tried again when next due, but not before SNAPSHOT_RETRY_BACKOFF after the failure.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { SilkError, asSilkError } from "../protocol/errors.js";
 import { backoffMs, type Backoff } from "../platform/backoff.js";
@@ -68,12 +68,13 @@ export function snapshotFiles(directory: string): string[] {
  * Uploads a database directory that nothing writes (closed, or a copy) as the snapshot of segment `seq`, then names
  * it in the manifest. Answers the manifest as advanced; `writer_fenced` when another writer changed it.
  */
-export async function uploadSnapshot(store: ObjectStore, directory: string, seq: number, manifest: ManifestVersion, now: Date): Promise<ManifestVersion> {
+export async function uploadSnapshot(store: ObjectStore, directory: string, seq: number, manifest: ManifestVersion, now: Date, partBytes: number): Promise<ManifestVersion> {
   const folder = snapshotFolder(seq, manifest.manifest.epoch);
   const files = snapshotFiles(directory);
   for (const file of files) {
-    // The folder is this writer's alone: a refusal is an earlier try of this very upload.
-    await store.putIfAbsent(`${folder}/${file}`, readFileSync(join(directory, file)));
+    // The folder is this writer's alone: a refusal is an earlier try of this very upload. A file over `partBytes` goes
+    // up in parts (ObjectStore.putFile).
+    await store.putFile(`${folder}/${file}`, join(directory, file), partBytes);
   }
   await store.putIfAbsent(`${folder}/files.json`, new TextEncoder().encode(JSON.stringify(files)));
   const takenAt = now.toISOString();
@@ -139,6 +140,8 @@ export interface BucketSnapshotterOptions {
   readonly everySegments: number;
   readonly everyBytes: number;
   readonly retentionMs: number;
+  /** A snapshot file larger than this is uploaded in parts of this size. */
+  readonly partBytes: number;
   readonly now: () => Date;
   /** The clock the retry backoff is measured on; default `performance.now`. */
   readonly clockMs?: () => number;
@@ -239,7 +242,7 @@ export class BucketSnapshotter {
         await decisions.backup(join(scratch, "coordinator"));
         // The copy may hold records staged after `seq`: it is named only once they are all in the bucket.
         await shipper.flush();
-        this.manifest = await uploadSnapshot(store, scratch, seq, this.manifest, this.options.now());
+        this.manifest = await uploadSnapshot(store, scratch, seq, this.manifest, this.options.now(), this.options.partBytes);
         this.bytesSince = Math.max(0, this.bytesSince - bytesAtStart);
       }
       this.manifest = await applyRetention(store, this.manifest, this.options.now(), this.options.retentionMs);

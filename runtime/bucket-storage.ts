@@ -21,7 +21,7 @@ import { applyLogEntry } from "../node/store/log-entry.js";
 import type { PartitionStore } from "../node/store/partition-store.js";
 import type { DecisionStore } from "../cluster/decision-log.js";
 import { RETENTION_MS, SNAPSHOT_EVERY_BYTES, SNAPSHOT_EVERY_SEGMENTS, SNAPSHOT_SCRATCH } from "./bucket-snapshots.js";
-import { ObjectStore } from "./object-store.js";
+import { OBJECT_PART_BYTES, OBJECT_PART_BYTES_MIN, ObjectStore } from "./object-store.js";
 import { decodeSegment, recordSequence, segmentName, type Segment } from "./segment-log.js";
 import type { Durability } from "./segment-shipper.js";
 
@@ -57,10 +57,15 @@ export interface S3Storage {
   readonly requestDeadlineMs?: number;
   /** Tries of one request (the first and its retries) for retryable failures: 500, 503, throttling, dropped connections (default 5). */
   readonly maxAttempts?: number;
+  /**
+   * A snapshot file larger than this is uploaded in parts of this size (S3 multipart upload: one part in memory at a
+   * time, each part its own request); default 64 MiB, at least 5 MiB (S3's smallest part).
+   */
+  readonly snapshotPartBytes?: number;
 }
 
 export const FOLLOW_INTERVAL_MS = 1_000;
-const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "snapshotEveryBytes", "retentionMs", "followIntervalMs", "requestDeadlineMs", "maxAttempts"]);
+const S3_KEYS = new Set(["bucket", "prefix", "endpoint", "region", "credentials", "cacheDir", "durability", "snapshotEverySegments", "snapshotEveryBytes", "retentionMs", "followIntervalMs", "requestDeadlineMs", "maxAttempts", "snapshotPartBytes"]);
 const CACHE_STATE = "cache.json";
 /** What a cache holds besides its state file: everything a restore replaces. */
 const CACHE_ENTRIES = ["silk.json", "partitions", "coordinator", "outbox", SNAPSHOT_SCRATCH];
@@ -71,7 +76,7 @@ const FETCH_AHEAD = 8;
 export function checkS3Storage(
   value: unknown,
   mode: "writer" | "readonly",
-): Required<Pick<S3Storage, "bucket" | "prefix" | "cacheDir" | "durability" | "snapshotEverySegments" | "snapshotEveryBytes" | "retentionMs" | "followIntervalMs">> & S3Storage {
+): Required<Pick<S3Storage, "bucket" | "prefix" | "cacheDir" | "durability" | "snapshotEverySegments" | "snapshotEveryBytes" | "retentionMs" | "followIntervalMs" | "snapshotPartBytes">> & S3Storage {
   const refuse = (message: string): never => {
     throw new SilkError("invalid_option", `storage.s3.${message}`);
   };
@@ -107,6 +112,9 @@ export function checkS3Storage(
     const number = s3[key];
     if (number !== undefined && (!Number.isSafeInteger(number) || (number as number) < 1)) refuse(`${key} must be a positive integer`);
   }
+  if (s3.snapshotPartBytes !== undefined && (!Number.isSafeInteger(s3.snapshotPartBytes) || (s3.snapshotPartBytes as number) < OBJECT_PART_BYTES_MIN)) {
+    refuse(`snapshotPartBytes must be a whole number of bytes, at least ${OBJECT_PART_BYTES_MIN} (5 MiB, S3's smallest part)`);
+  }
   if (s3.retentionMs !== undefined && (!Number.isSafeInteger(s3.retentionMs) || (s3.retentionMs as number) < 0)) refuse("retentionMs must be a whole number of milliseconds, 0 or more");
   const storage = s3 as unknown as S3Storage;
   const identity = createHash("sha256").update(`${storage.endpoint ?? "aws"}\n${storage.bucket}\n${prefix}`).digest("hex").slice(0, 16);
@@ -119,6 +127,7 @@ export function checkS3Storage(
     snapshotEveryBytes: storage.snapshotEveryBytes ?? SNAPSHOT_EVERY_BYTES,
     retentionMs: storage.retentionMs ?? RETENTION_MS,
     followIntervalMs: storage.followIntervalMs ?? FOLLOW_INTERVAL_MS,
+    snapshotPartBytes: storage.snapshotPartBytes ?? OBJECT_PART_BYTES,
   };
 }
 

@@ -446,6 +446,7 @@ export class Database {
           everySegments: s3.snapshotEverySegments,
           everyBytes: s3.snapshotEveryBytes,
           retentionMs: s3.retentionMs,
+          partBytes: s3.snapshotPartBytes,
           now,
           clockMs: internal.clockMs,
         });

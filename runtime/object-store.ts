@@ -8,13 +8,18 @@
  * Why here: only runtime/ may reach the network client; node/ and cluster/ see the bucket through the WriteLog and
  * DecisionStore interfaces (node/actor/partition-actor.ts, cluster/decision-log.ts).
  */
+import { closeSync, openSync, readSync, statSync } from "node:fs";
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
+  UploadPartCommand,
   type PutObjectCommandInput,
 } from "@aws-sdk/client-s3";
 import { SilkError } from "../protocol/errors.js";
@@ -36,6 +41,13 @@ export interface ObjectStoreOptions {
 }
 
 export const OBJECT_REQUEST_DEADLINE_MS = 10_000;
+/**
+ * A file larger than this is uploaded in parts of this size (multipart upload), one part in memory at a time; a
+ * smaller one in one PUT. S3 takes parts of 5 MiB (OBJECT_PART_BYTES_MIN) to 5 GiB, at most 10,000 of them.
+ */
+export const OBJECT_PART_BYTES = 64 * 1024 * 1024;
+export const OBJECT_PART_BYTES_MIN = 5 * 1024 * 1024;
+const OBJECT_PARTS_MAX = 10_000;
 export const OBJECT_REQUEST_ATTEMPTS = 5;
 /** Keys a single list call returns at most (S3's page size). */
 export const OBJECT_LIST_PAGE_KEYS_MAX = 1_000;
@@ -119,6 +131,61 @@ export class ObjectStore {
   /** Replaces the object only if its current ETag is `etag` (`If-Match`). */
   putIfMatch(name: string, body: Uint8Array, etag: string): Promise<ConditionalPut> {
     return this.conditionalPut(name, body, { IfMatch: etag });
+  }
+
+  /**
+   * Uploads the file at `path` as `name` (a snapshot's file: bucket-snapshots.ts), in one `If-None-Match: *` PUT when
+   * it is at most `partBytes`, else as a multipart upload of `partBytes` parts, each its own request with its own
+   * deadline and retries (a failed upload is aborted, so its parts do not stay in the bucket). A multipart upload is
+   * not conditional (not every S3-compatible store takes a condition on its completion): it is for objects only their
+   * writer names, which a repeat writes with the same bytes.
+   */
+  async putFile(name: string, path: string, partBytes = OBJECT_PART_BYTES): Promise<ConditionalPut> {
+    if (!Number.isSafeInteger(partBytes) || partBytes < OBJECT_PART_BYTES_MIN) throw new SilkError("invalid_option", `a part must be at least ${OBJECT_PART_BYTES_MIN} bytes (S3's smallest), got ${partBytes}`);
+    const size = statSync(path).size;
+    const descriptor = openSync(path, "r");
+    try {
+      const read = (offset: number, length: number): Uint8Array => {
+        const buffer = Buffer.allocUnsafe(length);
+        let filled = 0;
+        while (filled < length) {
+          const count = readSync(descriptor, buffer, filled, length - filled, offset + filled);
+          if (count === 0) throw new SilkError("storage_error", `${path} ended at ${offset + filled} bytes while ${size} were uploaded: it changed during the upload`);
+          filled += count;
+        }
+        return buffer;
+      };
+      if (size <= partBytes) return await this.putIfAbsent(name, read(0, size));
+      const parts = Math.ceil(size / partBytes);
+      if (parts > OBJECT_PARTS_MAX) throw new SilkError("invalid_option", `${path} (${size} bytes) needs ${parts} parts of ${partBytes} bytes, over S3's ${OBJECT_PARTS_MAX}: use larger parts`);
+      return await this.multipartUpload(name, parts, (part) => read(part * partBytes, Math.min(partBytes, size - part * partBytes)));
+    } finally {
+      closeSync(descriptor);
+    }
+  }
+
+  private async multipartUpload(name: string, parts: number, body: (part: number) => Uint8Array): Promise<ConditionalPut> {
+    const key = this.key(name);
+    let uploadId: string | undefined;
+    try {
+      uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key }), this.signal())).UploadId;
+      if (uploadId === undefined) throw new SilkError("storage_unavailable", `the object store answered the multipart upload of ${name} without an upload ID`);
+      const etags: { ETag: string; PartNumber: number }[] = [];
+      // One part at a time: one part's bytes in memory, and each part's request has the whole deadline.
+      for (let part = 0; part < parts; part += 1) {
+        const answer = await this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: part + 1, Body: body(part) }), this.signal());
+        if (answer.ETag === undefined) throw new SilkError("storage_unavailable", `the object store answered part ${part + 1} of ${name} without an ETag`);
+        etags.push({ ETag: answer.ETag, PartNumber: part + 1 });
+      }
+      const done = await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: etags } }), this.signal());
+      return { outcome: "written", etag: unquote(done.ETag) };
+    } catch (cause) {
+      if (uploadId !== undefined) {
+        // Best effort: the failure is what the caller needs; parts of an upload never completed are invisible to reads.
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), this.signal()).catch(() => undefined);
+      }
+      throw this.failure(cause, `multipart PUT ${name}`);
+    }
   }
 
   /** Names (without the prefix) under `folder`, in key order, after `startAfter` when given; one page at most. */

@@ -20,7 +20,7 @@ import { ObjectStore } from "../../runtime/object-store.js";
 import type { S3Storage } from "../../runtime/bucket-storage.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/s3-fault-proxy.js";
 import { createBucket, startS3Server, type S3TestServer } from "../helpers/s3-server.js";
-import { addN, nodesOf, readOne, values, writeOne } from "../helpers/tree.js";
+import { addN, entry, nodesOf, readOne, values, write, writeOne } from "../helpers/tree.js";
 import { runSilk } from "../cli/helpers.js";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
@@ -225,6 +225,42 @@ describe("a snapshot that keeps failing", () => {
     expect(await docs(fresh)).toEqual(Array.from({ length: writes }, (_, i) => i));
     await fresh.close();
   }, 120_000);
+});
+
+describe("a snapshot file larger than a part", () => {
+  it("goes up as a multipart upload in parts of snapshotPartBytes, a failed one is aborted and retried, and a follower restores from it", async () => {
+    const partBytes = 5 * 1024 * 1024;
+    const db = await open(s3("multipart", { snapshotEverySegments: 20, retentionMs: 0, snapshotPartBytes: partBytes, maxAttempts: 1 }));
+    const multipart = (path: string): boolean => path.includes("/multipart/snapshots/") && path.includes("data.mdb");
+    // The second part of the first try fails: that upload is aborted, and the snapshot is tried again (after its
+    // backoff, or at close).
+    proxy.rules.push({ match: (method, path) => method === "PUT" && multipart(path) && path.includes("partNumber=2"), action: "503", times: 1 });
+    const before = proxy.seen.length;
+    const text = (i: number): string => `${i}:`.padEnd(100_000, String.fromCharCode(97 + (i % 26)));
+    // About 12 MB of records: the partition's data.mdb is more than one part.
+    for (let t = 0; t < 24; t += 1) await db.run(write(Array.from({ length: 5 }, (_, k) => entry(`d${k}`, addN("Doc", { i: 5 * t + k, text: text(5 * t + k) }))), []));
+    await db.close();
+    const seen = proxy.seen.slice(before).filter((request) => multipart(request.path));
+    expect(seen.some((request) => request.method === "DELETE" && request.path.includes("uploadId="))).toBe(true);
+    const parts = seen.filter((request) => request.method === "PUT" && request.path.includes("partNumber=") && request.outcome === "pass");
+    expect(parts.length).toBeGreaterThanOrEqual(3); // the aborted try's first part, and two or more of the one completed
+    expect(seen.filter((request) => request.method === "POST" && request.path.includes("uploadId=")).length).toBe(1);
+    const store = new ObjectStore({ bucket: BUCKET, prefix: "multipart", endpoint: server.endpoint, region: server.region, credentials: server.credentials });
+    const manifest = (await readManifest(store))!.manifest;
+    const data = await store.get(`${manifest.snapshotFolder!}/partitions/p0/data.mdb`);
+    store.close();
+    expect(data!.body.length).toBeGreaterThan(partBytes);
+    const follower = await Database.open({ storage: { s3: s3("multipart", {}, true) }, mode: "readonly" });
+    handles.push(follower);
+    expect(await docs(follower)).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    const sample = (await follower.run(readOne(values(nodesOf("Doc"), "i", "text")))) as { r: { i: number; text: string }[] };
+    for (const row of sample.r) expect(row.text).toBe(text(row.i));
+    await follower.close();
+  }, 180_000);
+
+  it("refuses parts smaller than S3's 5 MiB", async () => {
+    await expect(Database.open({ storage: { s3: s3("refused-parts", { snapshotPartBytes: 1024 }) } })).rejects.toMatchObject({ code: "invalid_option", message: expect.stringMatching(/snapshotPartBytes must be .* at least 5242880/) });
+  });
 });
 
 describe("a writer SIGKILLed at the worst moments", () => {
