@@ -4,6 +4,8 @@
  * against the build of commit REV (default 2df458e, main just before the one executor replaced
  * node/actor/fast-read.ts: issue 15's "no slower" compares with it). REV is exported with `git archive` into a folder
  * under the system's temp directory and compiled there once (`tsc`, the parser generated); later runs reuse it.
+ * `--base-dist DIR --head-label TEXT` take a base build made elsewhere and name this tree, for a machine that has
+ * the files but not the repository's history.
  *
  * Both builds load the same dataset (bench/datasets.ts) into a database of their own, with the same project, and run
  * the same start nodes. Each round runs every shape on both sides, in alternating order (base first in even rounds,
@@ -123,6 +125,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       base: { type: "string", default: "2df458e" },
+      "base-dist": { type: "string" },
+      "head-label": { type: "string" },
       dataset: { type: "string", default: "snap-ego-facebook" },
       rounds: { type: "string", default: "10" },
     },
@@ -132,9 +136,10 @@ async function main(): Promise<void> {
   const stale = staleBuildFile();
   if (stale !== undefined) throw new Error(`dist/ is missing or older than ${stale}: run \`npm run build\` first`);
   const rounds = Number(values.rounds);
-  const base = buildOf(values.base);
-  const head = run("git", ["rev-parse", "--short=12", "HEAD"], REPO_ROOT).trim();
-  const dirty = run("git", ["status", "--porcelain", "--untracked-files=no"], REPO_ROOT).trim() !== "";
+  // --base-dist and --head-label: a build of --base made elsewhere, on a machine without the repository's history.
+  const base = values["base-dist"] === undefined ? buildOf(values.base) : { dist: values["base-dist"], commit: values.base };
+  const head = values["head-label"] ?? run("git", ["rev-parse", "--short=12", "HEAD"], REPO_ROOT).trim();
+  const dirty = values["head-label"] === undefined && run("git", ["status", "--porcelain", "--untracked-files=no"], REPO_ROOT).trim() !== "";
   const baseSilk = (await import(pathToFileURL(join(base.dist, "index.js")).href)) as Silk;
   const thisSilk = (await import(pathToFileURL(join(REPO_ROOT, "dist", "index.js")).href)) as Silk;
   const edges = readEdgeList(spec);
