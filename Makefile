@@ -4,7 +4,7 @@
 SILK_PORT ?= 6969
 SILK_DATA ?= data
 
-.PHONY: install build typecheck run test soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-memory bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server chromium clean
+.PHONY: install build typecheck run test image soak soak-readers chaos nats-server cluster cluster-down bench bench-http bench-secondary bench-commit bench-admission bench-text bench-vectors bench-vector-ef bench-vector-memory bench-vector-graphs bench-cluster bench-s3 test-snapshots-100k redis-server s3-server chromium clean
 
 # npm ci installs exactly the committed lockfile and never rewrites it (the lockfile lists every platform's optional
 # @msgpackr-extract build, so npm ci finds it in sync on every platform).
@@ -134,6 +134,12 @@ bench-admission: build redis-server
 
 clean:
 	rm -rf dist node_modules protocol/helixql/generated
+
+# The container image every Silk pod of deploy/kubernetes runs (deploy/README.md), tagged with package.json's version.
+# It needs a Docker daemon and the node:20-bookworm-slim base image; the development machines have neither (no daemon
+# runs there), so `make test` checks the Dockerfile statically instead (test/deploy/dockerfile.test.ts).
+image:
+	docker build -f deploy/Dockerfile -t silk:$(shell node -p "require('./package.json').version") .
 
 # BM25 text index on BEIR SciFact beside a plain in-memory BM25: build docs/s, queries/s, nDCG@10 (docs/BENCHMARKS.md).
 bench-text: install
