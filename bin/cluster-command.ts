@@ -6,6 +6,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import type { ClusterUpOptions, ReplaceReplicaOptions } from "./cluster.js";
 import { SERVE_PORT_DEFAULT } from "./defaults.js";
+import { SilkError } from "../protocol/errors.js";
 
 const cluster = () => import("./cluster.js");
 
@@ -61,7 +62,16 @@ export function clusterCommand(fail: (command: string, cause: unknown) => void, 
       new Command("add-partition")
         .description("add a partition (carved from the one with the most free IDs), start its replicas, make it serve")
         .requiredOption("--dir <dir>", "the cluster directory")
-        .action((flags: { dir: string }) => run(async () => (await cluster()).runClusterAddPartition(flags.dir, process.stdout))()),
+        .option("--existing", "its replicas run already (e.g. a Kubernetes StatefulSet): only carve, wait for its leader and make it serve; needs --partition")
+        .option("--partition <p>", "with --existing: the partition being added (the next one)", partitionNumber)
+        .action((flags: { dir: string; existing?: boolean; partition?: number }) =>
+          run(async () => {
+            if ((flags.existing === true) !== (flags.partition !== undefined)) throw new SilkError("invalid_option", "--existing and --partition go together");
+            const commands = await cluster();
+            if (flags.partition === undefined) await commands.runClusterAddPartition(flags.dir, process.stdout);
+            else await commands.runClusterAddExistingPartition({ dir: flags.dir, partition: flags.partition }, process.stdout);
+          })(),
+        ),
     )
     .addCommand(
       new Command("move")

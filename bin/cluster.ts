@@ -18,6 +18,8 @@
  * - add-partition: asks the coordinator (admin subject, cluster/nats/rebalance.ts) to carve partition N's allocation
  *   range, records N in cluster.json, starts N's replica processes, waits for N's leader, then asks the coordinator
  *   to make N serve. Run again after a failure, it reuses the partition already carved.
+ * - add-partition --existing --partition P: the same without starting or recording anything, for replicas started
+ *   by someone else (Kubernetes: deploy/kubernetes/jobs/add-partition.yaml): carve, wait for P's leader, activate.
  * - move --from P --to Q [--ids N]: asks the coordinator to move the upper N (default half) of P's used IDs to Q,
  *   chunk by chunk, and waits for it to finish.
  * - replace-replica --partition P --replica R --store NEW: stops replica R of P if it still runs, records NEW as its
@@ -515,6 +517,39 @@ export async function runClusterAddPartition(dir: string, out: CommandOutput): P
     }
     const deadline = Date.now() + CLUSTER_UP_TIMEOUT_MS;
     await waitFor(`a leader of partition ${partition}`, deadline, async () => ((await leaders(nc, grown))[partition] !== undefined ? true : undefined));
+    const served = await adminRequest(nc, manifest.name, { action: "activate" }, 60_000);
+    out.write(`silk: partition ${partition} (IDs ${String(carved.first)}..${String(carved.last)}) serves; map version ${String(served.version)}\n`);
+  });
+}
+
+/** How long `add-partition --existing` waits for the new partition's leader (its pods may still be scheduled). */
+export const CLUSTER_ADD_EXISTING_TIMEOUT_MS = 600_000;
+
+/**
+ * `add-partition --existing --partition P`: the partition's replicas were started by someone else (a Kubernetes
+ * StatefulSet, with cluster.json's `partitions` raised to include P); they wait for P's range (bin/partition.ts).
+ * Asks the coordinator to carve it, waits for P's leader and asks the coordinator to make P serve. It writes nothing
+ * and starts nothing. Run again after a failure it goes on from where it stopped; once P serves it only says so.
+ */
+export async function runClusterAddExistingPartition(options: { dir: string; partition: number }, out: CommandOutput, timeoutMs = CLUSTER_ADD_EXISTING_TIMEOUT_MS): Promise<void> {
+  const manifest = readClusterManifest(resolve(options.dir));
+  const { partition } = options;
+  if (partition >= manifest.partitions) {
+    throw new SilkError("invalid_option", `cluster.json names ${manifest.partitions} partitions: raise its partitions to ${partition + 1} and start partition ${partition}'s replicas first`);
+  }
+  await withNats(manifest, async (nc) => {
+    const stored = await (await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest) })).read();
+    if (stored === undefined) throw new SilkError("invalid_option", `cluster ${manifest.name} has no partition map yet: start its partitions and coordinator first`);
+    const map = stored.value;
+    if (map.pending === undefined && partition < map.count) {
+      out.write(`silk: partition ${partition} serves already; map version ${map.version}\n`);
+      return;
+    }
+    const next = map.pending ?? map.count;
+    if (partition !== next) throw new SilkError("invalid_option", `the partition to add next is ${next}, not ${partition}`);
+    const carved = await adminRequest(nc, manifest.name, { action: "carve" }, 60_000);
+    if (carved.partition !== partition) throw new SilkError("internal", `the coordinator carved partition ${String(carved.partition)}, not ${partition}`);
+    await waitFor(`a leader of partition ${partition} (are its replicas running?)`, Date.now() + timeoutMs, async () => ((await leaders(nc, manifest))[partition] !== undefined ? true : undefined));
     const served = await adminRequest(nc, manifest.name, { action: "activate" }, 60_000);
     out.write(`silk: partition ${partition} (IDs ${String(carved.first)}..${String(carved.last)}) serves; map version ${String(served.version)}\n`);
   });

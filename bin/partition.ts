@@ -2,7 +2,8 @@
  * `silk partition --dir DIR --partition I --replica R`: one replica process of one partition of the cluster that
  * DIR/cluster.json describes (cluster/nats/manifest.ts). It opens its own LMDB at DIR/partitions/p<I>/r<R> with
  * the partition's allocation range from the cluster's map in NATS KV (cluster/nats/map-store.ts; created from the
- * manifest's partition count if absent; a partition being added has one before it serves) and the schema's index
+ * manifest's partition count if absent; a partition being added has one before it serves, and a replica of the next
+ * partition started before it is carved waits for it: `silk cluster add-partition --existing`) and the schema's index
  * definitions; the ranges it owns come from its log (add_ranges, drop_range). It runs
  * cluster/nats/replica.ts's PartitionReplica (leader or follower of the partition's JetStream log), and logs with pino to
  * DIR/logs/p<I>-r<R>.log. Before its store opens, a directory without a store, or with one the log no longer reaches
@@ -23,6 +24,7 @@
  * and the NATS connection close. A fatal replica failure (the store cannot follow the log) exits with code 1.
  */
 import { mkdirSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import { connect } from "@nats-io/transport-node";
@@ -38,6 +40,7 @@ import { PartitionStore } from "../node/store/partition-store.js";
 import { storageStatistics } from "../runtime/embedded.js";
 import { checkProject } from "../protocol/helixql/query-check.js";
 import { SilkError } from "../protocol/errors.js";
+import type { IdRange } from "../protocol/records.js";
 import { schemaIndexDefinitions } from "../protocol/schema-indexes.js";
 import { uniqueEdgeLabels } from "../node/exec/unique-edges.js";
 import { formatDiagnostics } from "../protocol/schema.js";
@@ -183,6 +186,21 @@ function healthServer(state: () => ReplicaState, metrics: ReplicaMetrics, readyW
   });
 }
 
+/** How often a replica of a partition not carved yet reads the map again. */
+const CARVE_POLL_MS = 1_000;
+
+/**
+ * Waits until the map gives `partition`, the next one (`count`), an allocation range: carved, it is pending, then
+ * serving. Only the next partition is ever carved (PartitionMap.withPending), so none can take its place.
+ */
+async function allocationCarved(maps: MapStore, partition: number): Promise<IdRange> {
+  for (;;) {
+    await sleep(CARVE_POLL_MS);
+    const range = (await maps.read().catch(() => undefined))?.value.allocationOf(partition);
+    if (range !== undefined) return range;
+  }
+}
+
 /** Starts the replica; resolves once it runs. The process then lives until a signal stops it. */
 export async function runPartition(options: PartitionCommandOptions): Promise<void> {
   const manifest = readClusterManifest(options.dir);
@@ -213,8 +231,16 @@ export async function runPartition(options: PartitionCommandOptions): Promise<vo
   });
   let range;
   try {
-    const { value: map } = await (await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest) })).load(manifest.partitions);
+    const maps = await MapStore.open({ nc, cluster: manifest.name, replicas: streamReplicas(manifest) });
+    const { value: map } = await maps.load(manifest.partitions);
     range = map.allocationOf(options.partition);
+    // The next partition, not carved yet: its replicas were started first (a StatefulSet's pods) and wait for
+    // `silk cluster add-partition --existing` to carve its range (deploy/README.md, "Adding a partition").
+    if (range === undefined && options.partition === map.count) {
+      process.stdout.write(`silk: partition ${options.partition} is not in the cluster's map yet: waiting for silk cluster add-partition --existing --partition ${options.partition}\n`);
+      logger.info({ partition: options.partition }, "waiting for the partition to be carved");
+      range = await allocationCarved(maps, options.partition);
+    }
     if (range === undefined) throw new SilkError("invalid_option", `--partition must be from 0 to ${map.count - 1} (the cluster's map), not ${options.partition}`);
     // An empty directory, or a store the log no longer reaches, starts from the partition's latest snapshot.
     const bootstrap = await bootstrapReplica({ nc, cluster: manifest.name, partition: options.partition, path: storePath, logger });

@@ -21,11 +21,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, NATS_SERVER_BINARY } from "../../cluster/nats/servers.js";
 import { runSilk, spawnSilk, temporaryDirectory, removeTemporaryDirectories } from "../cli/helpers.js";
-import { byKindAndName, loadBase, selects, services, workloads, type Container, type KubeObject, type Workload } from "./manifests.js";
+import { parse } from "yaml";
+import { BASE_DIRECTORY, byKindAndName, loadBase, selects, services, workloads, type Container, type KubeObject, type Workload } from "./manifests.js";
 
 const objects = loadBase();
 const root = mkdtempSync(join(tmpdir(), "silk-deploy-launch-"));
-const running: { name: string; child: ChildProcess; output: string[] }[] = [];
+const running: Running[] = [];
 const STARTUP_MS_MAX = 120_000;
 /** Secret keys the test fills as an operator would (the base ships placeholders), by Secret name. */
 const secretValues = new Map<string, Record<string, string>>();
@@ -40,6 +41,8 @@ interface Pod {
 }
 
 const pods: Pod[] = [];
+/** The first test's user, read again once a partition was added. */
+let firstUser: string | undefined;
 
 async function podsOf(workload: Workload): Promise<Pod[]> {
   const count = workload.spec.replicas ?? 1;
@@ -141,7 +144,13 @@ function runInitContainers(pod: Pod): void {
   }
 }
 
-function start(pod: Pod): void {
+interface Running {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly output: string[];
+}
+
+function start(pod: Pod): Running {
   const container = pod.workload.spec.template.spec.containers[0];
   mkdirSync(pod.directory, { recursive: true });
   runInitContainers(pod);
@@ -169,7 +178,41 @@ function start(pod: Pod): void {
   const output: string[] = [];
   child.stdout?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  running.push({ name: pod.name, child, output });
+  const entry = { name: pod.name, child, output };
+  running.push(entry);
+  return entry;
+}
+
+/** Waits for a Job's container to exit and returns its exit code; it then no longer counts as a running process. */
+async function completion(job: Running, deadline: number): Promise<number> {
+  while (job.child.exitCode === null && job.child.signalCode === null) {
+    const exited = running.find((process) => process !== job && process.child.exitCode !== null);
+    if (exited !== undefined) throw new Error(`${exited.name} exited (${exited.child.exitCode}): ${exited.output.join("").slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`${job.name} did not finish in time: ${job.output.join("").slice(-2000)}`);
+    await sleep(250);
+  }
+  running.splice(running.indexOf(job), 1);
+  return job.child.exitCode ?? -1;
+}
+
+/**
+ * The StatefulSet (and what it names) of partition `index`, copied from another partition's as deploy/README.md tells
+ * an operator to: its name, its silk-partition labels and selectors, and its `--partition`.
+ */
+function partitionStatefulSet(from: Workload, index: number): Workload {
+  const previous = /^silk-partition-(\d+)$/.exec(from.metadata.name)![1];
+  const text = JSON.stringify(from)
+    .replaceAll(`"silk-partition-${previous}"`, `"silk-partition-${index}"`)
+    .replaceAll(`"silk-partition":"${previous}"`, `"silk-partition":"${index}"`)
+    .replaceAll(`"--partition","${previous}"`, `"--partition","${index}"`);
+  return JSON.parse(text) as Workload;
+}
+
+/** Replaces an object of the base by a new version (an operator's `kubectl apply` of an edited manifest). */
+function apply(object: KubeObject): void {
+  const index = objects.findIndex((candidate) => candidate.kind === object.kind && candidate.metadata.name === object.metadata.name);
+  if (index < 0) throw new Error(`no ${object.kind} ${object.metadata.name} to replace`);
+  objects[index] = object;
 }
 
 async function httpGetOk(port: number, path: string, deadline: number): Promise<void> {
@@ -267,7 +310,74 @@ describe("deploy/kubernetes launched as local processes", () => {
     const rebound = await post("/GetUser", { id: user.id }, `evil.example:${servicePort}`);
     expect(rebound.status).toBe(403);
     expect(rebound.json.error).toBe("host_not_allowed");
+    firstUser = user.id;
   }, STARTUP_MS_MAX + 60_000);
+
+  it("adds a partition: cluster.json raised, a StatefulSet for the next index, then the add-partition Job; writes land on it and reads answer all data", async () => {
+    expect(firstUser, "the first test's user").toBeDefined();
+    // The operator's steps (deploy/README.md, "Adding a partition"): the silk-cluster ConfigMap raised to one more
+    // partition, and a copy of the last partition StatefulSet with the next index. Its pods wait for the carve.
+    const configMap = byKindAndName<KubeObject>(objects, "ConfigMap", "silk-cluster");
+    const manifest = JSON.parse(configMap.data!["cluster.json"]) as { partitions: number };
+    const next = manifest.partitions;
+    apply({ ...configMap, data: { "cluster.json": JSON.stringify({ ...manifest, partitions: next + 1 }, null, 2) } });
+    const added = partitionStatefulSet(byKindAndName<Workload>(objects, "StatefulSet", `silk-partition-${next - 1}`), next);
+    expect(added.spec.template.spec.containers[0].args).toContain(String(next));
+    const addedPods = await podsOf(added);
+    for (const pod of addedPods) start(pod);
+
+    // The Job, as `kubectl create -f deploy/kubernetes/jobs/add-partition.yaml` runs it: one pod, to completion.
+    const job = parse(readFileSync(join(BASE_DIRECTORY, "jobs", "add-partition.yaml"), "utf8")) as Workload & { metadata: { generateName: string } };
+    const jobArgs = job.spec.template.spec.containers[0].args!;
+    expect(jobArgs[jobArgs.indexOf("--partition") + 1], "the Job's --partition is the next partition").toBe(String(next));
+    const [jobPod] = await podsOf({ ...job, metadata: { ...job.metadata, name: `${job.metadata.generateName}launch` }, spec: { ...job.spec, replicas: 1 } });
+    const deadline = Date.now() + STARTUP_MS_MAX;
+    const jobRun = start(jobPod);
+    const code = await completion(jobRun, deadline);
+    const jobOutput = jobRun.output.join("");
+    expect(code, jobOutput).toBe(0);
+    const carved = /partition (\d+) \(IDs (\d+)\.\.(\d+)\) serves/.exec(jobOutput);
+    expect(carved, jobOutput).not.toBeNull();
+    expect(Number(carved![1])).toBe(next);
+    const [first, last] = [BigInt(carved![2]), BigInt(carved![3])];
+
+    // The new replicas' probes as the kubelet runs them: startup, then readiness and liveness.
+    for (const pod of addedPods) {
+      const container = added.spec.template.spec.containers[0];
+      for (const probe of [container.startupProbe!, container.readinessProbe!, container.livenessProbe!]) await httpGetOk(probePort(pod, container, probe.httpGet!.port), probe.httpGet!.path, deadline);
+    }
+
+    // New records go round-robin over the partitions: within one round, one lands on the new partition.
+    const port = serviceTarget("silk-coordinator", 6969)!;
+    const post = async (path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+    };
+    const users: string[] = [];
+    for (let index = 0; index < 2 * (next + 1); index += 1) {
+      const created = await post("/CreateUser", { handle: `user${index}`, name: `User ${index}`, age: 20 + index });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      users.push((created.json.user as { id: string }).id);
+    }
+    const onNew = users.filter((id) => BigInt(id) >= first && BigInt(id) <= last);
+    expect(onNew.length, `IDs ${users.join(", ")}; the new partition's ${first}..${last}`).toBeGreaterThan(0);
+    const offNew = users.filter((id) => !onNew.includes(id));
+
+    // Reads answer every record, old and new: each user, and an edge from an old partition's user to the new one's.
+    for (const [index, id] of users.entries()) {
+      const read = await post("/GetUser", { id });
+      expect(read.status, JSON.stringify(read.json)).toBe(200);
+      expect((read.json.user as { handle: string }).handle).toBe(`user${index}`);
+    }
+    expect(((await post("/GetUser", { id: firstUser })).json.user as { handle: string }).handle).toBe("ada");
+    for (const follower of [firstUser!, offNew[0]]) {
+      const followed = await post("/Follow", { follower, followed: onNew[0], since: "2026-11-26" });
+      expect(followed.status, JSON.stringify(followed.json)).toBe(200);
+    }
+    const followers = await post("/FollowersOf", { id: onNew[0] });
+    expect(followers.status, JSON.stringify(followers.json)).toBe(200);
+    expect((followers.json.followers as { id: string }[]).map((user) => user.id).sort()).toEqual([firstUser!, offNew[0]].sort());
+  }, STARTUP_MS_MAX + 90_000);
 
   it("starts Redis and the hosted gateway from their manifests (init container included), and serves a keyed request", async () => {
     // The operator's step (deploy/kubernetes/secrets.yaml): a key from `silk keys create`, its keys.json in the Secret.

@@ -157,7 +157,7 @@ describe("deploy/kubernetes", () => {
     }
   });
 
-  it("probes every HTTP server on /health (NATS on /healthz; a partition replica's readiness on /ready: caught up) at a port its container exposes", () => {
+  it("probes every HTTP server on /health (NATS on /healthz; a partition replica's readiness on /ready: caught up, its startup long enough to wait) at a port its container exposes", () => {
     for (const workload of workloads(objects)) {
       for (const container of workload.spec.template.spec.containers) {
         const where = `${workload.metadata.name}/${container.name}`;
@@ -172,6 +172,13 @@ describe("deploy/kubernetes", () => {
         const readiness = container.command?.[0] !== "silk" ? /^\/healthz/ : container.args?.[0] === "partition" ? /^\/ready$/ : /^\/health$/;
         expect(container.readinessProbe!.httpGet!.path, `${where}: readiness path`).toMatch(readiness);
         if (container.command?.[0] === "silk") expect(container.livenessProbe!.httpGet!.path, `${where}: liveness path`).toBe("/health");
+        // A replica serves its health port only once it runs (a log replayed, a snapshot restored, or a partition being
+        // added carved): a startup probe holds the liveness probe off for that long.
+        if (container.args?.[0] === "partition") {
+          expect(container.startupProbe?.httpGet?.path, `${where}: startup path`).toBe("/health");
+          const probe = container.startupProbe as unknown as { periodSeconds: number; failureThreshold: number };
+          expect(probe.periodSeconds * probe.failureThreshold, `${where}: startup allowance (s)`).toBeGreaterThanOrEqual(1_800);
+        }
       }
     }
   });
@@ -249,12 +256,15 @@ describe("deploy/kubernetes", () => {
     expect([...declared.keys()].sort()).toEqual(["gateway", "partition", "serve"]);
   });
 
-  it("has Jobs outside the base (deploy/kubernetes/jobs/) that pass the schema, mount the base's ConfigMaps and run silk cluster with declared flags", async () => {
+  it("has Jobs outside the base (deploy/kubernetes/jobs/) that pass the schema, mount the base's ConfigMaps and run silk cluster move or add-partition with declared flags", async () => {
     const directory = join(BASE_DIRECTORY, "jobs");
     const jobs = readdirSync(directory)
       .filter((file) => file.endsWith(".yaml"))
       .flatMap((file) => parseAllDocuments(readFileSync(join(directory, file), "utf8")).map((document) => ({ file, job: document.toJS() as KubeObject & { spec: { template: Workload["spec"]["template"] } } })));
-    expect(jobs.map(({ job }) => job.kind)).toEqual(["Job"]);
+    expect(jobs.map(({ file, job }) => [file, job.kind])).toEqual([
+      ["add-partition.yaml", "Job"],
+      ["move.yaml", "Job"],
+    ]);
     for (const { file, job } of jobs) {
       new Job(job as unknown as Record<string, unknown>).validate();
       const pod = job.spec.template.spec;
@@ -264,7 +274,8 @@ describe("deploy/kubernetes", () => {
       for (const container of pod.containers) {
         expect(container.command, file).toEqual(["silk"]);
         const [command, subcommand, ...rest] = container.args ?? [];
-        expect([command, subcommand], file).toEqual(["cluster", "move"]);
+        expect(command, file).toBe("cluster");
+        expect(["move", "add-partition"], file).toContain(subcommand);
         // The directory it reads is where the cluster ConfigMap is mounted.
         const mounted = (container.volumeMounts ?? []).find((mount) => mount.mountPath === flagValue(rest, "--dir"));
         expect(pod.volumes?.find((volume) => volume.name === mounted?.name)?.configMap?.name, `${file}: --dir`).toBe("silk-cluster");
@@ -272,8 +283,14 @@ describe("deploy/kubernetes", () => {
         expect(help.code, help.stderr).toBe(0);
         const declared = new Set([...help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z][a-z-]*)/gm)].map((match) => match[1]));
         for (const flag of rest.filter((arg) => arg.startsWith("--"))) expect(declared.has(flag), `${file}: silk cluster ${subcommand} ${flag}`).toBe(true);
-        // The partitions it names exist.
-        for (const flag of ["--from", "--to"]) expect(Number(flagValue(rest, flag))).toBeLessThan(clusterManifest().partitions);
+        if (subcommand === "move") {
+          // The partitions it names exist.
+          for (const flag of ["--from", "--to"]) expect(Number(flagValue(rest, flag)), `${file}: ${flag}`).toBeLessThan(clusterManifest().partitions);
+        } else {
+          // It adds the next partition, whose replicas a StatefulSet runs: it starts none itself.
+          expect(rest, file).toContain("--existing");
+          expect(Number(flagValue(rest, "--partition")), `${file}: --partition`).toBe(clusterManifest().partitions);
+        }
       }
     }
   });
