@@ -54,7 +54,7 @@ soak-readers: build
 	npx tsx test/soak/dead-readers.ts
 
 # Jepsen-style runs (docs/CHAOS.md): each workload for $(CHAOS_DURATION) with the five process faults, then the bank
-# with those and network partitions and list-append with partitions only (the published runs), each on a cluster of
+# with those and network partitions, list-append with partitions only and the bank with NATS route partitions only (the published runs), each on a cluster of
 # its own under ./chaos-data (made afresh), its history, summary and report.html in ./chaos-out/<run>. Stops at the
 # first anomaly (exit code 2).
 CHAOS_DURATION ?= 60s
@@ -66,6 +66,7 @@ chaos: build nats-server
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/register --workload register --faults $(CHAOS_FAULTS) --duration $(CHAOS_DURATION) --seed 3 --out ./chaos-out/register
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/bank-partition --workload bank --faults $(CHAOS_FAULTS),partition --duration $(CHAOS_DURATION) --seed 5 --out ./chaos-out/bank-partition
 	node dist/bin/silk.js chaos run --cluster ./chaos-data/list-append-partition --workload list-append --faults partition --duration $(CHAOS_DURATION) --seed 1 --out ./chaos-out/list-append-partition
+	node dist/bin/silk.js chaos run --cluster ./chaos-data/bank-partition-nats --workload bank --faults partition-nats --duration $(CHAOS_DURATION) --seed 1 --out ./chaos-out/bank-partition-nats
 
 # The hosted gateway's Redis suite and benchmark start a redis-server of their own; install it where we can (the
 # suite fails naming the package where we cannot).

@@ -39,7 +39,7 @@ export function chaosCommand(fail: (command: string, cause: unknown) => void, po
         .description("run a workload under seeded faults, record its history, check it; exit 2 on an anomaly")
         .requiredOption("--cluster <dir>", "a running cluster's directory (attach), or where to start one (stopped afterwards unless --keep)")
         .requiredOption("--workload <name>", `${WORKLOADS.join(" | ")}`, workloadName)
-        .option("--faults <list>", "comma-separated: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition (none: no faults)", faultList, [])
+        .option("--faults <list>", "comma-separated: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition, partition-nats (none: no faults)", faultList, [])
         .option("--duration <time>", "how long the clients run (60s, 1500ms, 2m)", parseDuration, 60_000)
         .option("--rate <n>", "operations per second, all clients together", positiveInteger, 20)
         .option("--concurrency <n>", "concurrent clients", positiveInteger, 5)

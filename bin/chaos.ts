@@ -2,8 +2,9 @@
  * `silk chaos run`: a Jepsen-style run against a local cluster (docs/CHAOS.md). With `--cluster DIR` naming a running
  * cluster (`silk cluster up` wrote its processes.json and its server is alive) the run attaches to it; otherwise it
  * starts one in DIR with the harness's project (chaos/project) and stops it afterwards unless `--keep`. The run
- * itself is chaos/run.ts. With `partition` among the faults the run must start the cluster, behind its own proxies
- * (chaos/network.ts), and stop it at the end. Exit codes: 0 valid, 2 an anomaly was found, 3 the checker could not decide, 1 the run
+ * itself is chaos/run.ts. With `partition` or `partition-nats` among the faults the run must start the cluster, behind
+ * its own proxies (chaos/network.ts: between processes and NATS servers, and on the NATS servers' routes), and stop it
+ * at the end. Exit codes: 0 valid, 2 an anomaly was found, 3 the checker could not decide, 1 the run
  * could not be made (`silk chaos: <code>: <message>`).
  */
 import { existsSync, readdirSync } from "node:fs";
@@ -14,7 +15,8 @@ import { LocalCluster } from "../chaos/nemesis.js";
 import { ProxiedNetwork } from "../chaos/network.js";
 import { runChaos, type ChaosOptions } from "../chaos/run.js";
 import { formatSummary } from "../chaos/summary.js";
-import type { FaultKind } from "../chaos/schedule.js";
+import { NETWORK_FAULT_KINDS, type FaultKind } from "../chaos/schedule.js";
+import type { NatsServerSpec } from "../cluster/nats/servers.js";
 import { chaosProjectDirectory, type WorkloadName } from "../chaos/workloads.js";
 import { runClusterDown, runClusterUp, spawnSilk } from "./cluster.js";
 import { processAlive } from "../platform/processes.js";
@@ -43,13 +45,14 @@ export async function runChaosCommand(flags: ChaosFlags, out: { write(text: stri
   const dir = resolve(flags.cluster);
   const recorded = existsSync(dir) ? readClusterProcesses(dir) : undefined;
   const attach = recorded?.serve !== undefined && processAlive(recorded.serve);
-  if (flags.faults.includes("partition") && (attach || flags.keep === true)) {
+  const networked = flags.faults.filter((kind) => NETWORK_FAULT_KINDS.includes(kind));
+  if (networked.length > 0 && (attach || flags.keep === true)) {
     throw new SilkError(
       "invalid_option",
-      "partition needs a cluster the run starts and stops: its processes reach NATS through the run's proxies, which end with the run (no running cluster in --cluster, no --keep)",
+      `${networked.join(" and ")} need${networked.length === 1 ? "s" : ""} a cluster the run starts and stops: its processes and NATS servers reach NATS through the run's proxies, which end with the run (no running cluster in --cluster, no --keep)`,
     );
   }
-  const network = flags.faults.includes("partition") ? new ProxiedNetwork() : undefined;
+  const network = networked.length > 0 ? new ProxiedNetwork() : undefined;
   try {
     return await runWith(dir, attach, network, flags, out);
   } finally {
@@ -73,7 +76,13 @@ async function runWith(dir: string, attach: boolean, network: ProxiedNetwork | u
         name: "chaos",
         // Behind proxies the cluster runs unsupervised: the supervisor would start a process again without its proxies
         // (the harness starts what it killed itself, behind the same ones).
-        ...(network === undefined ? {} : { natsServersFor: (process: string, servers: readonly string[]) => network.serversFor(process, servers), supervise: false }),
+        ...(network === undefined
+          ? {}
+          : {
+              natsServersFor: (process: string, servers: readonly string[]) => network.serversFor(process, servers),
+              natsRouteVia: (from: string, to: NatsServerSpec) => network.routeVia(from, to.name, to.clusterPort),
+              supervise: false,
+            }),
       },
       out,
       CHAOS_CLUSTER_UP_TIMEOUT_MS,

@@ -53,7 +53,7 @@ import {
   type ClusterProcesses,
 } from "../cluster/nats/manifest.js";
 import { ClusterSupervisor, isClusterProcess, startClusterProcess, SUPERVISOR_POLL_MS, unrecordedClusterProcesses, withHold } from "../cluster/nats/supervisor.js";
-import { freePort, LocalNatsCluster } from "../cluster/nats/servers.js";
+import { freePort, LocalNatsCluster, type RouteVia } from "../cluster/nats/servers.js";
 import { MapStore } from "../cluster/nats/map-store.js";
 import { subjects } from "../cluster/nats/subjects.js";
 import { leaseHolders, readClusterStatus } from "../cluster/nats/cluster-status.js";
@@ -80,6 +80,8 @@ export interface ClusterUpOptions {
    * SILK_NATS_SERVERS (the chaos harness's proxies); default: the servers' URLs from cluster.json.
    */
   readonly natsServersFor?: (process: string, servers: readonly string[]) => Promise<readonly string[]>;
+  /** Where each NATS server's route to another goes instead of its cluster port (the chaos harness's route proxies). */
+  readonly natsRouteVia?: RouteVia;
   /** false: start no supervisor (a test or an operator that restarts processes itself); default true. */
   readonly supervise?: boolean;
 }
@@ -193,7 +195,7 @@ export async function runClusterUp(options: ClusterUpOptions, out: CommandOutput
   if (!existsSync(options.project)) throw new SilkError("invalid_option", `the project directory ${options.project} does not exist`);
   mkdirSync(clusterPaths.logs(dir), { recursive: true });
   rmSync(clusterPaths.nats(dir), { recursive: true, force: true }); // a fresh NATS cluster: its ports are new
-  const nats = await LocalNatsCluster.start(clusterPaths.nats(dir));
+  const nats = await LocalNatsCluster.start(clusterPaths.nats(dir), { routeVia: options.natsRouteVia });
   const processes: { nats: Record<string, number>; replicas: Record<string, number>; serve?: number; supervisor?: number } = { nats: nats.pids(), replicas: {} };
   writeClusterProcesses(dir, processes);
   const watch = new StartWatch(nats);

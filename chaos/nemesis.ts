@@ -104,7 +104,7 @@ export class LocalCluster {
       return { target, pid: this.processes.nats[target] };
     };
     const coordinator = (): { target: string; pid: number } => ({ target: "coordinator", pid: this.processes.serve! });
-    const what = fault.kind === "pause" ? fault.pause! : fault.kind === "partition" ? fault.isolate! : fault.kind;
+    const what = fault.kind === "pause" ? fault.pause! : fault.kind === "partition" ? fault.isolate! : fault.kind === "partition-nats" ? "nats" : fault.kind;
     switch (what) {
       case "kill-leader":
       case "leader":
@@ -168,6 +168,16 @@ export class LocalCluster {
     this.network?.heal(networkName(target));
   }
 
+  /** Cuts NATS server `server` (`n<i>`) off from its peers (its routes), until `rejoinServer(server)`. */
+  isolateServer(server: string): void {
+    if (this.network === undefined) throw new SilkError("invalid_option", "this cluster's NATS servers route to each other directly: a partition needs a cluster the run starts behind its proxies");
+    this.network.isolateServer(server);
+  }
+
+  rejoinServer(server: string): void {
+    this.network?.healServer(server);
+  }
+
   /** Ends every partition, continues every stopped process and starts every killed one. */
   heal(): void {
     this.network?.healAll();
@@ -221,6 +231,10 @@ export async function runNemesis(cluster: LocalCluster, schedule: readonly Plann
       cluster.isolate(resolved.target);
       await sleep(fault.durationMs);
       cluster.rejoin(resolved.target);
+    } else if (fault.kind === "partition-nats") {
+      cluster.isolateServer(resolved.target);
+      await sleep(fault.durationMs);
+      cluster.rejoinServer(resolved.target);
     } else {
       await cluster.kill(resolved.target, resolved.pid);
       await sleep(fault.durationMs);

@@ -4,6 +4,10 @@
  * process is started with (SILK_NATS_SERVERS). Isolating a process partitions all of its proxies: it reaches no NATS
  * server, and the rest of the cluster (which reaches NATS through its own proxies) goes on without it.
  *
+ * Between the NATS servers, one proxy per ordered pair of servers: server A's route to B dials the proxy `A>B`,
+ * which forwards to B's cluster port (cluster/nats/servers.ts `routeVia`). Isolating server A partitions every route
+ * proxy it is an end of: A reaches no peer, its clients (the Silk processes connected to it) still reach it.
+ *
  * The proxies live in the run's own process, so a cluster started this way reaches NATS only while the run lasts:
  * `silk chaos run` refuses `--keep` and attaching with `partition` (bin/chaos.ts).
  */
@@ -22,6 +26,34 @@ export class ProxiedNetwork {
       this.proxies.set(process, proxies);
     }
     return proxies.map((proxy) => proxy.url);
+  }
+
+  /** The port server `from`'s route to server `to` dials: their proxy (started on first ask). */
+  async routeVia(from: string, to: string, clusterPort: number): Promise<number> {
+    const name = routeName(from, to);
+    let proxies = this.proxies.get(name);
+    if (proxies === undefined) {
+      proxies = [await FaultProxy.start({ host: "127.0.0.1", port: clusterPort })];
+      this.proxies.set(name, proxies);
+    }
+    return proxies[0].port;
+  }
+
+  /** The NATS servers with proxied routes (by name, sorted). */
+  routedServers(): string[] {
+    return [...new Set([...this.proxies.keys()].filter((name) => name.includes(">")).flatMap((name) => name.split(">")))].sort();
+  }
+
+  /** Cuts NATS server `server` off from every peer: each route proxy it is an end of becomes a black hole. */
+  isolateServer(server: string): void {
+    const routes = [...this.proxies.keys()].filter((name) => name.split(">").includes(server));
+    if (routes.length === 0) throw new SilkError("internal", `no route proxies for NATS server ${server}`);
+    for (const name of routes) this.isolate(name);
+  }
+
+  /** Ends `server`'s isolation from its peers. */
+  healServer(server: string): void {
+    for (const name of [...this.isolated].filter((name) => name.split(">").includes(server))) this.heal(name);
   }
 
   /** The URLs a process was given, undefined if it has no proxies. */
@@ -52,6 +84,11 @@ export class ProxiedNetwork {
     await Promise.all([...this.proxies.values()].flat().map((proxy) => proxy.close()));
     this.proxies.clear();
   }
+}
+
+/** The network name of server `from`'s route to server `to`. */
+function routeName(from: string, to: string): string {
+  return `${from}>${to}`;
 }
 
 function targetOf(url: string): { host: string; port: number } {

@@ -10,7 +10,10 @@
  */
 import { seededRandom } from "../protocol/random.js";
 
-export const FAULT_KINDS = ["kill-leader", "kill-follower", "kill-nats", "kill-coordinator", "pause", "partition"] as const;
+export const FAULT_KINDS = ["kill-leader", "kill-follower", "kill-nats", "kill-coordinator", "pause", "partition", "partition-nats"] as const;
+
+/** The fault kinds that need the cluster behind the run's proxies (chaos/network.ts). */
+export const NETWORK_FAULT_KINDS: readonly FaultKind[] = ["partition", "partition-nats"];
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** What a pause stops: a partition's leader or a follower, a NATS server, or the coordinator. */
@@ -29,8 +32,8 @@ export interface PlannedFault {
   readonly durationMs: number;
   /** The partition whose leader or follower is hit (kill-leader, kill-follower, pause of one of them). */
   readonly partition: number;
-  /** kill-follower and pause of a follower: which follower (index among the followers, modulo their number); kill-nats
-   *  and pause of a NATS server: which server (index, modulo their number). */
+  /** kill-follower and pause of a follower: which follower (index among the followers, modulo their number); kill-nats,
+   *  partition-nats and pause of a NATS server: which server (index, modulo their number). */
   readonly target: number;
   /** pause only: what it stops. */
   readonly pause?: PauseTarget;

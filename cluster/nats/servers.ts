@@ -58,15 +58,29 @@ export async function natsClusterSpecs(directory: string, count: number): Promis
   return specs;
 }
 
-function configOf(spec: NatsServerSpec, all: readonly NatsServerSpec[], clusterName: string): string {
-  const routes = all.filter((other) => other !== spec).map((other) => `nats-route://127.0.0.1:${other.clusterPort}`);
+/**
+ * Where server `from` dials server `to`'s route (cluster) port: a loopback port of its own, which forwards to
+ * `to.clusterPort` (the chaos harness's fault proxies between NATS servers, chaos/network.ts).
+ */
+export type RouteVia = (from: string, to: NatsServerSpec) => Promise<number>;
+
+/**
+ * Where nothing listens (port 1, tcpmux, unused on these machines): a server whose routes go through proxies
+ * advertises it as its route address, so the route URLs the servers gossip to one another lead nowhere and every
+ * route is one a server's config names, through its proxy.
+ */
+const UNREACHABLE_ROUTE_ADDRESS = "127.0.0.1:1";
+
+function configOf(spec: NatsServerSpec, all: readonly NatsServerSpec[], clusterName: string, routePorts?: ReadonlyMap<string, number>): string {
+  const routes = all.filter((other) => other !== spec).map((other) => `nats-route://127.0.0.1:${routePorts?.get(other.name) ?? other.clusterPort}`);
+  const advertise = routePorts === undefined ? "" : `, advertise: ${JSON.stringify(UNREACHABLE_ROUTE_ADDRESS)}`;
   const lines = [
     `server_name: ${spec.name}`,
     `listen: 127.0.0.1:${spec.clientPort}`,
     `jetstream { store_dir: ${JSON.stringify(spec.storeDir)} }`,
     `log_file: ${JSON.stringify(spec.logFile)}`,
   ];
-  if (all.length > 1) lines.push(`cluster { name: ${clusterName}, listen: 127.0.0.1:${spec.clusterPort}, no_advertise: true, routes: [${routes.join(", ")}] }`);
+  if (all.length > 1) lines.push(`cluster { name: ${clusterName}, listen: 127.0.0.1:${spec.clusterPort}, no_advertise: true${advertise}, routes: [${routes.join(", ")}] }`);
   return `${lines.join("\n")}\n`;
 }
 
@@ -82,7 +96,8 @@ export class LocalNatsCluster {
   ) {}
 
   /** Writes the config files and starts every server; resolves once all accept clients and JetStream is ready. */
-  static async start(directory: string, options: { servers?: number; clusterName?: string } = {}): Promise<LocalNatsCluster> {
+  /** `routeVia`: each server's routes to the others go to the ports it gives (proxies), not to their cluster ports. */
+  static async start(directory: string, options: { servers?: number; clusterName?: string; routeVia?: RouteVia } = {}): Promise<LocalNatsCluster> {
     if (!existsSync(NATS_SERVER_BINARY)) {
       throw new SilkError("invalid_option", `${NATS_SERVER_BINARY} is missing: install the nats-server package (apt-get install nats-server) or set NATS_SERVER`);
     }
@@ -91,7 +106,9 @@ export class LocalNatsCluster {
       const cluster = new LocalNatsCluster(specs, options.clusterName ?? "silk");
       for (const spec of specs) {
         mkdirSync(spec.storeDir, { recursive: true });
-        writeFileSync(spec.configFile, configOf(spec, specs, cluster.clusterName));
+        const routeVia = options.routeVia;
+        const routePorts = routeVia === undefined ? undefined : new Map(await Promise.all(specs.filter((other) => other !== spec).map(async (other) => [other.name, await routeVia(spec.name, other)] as const)));
+        writeFileSync(spec.configFile, configOf(spec, specs, cluster.clusterName, routePorts));
       }
       for (const spec of specs) cluster.spawn(spec);
       try {

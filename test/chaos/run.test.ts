@@ -32,7 +32,7 @@ describe("silk chaos run", () => {
     const dir = temporaryDirectory();
     const fault = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "kill-leader,netsplit"]);
     expect(fault.code).toBe(1);
-    expect(fault.stderr).toContain("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition)");
+    expect(fault.stderr).toContain("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition, partition-nats)");
     // Partitions need the run's own proxies in front of NATS: a cluster it starts and stops.
     const kept = await runSilk(["chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "partition", "--keep"]);
     expect(kept.code).toBe(1);
@@ -116,6 +116,27 @@ describe("silk chaos run", () => {
     expect(faults.filter((fault) => fault.skipped === undefined).length).toBeGreaterThanOrEqual(1);
     // The run started the cluster and stopped it (its proxies end with the run).
     expect(run.stdout).toContain("is up in");
+    expect(run.stdout).toMatch(/silk: stopped \d+ processes of the cluster/);
+  }, 420_000);
+
+  it("runs the bank under seeded partitions between NATS servers (their routes through its proxies): no anomaly", async () => {
+    const dir = temporaryDirectory();
+    const out = temporaryDirectory();
+    const run = await runSilk([
+      "chaos", "run", "--cluster", dir, "--workload", "bank", "--faults", "partition-nats",
+      "--duration", "15s", "--rate", "15", "--seed", "2", "--out", out,
+    ]);
+    expect(run.code, `${run.stdout}${run.stderr}`).toBe(0);
+    const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8")) as ChaosSummary;
+    expect(summary.verdict.valid).toBe(true);
+    expect(summary.verdict.anomalies).toEqual([]);
+    expect(summary.operations.ok).toBeGreaterThan(0);
+    // Seed 2 cuts n1 off from its peers at 2.3 s for 2.0 s, then n2 at 7.9 s for 2.5 s (chaos/schedule.ts).
+    const faults = jsonLines<FaultEvent>(join(out, "faults.jsonl"));
+    expect(faults.map((fault) => [fault.kind, fault.target, fault.skipped])).toEqual([
+      ["partition-nats", "n1", undefined],
+      ["partition-nats", "n2", undefined],
+    ]);
     expect(run.stdout).toMatch(/silk: stopped \d+ processes of the cluster/);
   }, 420_000);
 

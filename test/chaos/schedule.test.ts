@@ -49,6 +49,6 @@ describe("fault schedule", () => {
   it("parses --faults and names the known kinds when one is unknown", () => {
     expect(parseFaults("kill-leader, pause,kill-leader")).toEqual(["kill-leader", "pause"]);
     expect(parseFaults("partition")).toEqual(["partition"]);
-    expect(() => parseFaults("kill-leader,netsplit")).toThrow("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition)");
+    expect(() => parseFaults("kill-leader,netsplit")).toThrow("unknown fault netsplit (known: kill-leader, kill-follower, kill-nats, kill-coordinator, pause, partition, partition-nats)");
   });
 });
